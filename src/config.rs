@@ -1,0 +1,420 @@
+//! Configuration: `config.toml` → `config.{APP_ENV}.toml` → `APP_<SECTION>__<KEY>` environment
+//! variables → defaults. `DATABASE_URL` is accepted as well as `APP_DATABASE__URL`.
+//! Validated once at start-up; an invalid value is an error naming the key.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot parse {path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub database: DatabaseSettings,
+    pub server: ServerSettings,
+    pub worker: WorkerSettings,
+    pub llm: LlmSettings,
+    pub orchestrator: OrchestratorSettings,
+    pub reflection: ReflectionSettings,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseSettings {
+    /// Connection URL; `DATABASE_URL` wins over the file.
+    pub url: Option<String>,
+    pub max_connections: u32,
+    pub acquire_timeout_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSettings {
+    pub host: String,
+    pub port: u16,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkerSettings {
+    /// Fixed worker id (a UUID); a fresh v7 id when unset.
+    pub id: Option<String>,
+    /// Steps this worker runs at once.
+    pub concurrency: u32,
+    /// Lease length; heartbeats extend it every `lease_secs / 3`.
+    pub lease_secs: u64,
+    /// Fallback poll period when no notification arrives.
+    pub poll_ms: u64,
+    /// Most steps claimed by one claim transaction.
+    pub claim_batch: u32,
+    /// On SIGTERM, how long in-flight steps may run before they are released.
+    pub shutdown_grace_secs: u64,
+    /// Base of the exponential backoff between retries of a failed step.
+    pub retry_backoff_ms: u64,
+    /// Upper bound of that backoff.
+    pub retry_backoff_max_ms: u64,
+    /// How often the maintenance loop looks for expired leases.
+    pub rescue_interval_ms: u64,
+    /// A step whose worker died this many times fails as poison.
+    pub max_rescues: u32,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmSettings {
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+    pub model: Option<String>,
+    pub timeout_secs: Option<u64>,
+    pub max_retries: Option<u32>,
+    pub temperature: Option<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OrchestratorSettings {
+    pub max_reflection_rounds: u32,
+    pub success_threshold: f64,
+    pub enable_auto_reflection: bool,
+    pub enable_parallel_execution: bool,
+    pub parallel_max_concurrent: u32,
+    pub enable_two_stage_planning: bool,
+    pub two_stage_tool_threshold: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReflectionSettings {
+    pub enable_step_level_reflection: bool,
+    pub max_step_retries: u32,
+    pub max_single_step_repairs: u32,
+    pub max_task_replans: u32,
+    pub max_consecutive_failures: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            database: DatabaseSettings::default(),
+            server: ServerSettings::default(),
+            worker: WorkerSettings::default(),
+            llm: LlmSettings::default(),
+            orchestrator: OrchestratorSettings::default(),
+            reflection: ReflectionSettings::default(),
+        }
+    }
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        Self {
+            url: None,
+            max_connections: 20,
+            acquire_timeout_secs: 10,
+        }
+    }
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            host: "127.0.0.1".into(),
+            port: 8080,
+        }
+    }
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        Self {
+            id: None,
+            concurrency: 16,
+            lease_secs: 30,
+            poll_ms: 1000,
+            claim_batch: 16,
+            shutdown_grace_secs: 20,
+            retry_backoff_ms: 500,
+            retry_backoff_max_ms: 60_000,
+            rescue_interval_ms: 2000,
+            max_rescues: 3,
+        }
+    }
+}
+
+impl Default for OrchestratorSettings {
+    fn default() -> Self {
+        Self {
+            max_reflection_rounds: 5,
+            success_threshold: 80.0,
+            enable_auto_reflection: true,
+            enable_parallel_execution: true,
+            parallel_max_concurrent: 8,
+            enable_two_stage_planning: true,
+            two_stage_tool_threshold: 10,
+        }
+    }
+}
+
+impl Default for ReflectionSettings {
+    fn default() -> Self {
+        Self {
+            enable_step_level_reflection: true,
+            max_step_retries: 3,
+            max_single_step_repairs: 1,
+            max_task_replans: 1,
+            max_consecutive_failures: 3,
+        }
+    }
+}
+
+const SECTIONS: [&str; 6] = [
+    "database",
+    "server",
+    "worker",
+    "llm",
+    "orchestrator",
+    "reflection",
+];
+
+impl Settings {
+    /// Load from the working directory and the process environment.
+    pub fn load() -> Result<Self, ConfigError> {
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        Self::load_from(Path::new("."), &vars)
+    }
+
+    /// Load from `dir` and the given environment (testable without touching the process env).
+    pub fn load_from(dir: &Path, env: &[(String, String)]) -> Result<Self, ConfigError> {
+        let mut merged = toml::Table::new();
+        let app_env = env
+            .iter()
+            .find(|(k, _)| k == "APP_ENV")
+            .map(|(_, v)| v.clone());
+        let mut files = vec!["config.toml".to_string()];
+        if let Some(app_env) = app_env.filter(|e| !e.is_empty()) {
+            files.push(format!("config.{app_env}.toml"));
+        }
+        for file in files {
+            let path = dir.join(&file);
+            if !path.exists() {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+                path: path.display().to_string(),
+                source,
+            })?;
+            let table: toml::Table =
+                text.parse()
+                    .map_err(|e: toml::de::Error| ConfigError::Parse {
+                        path: path.display().to_string(),
+                        message: e.to_string(),
+                    })?;
+            merge(&mut merged, table);
+        }
+        for (key, value) in env {
+            let Some(rest) = key.strip_prefix("APP_") else {
+                continue;
+            };
+            let Some((section, field)) = rest.split_once("__") else {
+                continue;
+            };
+            let section = section.to_ascii_lowercase();
+            if !SECTIONS.contains(&section.as_str()) {
+                continue;
+            }
+            let field = field.to_ascii_lowercase();
+            let entry = merged
+                .entry(section.clone())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            let toml::Value::Table(t) = entry else {
+                return Err(ConfigError::Invalid(format!("[{section}] must be a table")));
+            };
+            t.insert(field, env_value(value));
+        }
+        if let Some((_, url)) = env.iter().find(|(k, _)| k == "DATABASE_URL")
+            && !url.is_empty()
+        {
+            let entry = merged
+                .entry("database".to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            if let toml::Value::Table(t) = entry {
+                t.insert("url".into(), toml::Value::String(url.clone()));
+            }
+        }
+        let settings: Settings = toml::Value::Table(merged)
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: &str| Err(ConfigError::Invalid(m.to_string()));
+        let w = &self.worker;
+        if w.concurrency == 0 {
+            return bad("worker.concurrency must be at least 1");
+        }
+        if w.lease_secs == 0 {
+            return bad("worker.lease_secs must be at least 1");
+        }
+        if w.poll_ms == 0 {
+            return bad("worker.poll_ms must be at least 1");
+        }
+        if w.claim_batch == 0 {
+            return bad("worker.claim_batch must be at least 1");
+        }
+        if w.max_rescues == 0 {
+            return bad("worker.max_rescues must be at least 1");
+        }
+        if w.rescue_interval_ms == 0 {
+            return bad("worker.rescue_interval_ms must be at least 1");
+        }
+        if let Some(id) = &w.id
+            && uuid::Uuid::parse_str(id).is_err()
+        {
+            return bad("worker.id must be a UUID");
+        }
+        if self.database.max_connections < 2 {
+            return bad("database.max_connections must be at least 2");
+        }
+        let o = &self.orchestrator;
+        if o.parallel_max_concurrent == 0 {
+            return bad("orchestrator.parallel_max_concurrent must be at least 1");
+        }
+        if o.max_reflection_rounds == 0 {
+            return bad("orchestrator.max_reflection_rounds must be at least 1");
+        }
+        if !(0.0..=100.0).contains(&o.success_threshold) {
+            return bad("orchestrator.success_threshold must be between 0 and 100");
+        }
+        if let Some(t) = self.llm.temperature
+            && !(0.0..=2.0).contains(&t)
+        {
+            return bad("llm.temperature must be between 0 and 2");
+        }
+        Ok(())
+    }
+
+    /// The database URL, or an error saying how to set it.
+    pub fn database_url(&self) -> Result<&str, ConfigError> {
+        self.database.url.as_deref().ok_or_else(|| {
+            ConfigError::Invalid(
+                "no database URL: set DATABASE_URL (or APP_DATABASE__URL, or [database] url)"
+                    .into(),
+            )
+        })
+    }
+}
+
+/// Environment values are TOML literals when they parse as one (numbers, booleans), else strings.
+fn env_value(raw: &str) -> toml::Value {
+    let probe = format!("v = {raw}");
+    match probe.parse::<toml::Table>() {
+        Ok(mut t) => match t.remove("v") {
+            Some(
+                v @ (toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_)),
+            ) => v,
+            _ => toml::Value::String(raw.to_string()),
+        },
+        Err(_) => toml::Value::String(raw.to_string()),
+    }
+}
+
+fn merge(into: &mut toml::Table, from: toml::Table) {
+    for (k, v) in from {
+        match (into.get_mut(&k), v) {
+            (Some(toml::Value::Table(a)), toml::Value::Table(b)) => merge(a, b),
+            (_, v) => {
+                into.insert(k, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_match_the_contract() {
+        let dir = std::env::temp_dir().join(format!("trellis-cfg-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let s = Settings::load_from(&dir, &[]).unwrap();
+        assert_eq!(s.server.host, "127.0.0.1");
+        assert_eq!(s.server.port, 8080);
+        assert_eq!(s.worker.concurrency, 16);
+        assert_eq!(s.worker.lease_secs, 30);
+        assert_eq!(s.worker.poll_ms, 1000);
+        assert_eq!(s.reflection.max_step_retries, 3);
+        assert_eq!(s.reflection.max_single_step_repairs, 1);
+        assert_eq!(s.reflection.max_task_replans, 1);
+        assert_eq!(s.reflection.max_consecutive_failures, 3);
+        assert!(s.reflection.enable_step_level_reflection);
+        assert_eq!(s.orchestrator.max_reflection_rounds, 5);
+        assert_eq!(s.orchestrator.success_threshold, 80.0);
+        assert!(s.orchestrator.enable_parallel_execution);
+        assert_eq!(s.orchestrator.parallel_max_concurrent, 8);
+        assert_eq!(s.orchestrator.two_stage_tool_threshold, 10);
+        assert!(s.llm.base_url.is_none());
+    }
+
+    #[test]
+    fn files_then_env_then_database_url() {
+        let dir = std::env::temp_dir().join(format!("trellis-cfg-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("config.toml"),
+            "[server]\nport = 9000\nhost = \"0.0.0.0\"\n[worker]\nconcurrency = 4\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("config.prod.toml"), "[worker]\nconcurrency = 5\n").unwrap();
+        let s = Settings::load_from(
+            &dir,
+            &env(&[
+                ("APP_ENV", "prod"),
+                ("APP_SERVER__PORT", "0"),
+                ("APP_WORKER__LEASE_SECS", "7"),
+                ("APP_DATABASE__URL", "postgres://file"),
+                ("DATABASE_URL", "postgres://env"),
+                ("APP_ORCHESTRATOR__ENABLE_PARALLEL_EXECUTION", "false"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.server.port, 0);
+        assert_eq!(s.server.host, "0.0.0.0");
+        assert_eq!(s.worker.concurrency, 5);
+        assert_eq!(s.worker.lease_secs, 7);
+        assert!(!s.orchestrator.enable_parallel_execution);
+        assert_eq!(s.database_url().unwrap(), "postgres://env");
+    }
+
+    #[test]
+    fn invalid_values_are_named() {
+        let dir = std::env::temp_dir();
+        let e = Settings::load_from(&dir, &env(&[("APP_WORKER__CONCURRENCY", "0")])).unwrap_err();
+        assert!(e.to_string().contains("worker.concurrency"), "{e}");
+        let e = Settings::load_from(&dir, &env(&[("APP_WORKER__LEASE_SECS", "soon")])).unwrap_err();
+        assert!(e.to_string().contains("lease_secs"), "{e}");
+        let e = Settings::load_from(&dir, &env(&[("APP_SERVER__NOPE", "1")])).unwrap_err();
+        assert!(e.to_string().contains("nope"), "{e}");
+    }
+}

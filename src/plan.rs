@@ -1,0 +1,528 @@
+//! Plan validation (pure): the DAG rules and the placeholder grammar of CONTRACT.md "Parameters".
+//!
+//! Placeholders: `${step_1}`, `${step_1.output}`, `${step_1.output.a.b}` (a previous step's output),
+//! `${metadata.key}` (runtime metadata, then task metadata) and `{{action_1_1.output}}` (an action
+//! of the same step). Paths may index arrays with numbers (`items.0.name`).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use serde_json::Value;
+
+use crate::model::{PlanSpec, StepSpec};
+
+pub const MAX_STEPS: usize = 1000;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct PlanError {
+    pub message: String,
+}
+
+fn err<T>(message: impl Into<String>) -> Result<T, PlanError> {
+    Err(PlanError {
+        message: message.into(),
+    })
+}
+
+/// What a placeholder refers to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reference {
+    /// Output of a step (path below `output`).
+    Step { key: String, path: Vec<String> },
+    /// Runtime metadata, then task metadata.
+    Metadata { path: Vec<String> },
+    /// Output of an action in the same step.
+    Action { id: String, path: Vec<String> },
+}
+
+/// A piece of a parameter string: literal text or a placeholder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment<'a> {
+    Text(&'a str),
+    Ref { raw: &'a str, reference: Reference },
+}
+
+/// Split a string into text and placeholders. Malformed placeholders are errors.
+pub fn parse_template(s: &str) -> Result<Vec<Segment<'_>>, PlanError> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    let mut offset = 0usize;
+    loop {
+        let dollar = rest.find("${");
+        let brace = rest.find("{{");
+        let (start, is_action) = match (dollar, brace) {
+            (None, None) => break,
+            (Some(d), None) => (d, false),
+            (None, Some(b)) => (b, true),
+            (Some(d), Some(b)) => {
+                if d < b {
+                    (d, false)
+                } else {
+                    (b, true)
+                }
+            }
+        };
+        if start > 0 {
+            out.push(Segment::Text(&s[offset..offset + start]));
+        }
+        let close = if is_action { "}}" } else { "}" };
+        let body_start = start + 2;
+        let Some(end_rel) = rest[body_start..].find(close) else {
+            return err(format!("unterminated placeholder in {s:?}"));
+        };
+        let body = &rest[body_start..body_start + end_rel];
+        let total = body_start + end_rel + close.len();
+        let raw = &s[offset + start..offset + total];
+        let reference = parse_reference(body.trim(), is_action).map_err(|m| PlanError {
+            message: format!("placeholder {raw}: {m}"),
+        })?;
+        out.push(Segment::Ref { raw, reference });
+        offset += total;
+        rest = &s[offset..];
+    }
+    if !rest.is_empty() {
+        out.push(Segment::Text(rest));
+    }
+    Ok(out)
+}
+
+fn parse_reference(body: &str, is_action: bool) -> Result<Reference, String> {
+    let parts: Vec<&str> = body.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err("empty path segment".into());
+    }
+    let head = parts[0].to_string();
+    if !valid_key(&head) {
+        return Err(format!("{head:?} is not a step, action or metadata name"));
+    }
+    let tail: Vec<String> = parts[1..].iter().map(|p| p.to_string()).collect();
+    if !is_action && head == "metadata" {
+        if tail.is_empty() {
+            return Err("expected ${metadata.key}".into());
+        }
+        return Ok(Reference::Metadata { path: tail });
+    }
+    let path = match tail.split_first() {
+        None => vec![],
+        Some((first, rest)) if first == "output" => rest.to_vec(),
+        Some((first, _)) => {
+            return Err(format!(
+                "expected .output after {head:?}, found .{first} (write {}{head}.output.{first}{})",
+                if is_action { "{{" } else { "${" },
+                if is_action { "}}" } else { "}" }
+            ));
+        }
+    };
+    Ok(if is_action {
+        Reference::Action { id: head, path }
+    } else {
+        Reference::Step { key: head, path }
+    })
+}
+
+fn valid_key(k: &str) -> bool {
+    !k.is_empty()
+        && k.len() <= 64
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Every placeholder found in the strings of a JSON value.
+pub fn references(value: &Value) -> Result<Vec<Reference>, PlanError> {
+    let mut out = Vec::new();
+    collect_refs(value, &mut out)?;
+    Ok(out)
+}
+
+fn collect_refs(value: &Value, out: &mut Vec<Reference>) -> Result<(), PlanError> {
+    match value {
+        Value::String(s) => {
+            for seg in parse_template(s)? {
+                if let Segment::Ref { reference, .. } = seg {
+                    out.push(reference);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for v in items {
+                collect_refs(v, out)?;
+            }
+        }
+        Value::Object(map) => {
+            for v in map.values() {
+                collect_refs(v, out)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Validate a submitted plan against the known tool ids. Pure: no I/O.
+pub fn validate(plan: &PlanSpec, known_tools: &HashSet<String>) -> Result<(), PlanError> {
+    if plan.steps.is_empty() {
+        return err("plan.steps is empty: a plan needs at least one step");
+    }
+    if plan.steps.len() > MAX_STEPS {
+        return err(format!(
+            "plan has {} steps; at most {MAX_STEPS} are allowed",
+            plan.steps.len()
+        ));
+    }
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for (i, step) in plan.steps.iter().enumerate() {
+        if !valid_key(&step.id) {
+            return err(format!(
+                "step id {:?} is invalid: use 1-64 letters, digits, '_' or '-'",
+                step.id
+            ));
+        }
+        if step.id == "metadata" {
+            return err("step id \"metadata\" is reserved for ${metadata.key} placeholders");
+        }
+        if index.insert(step.id.as_str(), i).is_some() {
+            return err(format!("duplicate step id {:?}", step.id));
+        }
+    }
+    for step in &plan.steps {
+        validate_step_shape(step, known_tools)?;
+        let mut seen = HashSet::new();
+        for dep in &step.dependencies {
+            if dep == &step.id {
+                return err(format!("step {:?} depends on itself", step.id));
+            }
+            if !index.contains_key(dep.as_str()) {
+                return err(format!(
+                    "step {:?} depends on unknown step {dep:?}",
+                    step.id
+                ));
+            }
+            if !seen.insert(dep) {
+                return err(format!("step {:?} lists dependency {dep:?} twice", step.id));
+            }
+        }
+    }
+    let order = topological_order(plan)?;
+    // Transitive dependencies, computed in topological order.
+    let mut ancestors: HashMap<&str, BTreeSet<&str>> = HashMap::new();
+    for &i in &order {
+        let step = &plan.steps[i];
+        let mut set = BTreeSet::new();
+        for dep in &step.dependencies {
+            set.insert(dep.as_str());
+            if let Some(a) = ancestors.get(dep.as_str()) {
+                set.extend(a.iter().copied());
+            }
+        }
+        ancestors.insert(step.id.as_str(), set);
+    }
+    for step in &plan.steps {
+        let deps = &ancestors[step.id.as_str()];
+        let action_ids: HashSet<&str> = step.actions.iter().map(|a| a.id.as_str()).collect();
+        for r in references(&step.parameters).map_err(|e| in_step(step, e))? {
+            check_reference(step, &r, deps, &index, Some(&action_ids))?;
+        }
+        for action in &step.actions {
+            for r in references(&action.parameters).map_err(|e| in_step(step, e))? {
+                check_reference(step, &r, deps, &index, None)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn in_step(step: &StepSpec, e: PlanError) -> PlanError {
+    PlanError {
+        message: format!("step {:?}: {}", step.id, e.message),
+    }
+}
+
+fn validate_step_shape(step: &StepSpec, known_tools: &HashSet<String>) -> Result<(), PlanError> {
+    if !step.parameters.is_object() {
+        return err(format!(
+            "step {:?}: parameters must be a JSON object",
+            step.id
+        ));
+    }
+    if step.tool.is_empty() {
+        if step.actions.is_empty() {
+            return err(format!("step {:?} has no tool and no actions", step.id));
+        }
+    } else if !known_tools.contains(&step.tool) {
+        return err(format!(
+            "step {:?} uses unknown tool {:?}",
+            step.id, step.tool
+        ));
+    }
+    let mut ids = HashSet::new();
+    for action in &step.actions {
+        if !valid_key(&action.id) {
+            return err(format!(
+                "step {:?}: action id {:?} is invalid",
+                step.id, action.id
+            ));
+        }
+        if !ids.insert(action.id.as_str()) {
+            return err(format!(
+                "step {:?}: duplicate action id {:?}",
+                step.id, action.id
+            ));
+        }
+        if !known_tools.contains(&action.tool) {
+            return err(format!(
+                "step {:?}: action {:?} uses unknown tool {:?}",
+                step.id, action.id, action.tool
+            ));
+        }
+        if !action.parameters.is_object() {
+            return err(format!(
+                "step {:?}: action {:?} parameters must be a JSON object",
+                step.id, action.id
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_reference(
+    step: &StepSpec,
+    r: &Reference,
+    deps: &BTreeSet<&str>,
+    index: &HashMap<&str, usize>,
+    actions: Option<&HashSet<&str>>,
+) -> Result<(), PlanError> {
+    match r {
+        Reference::Metadata { .. } => Ok(()),
+        Reference::Step { key, .. } => {
+            if !index.contains_key(key.as_str()) {
+                err(format!(
+                    "step {:?}: placeholder refers to unknown step {key:?}",
+                    step.id
+                ))
+            } else if !deps.contains(key.as_str()) {
+                err(format!(
+                    "step {:?}: placeholder refers to step {key:?}, which is not one of its (transitive) dependencies",
+                    step.id
+                ))
+            } else {
+                Ok(())
+            }
+        }
+        Reference::Action { id, .. } => match actions {
+            None => err(format!(
+                "step {:?}: actions run in parallel, so an action cannot refer to {{{{{id}.output}}}}",
+                step.id
+            )),
+            Some(ids) if !ids.contains(id.as_str()) => err(format!(
+                "step {:?}: placeholder refers to unknown action {id:?} (actions of the same step only)",
+                step.id
+            )),
+            Some(_) => Ok(()),
+        },
+    }
+}
+
+/// Kahn's algorithm; ties broken by plan order. Errors name a step on a cycle.
+pub fn topological_order(plan: &PlanSpec) -> Result<Vec<usize>, PlanError> {
+    let index: HashMap<&str, usize> = plan
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.as_str(), i))
+        .collect();
+    let mut indegree: Vec<usize> = plan.steps.iter().map(|s| s.dependencies.len()).collect();
+    let mut dependents: Vec<Vec<usize>> = vec![vec![]; plan.steps.len()];
+    for (i, s) in plan.steps.iter().enumerate() {
+        for d in &s.dependencies {
+            if let Some(&j) = index.get(d.as_str()) {
+                dependents[j].push(i);
+            }
+        }
+    }
+    let mut ready: BTreeSet<usize> = (0..plan.steps.len())
+        .filter(|&i| indegree[i] == 0)
+        .collect();
+    let mut order = Vec::with_capacity(plan.steps.len());
+    while let Some(i) = ready.pop_first() {
+        order.push(i);
+        for &j in &dependents[i] {
+            indegree[j] -= 1;
+            if indegree[j] == 0 {
+                ready.insert(j);
+            }
+        }
+    }
+    if order.len() != plan.steps.len() {
+        let on_cycle = (0..plan.steps.len())
+            .find(|&i| indegree[i] > 0)
+            .map(|i| plan.steps[i].id.clone())
+            .unwrap_or_default();
+        return err(format!(
+            "plan has a dependency cycle (through step {on_cycle:?})"
+        ));
+    }
+    Ok(order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tools() -> HashSet<String> {
+        ["echo", "sleep"].iter().map(|s| s.to_string()).collect()
+    }
+
+    fn plan(v: Value) -> PlanSpec {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn check(v: Value) -> Result<(), PlanError> {
+        validate(&plan(v), &tools())
+    }
+
+    #[test]
+    fn parses_placeholders() {
+        let segs = parse_template("a ${step_1.output.x.0} b {{act.output}} ${metadata.k}").unwrap();
+        assert_eq!(segs.len(), 6);
+        assert_eq!(
+            segs[1],
+            Segment::Ref {
+                raw: "${step_1.output.x.0}",
+                reference: Reference::Step {
+                    key: "step_1".into(),
+                    path: vec!["x".into(), "0".into()]
+                }
+            }
+        );
+        assert!(matches!(
+            &segs[3],
+            Segment::Ref { reference: Reference::Action { id, path }, .. } if id == "act" && path.is_empty()
+        ));
+        assert!(matches!(
+            &segs[5],
+            Segment::Ref { reference: Reference::Metadata { path }, .. } if path == &vec!["k".to_string()]
+        ));
+        assert_eq!(
+            parse_template("${step_1}").unwrap()[0],
+            Segment::Ref {
+                raw: "${step_1}",
+                reference: Reference::Step {
+                    key: "step_1".into(),
+                    path: vec![]
+                }
+            }
+        );
+        assert!(parse_template("${step_1").is_err());
+        assert!(parse_template("${step_1.foo}").is_err());
+        assert!(parse_template("${metadata}").is_err());
+        assert!(parse_template("${a..b}").is_err());
+        assert_eq!(parse_template("no placeholders").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn accepts_a_valid_dag() {
+        check(json!({"steps": [
+            {"id": "a", "tool": "echo", "parameters": {"x": 1}},
+            {"id": "b", "tool": "echo", "dependencies": ["a"], "parameters": {"y": "${a.output.x}"}},
+            {"id": "c", "tool": "echo", "dependencies": ["b"], "parameters": {"z": "t=${a} ${metadata.k}"}},
+            {"id": "d", "tool": "", "dependencies": ["c"], "actions": [
+                {"id": "d1", "tool": "echo", "parameters": {"v": "${b.output}"}},
+                {"id": "d2", "tool": "sleep", "parameters": {"ms": 1}}]},
+            {"id": "e", "tool": "echo", "actions": [{"id": "e1", "tool": "echo"}],
+             "parameters": {"from_action": "{{e1.output}}"}}
+        ]}))
+        .unwrap();
+    }
+
+    #[test]
+    fn rejects_each_invalid_shape_with_a_message() {
+        let cases = [
+            (json!({"steps": []}), "empty"),
+            (
+                json!({"steps": [{"id": "a", "tool": "nope"}]}),
+                "unknown tool",
+            ),
+            (
+                json!({"steps": [{"id": "a", "tool": "echo", "dependencies": ["a"]}]}),
+                "depends on itself",
+            ),
+            (
+                json!({"steps": [{"id": "a", "tool": "echo", "dependencies": ["z"]}]}),
+                "unknown step",
+            ),
+            (
+                json!({"steps": [{"id": "a", "tool": "echo"}, {"id": "a", "tool": "echo"}]}),
+                "duplicate step id",
+            ),
+            (
+                json!({"steps": [
+                {"id": "a", "tool": "echo", "dependencies": ["c"]},
+                {"id": "b", "tool": "echo", "dependencies": ["a"]},
+                {"id": "c", "tool": "echo", "dependencies": ["b"]}]}),
+                "cycle",
+            ),
+            (
+                json!({"steps": [
+                {"id": "a", "tool": "echo"},
+                {"id": "b", "tool": "echo", "parameters": {"x": "${a.output}"}}]}),
+                "not one of its (transitive) dependencies",
+            ),
+            (
+                json!({"steps": [{"id": "a", "tool": "echo", "parameters": {"x": "${zz}"}}]}),
+                "unknown step",
+            ),
+            (
+                json!({"steps": [{"id": "a", "tool": "echo", "parameters": {"x": "{{q.output}}"}}]}),
+                "unknown action",
+            ),
+            (
+                json!({"steps": [{"id": "a", "tool": "echo", "parameters": [1]}]}),
+                "JSON object",
+            ),
+            (
+                json!({"steps": [{"id": "a", "tool": ""}]}),
+                "no tool and no actions",
+            ),
+            (json!({"steps": [{"id": "a b", "tool": "echo"}]}), "invalid"),
+            (
+                json!({"steps": [{"id": "metadata", "tool": "echo"}]}),
+                "reserved",
+            ),
+            (
+                json!({"steps": [{"id": "a", "tool": "echo", "actions": [
+                {"id": "x", "tool": "echo"}, {"id": "x", "tool": "echo"}]}]}),
+                "duplicate action",
+            ),
+            (
+                json!({"steps": [{"id": "a", "tool": "echo", "actions": [
+                {"id": "x", "tool": "echo"}, {"id": "y", "tool": "echo", "parameters": {"v": "{{x.output}}"}}]}]}),
+                "cannot refer",
+            ),
+        ];
+        for (v, needle) in cases {
+            let e = check(v.clone()).expect_err(&v.to_string());
+            assert!(e.message.contains(needle), "{v}: {e}");
+        }
+    }
+
+    #[test]
+    fn transitive_dependencies_may_be_referenced() {
+        check(json!({"steps": [
+            {"id": "a", "tool": "echo"},
+            {"id": "b", "tool": "echo", "dependencies": ["a"]},
+            {"id": "c", "tool": "echo", "dependencies": ["b"], "parameters": {"x": "${a.output}"}}
+        ]}))
+        .unwrap();
+    }
+
+    #[test]
+    fn topological_order_follows_plan_order_on_ties() {
+        let p = plan(json!({"steps": [
+            {"id": "a", "tool": "echo", "dependencies": ["c"]},
+            {"id": "b", "tool": "echo"},
+            {"id": "c", "tool": "echo"}
+        ]}));
+        assert_eq!(topological_order(&p).unwrap(), vec![1, 2, 0]);
+    }
+}

@@ -1,0 +1,660 @@
+//! The step queue: claim, heartbeat, complete, fail, release, rescue.
+//!
+//! Architecture invariant: every state change of a running step is fenced on
+//! `(step id, lease_token, status = 'running')`; a worker whose lease was taken over gets
+//! [`StoreError::Fenced`] and changes nothing. No transaction here is held across a tool call.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::tasks::{lock_task, skip_open_steps};
+use super::{NewEvent, Result, Store, StoreError, append_events, notify_ready};
+use crate::model::{TaskStatus, ToolFailure, WORKER_LOST, event_kind};
+use crate::recovery::{self, Backoff, FailureState, Transition};
+use crate::tools::ToolDef;
+
+/// A step this worker now holds a lease on.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ClaimedStep {
+    pub id: Uuid,
+    pub task_id: Uuid,
+    pub plan_version: i32,
+    pub step_key: String,
+    /// Effective tool (a recovery override wins).
+    pub tool: String,
+    pub parameters: Value,
+    pub param_overrides: Value,
+    pub actions: Value,
+    /// Number of the attempt this run will record.
+    pub attempt: i32,
+    pub lease_token: i64,
+    pub started_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub worker_id: Uuid,
+    pub limit: i64,
+    pub lease_secs: f64,
+}
+
+/// Identifies one lease on one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fence {
+    pub step_id: Uuid,
+    pub task_id: Uuid,
+    pub lease_token: i64,
+}
+
+impl ClaimedStep {
+    pub fn fence(&self) -> Fence {
+        Fence {
+            step_id: self.id,
+            task_id: self.task_id,
+            lease_token: self.lease_token,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct StepSuccess {
+    pub fence: Fence,
+    pub worker_id: Uuid,
+    pub tool: String,
+    pub parameters: Value,
+    pub output: Value,
+    /// Copied into the task's runtime metadata.
+    pub output_params: Map<String, Value>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StepFailure {
+    pub fence: Fence,
+    pub worker_id: Uuid,
+    pub tool: String,
+    pub parameters: Value,
+    pub failure: ToolFailure,
+}
+
+/// Knobs of the failure path that come from worker configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct FailurePolicy {
+    pub backoff: Backoff,
+    pub max_rescues: i32,
+}
+
+/// What a step needs to resolve its parameters.
+#[derive(Debug, Clone)]
+pub struct StepContext {
+    pub outputs: HashMap<String, Value>,
+    /// Runtime metadata overlaid on task metadata.
+    pub metadata: Map<String, Value>,
+    pub tools: HashMap<String, ToolDef>,
+}
+
+#[derive(sqlx::FromRow)]
+struct LockedStep {
+    step_key: String,
+    plan_version: i32,
+    attempts: i32,
+    retry_count: i32,
+    rescue_count: i32,
+    started_at: Option<DateTime<Utc>>,
+    lease_owner: Option<Uuid>,
+    tool: String,
+    parameters: Value,
+}
+
+#[derive(sqlx::FromRow)]
+struct TaskCounters {
+    consecutive_failures: i32,
+    max_step_retries: i32,
+    max_consecutive_failures: i32,
+}
+
+impl Store {
+    /// Claim up to `limit` ready steps, honouring each task's `max_concurrent_steps`.
+    ///
+    /// One short transaction, two statements: lock tasks that have ready steps
+    /// (`FOR NO KEY UPDATE SKIP LOCKED`), then — with a snapshot taken after those locks, so the
+    /// running counts are exact — pick each task's ready steps in plan order up to its free room
+    /// and `UPDATE … RETURNING` them as running with a new lease token.
+    pub async fn claim_steps(&self, c: &Claim) -> Result<Vec<ClaimedStep>> {
+        let mut tx = self.pool.begin().await?;
+        let task_ids: Vec<Uuid> = sqlx::query_scalar(
+            r#"
+            SELECT t.id FROM tasks t
+            WHERE t.status = 'running'
+              AND t.id IN (SELECT s.task_id FROM steps s WHERE s.status = 'ready' AND s.run_after <= now())
+              AND t.max_concurrent_steps
+                  > (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running')
+            ORDER BY t.priority DESC, t.created_at, t.id
+            LIMIT $1
+            FOR NO KEY UPDATE OF t SKIP LOCKED
+            "#,
+        )
+        .bind(c.limit)
+        .fetch_all(&mut *tx)
+        .await?;
+        if task_ids.is_empty() {
+            tx.rollback().await?;
+            return Ok(vec![]);
+        }
+        let claimed: Vec<ClaimedStep> = sqlx::query_as(
+            r#"
+            WITH room AS (
+                SELECT t.id AS task_id, t.priority, t.created_at,
+                       t.max_concurrent_steps
+                         - (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running') AS room
+                FROM tasks t WHERE t.id = ANY($1)
+            ), picked AS (
+                SELECT p.id FROM room
+                CROSS JOIN LATERAL (
+                    SELECT s.id, s.position FROM steps s
+                    WHERE s.task_id = room.task_id AND s.status = 'ready' AND s.run_after <= now()
+                    ORDER BY s.position
+                    LIMIT greatest(room.room, 0)
+                ) p
+                ORDER BY room.priority DESC, room.created_at, room.task_id, p.position
+                LIMIT $2
+            )
+            UPDATE steps s
+            SET status = 'running', lease_owner = $3, lease_token = s.lease_token + 1,
+                lease_expires_at = now() + make_interval(secs => $4), started_at = now(), updated_at = now()
+            FROM picked
+            WHERE s.id = picked.id AND s.status = 'ready'
+            RETURNING s.id, s.task_id, s.plan_version, s.step_key, coalesce(s.tool_override, s.tool) AS tool,
+                      s.parameters, s.param_overrides, s.actions, s.attempts + 1 AS attempt,
+                      s.lease_token, s.started_at
+            "#,
+        )
+        .bind(&task_ids)
+        .bind(c.limit)
+        .bind(c.worker_id)
+        .bind(c.lease_secs)
+        .fetch_all(&mut *tx)
+        .await?;
+        let events: Vec<NewEvent> = claimed
+            .iter()
+            .map(|s| {
+                NewEvent::new(
+                    s.task_id,
+                    event_kind::STEP_STARTED,
+                    json!({"step_id": s.step_key, "attempt": s.attempt, "tool": s.tool, "worker_id": c.worker_id}),
+                )
+            })
+            .collect();
+        append_events(&mut tx, &events).await?;
+        tx.commit().await?;
+        Ok(claimed)
+    }
+
+    /// Milliseconds until the earliest ready step in backoff becomes due (None: none waiting).
+    pub async fn next_due_ms(&self) -> Result<Option<f64>> {
+        Ok(sqlx::query_scalar(
+            "SELECT (extract(epoch FROM min(run_after) - now()) * 1000)::float8 FROM steps
+             WHERE status = 'ready' AND run_after > now()",
+        )
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
+    /// A listener on the ready channel (LISTEN/NOTIFY wakes idle workers).
+    pub async fn ready_listener(&self) -> Result<sqlx::postgres::PgListener> {
+        let mut l = sqlx::postgres::PgListener::connect_with(&self.pool).await?;
+        l.listen(super::READY_CHANNEL).await?;
+        Ok(l)
+    }
+
+    /// Extend every lease this worker holds and record its heartbeat. Returns leases extended.
+    pub async fn heartbeat(&self, worker_id: Uuid, lease_secs: f64) -> Result<u64> {
+        let n = sqlx::query(
+            "UPDATE steps SET lease_expires_at = now() + make_interval(secs => $2)
+             WHERE lease_owner = $1 AND status = 'running'",
+        )
+        .bind(worker_id)
+        .bind(lease_secs)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        sqlx::query("UPDATE workers SET last_heartbeat = now() WHERE id = $1")
+            .bind(worker_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(n)
+    }
+
+    /// Everything a claimed step needs to resolve its parameters: outputs of the named steps
+    /// of its plan version, merged metadata, and the tool definitions.
+    pub async fn step_context(
+        &self,
+        task_id: Uuid,
+        plan_version: i32,
+        step_keys: &[String],
+        tool_ids: &[String],
+    ) -> Result<StepContext> {
+        let outputs: Vec<(String, Value)> = sqlx::query_as(
+            "SELECT step_key, coalesce(output, 'null'::jsonb) FROM steps
+             WHERE task_id = $1 AND plan_version = $2 AND step_key = ANY($3)
+               AND status IN ('succeeded', 'skipped')",
+        )
+        .bind(task_id)
+        .bind(plan_version)
+        .bind(step_keys)
+        .fetch_all(&self.pool)
+        .await?;
+        let metadata: Value =
+            sqlx::query_scalar("SELECT metadata || runtime_metadata FROM tasks WHERE id = $1")
+                .bind(task_id)
+                .fetch_optional(&self.pool)
+                .await?
+                .ok_or_else(|| StoreError::NotFound(format!("task {task_id}")))?;
+        let tools: Vec<ToolDef> = sqlx::query_as("SELECT * FROM tools WHERE id = ANY($1)")
+            .bind(tool_ids)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(StepContext {
+            outputs: outputs.into_iter().collect(),
+            metadata: match metadata {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            },
+            tools: tools.into_iter().map(|t| (t.id.clone(), t)).collect(),
+        })
+    }
+
+    /// Record a successful attempt; promote dependents whose dependencies are all done; finish
+    /// the task when nothing is left. One transaction, fenced.
+    pub async fn complete_step(&self, s: &StepSuccess) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let task_status = lock_task(&mut tx, s.fence.task_id).await?;
+        let step = lock_running_step(&mut tx, &s.fence, false).await?;
+        let attempt = step.attempts + 1;
+        sqlx::query(
+            "UPDATE steps SET status = 'succeeded', output = $2, error = NULL, attempts = $3,
+                    lease_owner = NULL, lease_expires_at = NULL, finished_at = now(), updated_at = now()
+             WHERE id = $1",
+        )
+        .bind(s.fence.step_id)
+        .bind(&s.output)
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?;
+        insert_attempt(
+            &mut tx,
+            &NewAttempt {
+                fence: &s.fence,
+                step: &step,
+                attempt,
+                tool: &s.tool,
+                parameters: &s.parameters,
+                succeeded: true,
+                output: Some(&s.output),
+                error: None,
+                worker_id: Some(s.worker_id),
+            },
+        )
+        .await?;
+        let mut events = vec![NewEvent::new(
+            s.fence.task_id,
+            event_kind::STEP_COMPLETED,
+            json!({"step_id": step.step_key, "attempt": attempt, "tool": s.tool}),
+        )];
+        if task_status == TaskStatus::Running {
+            sqlx::query(
+                "UPDATE tasks SET consecutive_failures = 0, runtime_metadata = runtime_metadata || $2,
+                        updated_at = now(), state_version = state_version + 1
+                 WHERE id = $1",
+            )
+            .bind(s.fence.task_id)
+            .bind(Value::Object(s.output_params.clone()))
+            .execute(&mut *tx)
+            .await?;
+            let promoted: Vec<String> = sqlx::query_scalar(
+                r#"
+                UPDATE steps d SET status = 'ready', run_after = now(), updated_at = now()
+                WHERE d.task_id = $1 AND d.plan_version = $2 AND d.status = 'blocked'
+                  AND $3 = ANY(d.dependencies)
+                  AND NOT EXISTS (
+                      SELECT 1 FROM steps p
+                      WHERE p.task_id = d.task_id AND p.plan_version = d.plan_version
+                        AND p.step_key = ANY(d.dependencies) AND p.status NOT IN ('succeeded', 'skipped'))
+                RETURNING d.step_key
+                "#,
+            )
+            .bind(s.fence.task_id)
+            .bind(step.plan_version)
+            .bind(&step.step_key)
+            .fetch_all(&mut *tx)
+            .await?;
+            let (open, ready): (i64, i64) = sqlx::query_as(
+                "SELECT count(*) FILTER (WHERE status IN ('blocked', 'ready', 'running')),
+                        count(*) FILTER (WHERE status = 'ready')
+                 FROM steps WHERE task_id = $1 AND plan_version = $2",
+            )
+            .bind(s.fence.task_id)
+            .bind(step.plan_version)
+            .fetch_one(&mut *tx)
+            .await?;
+            if open == 0 {
+                sqlx::query(
+                    "UPDATE tasks SET status = 'succeeded', finished_at = now(), updated_at = now(),
+                            state_version = state_version + 1
+                     WHERE id = $1",
+                )
+                .bind(s.fence.task_id)
+                .execute(&mut *tx)
+                .await?;
+                events.push(NewEvent::new(
+                    s.fence.task_id,
+                    event_kind::TASK_SUCCEEDED,
+                    json!({"plan_version": step.plan_version}),
+                ));
+            } else if ready > 0 {
+                // promoted steps, or room freed under the task's concurrency cap
+                notify_ready(&mut tx).await?;
+            }
+            if !promoted.is_empty() {
+                events[0].payload["promoted"] = json!(promoted);
+            }
+        }
+        append_events(&mut tx, &events).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Record a failed attempt, count it, and apply the failure decision
+    /// ([`recovery::decide`]) in the same transaction. Fenced.
+    pub async fn fail_step(&self, f: &StepFailure, policy: FailurePolicy) -> Result<Transition> {
+        let mut tx = self.pool.begin().await?;
+        let transition = fail_locked(
+            &mut tx,
+            FailureInput {
+                fence: &f.fence,
+                worker_id: Some(f.worker_id),
+                tool: Some(&f.tool),
+                parameters: Some(&f.parameters),
+                failure: &f.failure,
+                require_expired: false,
+            },
+            policy,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(transition)
+    }
+
+    /// Give a step back without burning an attempt (graceful shutdown). Fenced.
+    pub async fn release_step(&self, fence: &Fence, worker_id: Uuid) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        lock_task(&mut tx, fence.task_id).await?;
+        let step = lock_running_step(&mut tx, fence, false).await?;
+        sqlx::query(
+            "UPDATE steps SET status = 'ready', lease_owner = NULL, lease_expires_at = NULL,
+                    started_at = NULL, run_after = now(), updated_at = now()
+             WHERE id = $1",
+        )
+        .bind(fence.step_id)
+        .execute(&mut *tx)
+        .await?;
+        append_events(
+            &mut tx,
+            &[NewEvent::new(
+                fence.task_id,
+                event_kind::STEP_RELEASED,
+                json!({"step_id": step.step_key, "worker_id": worker_id, "reason": "worker shutting down"}),
+            )],
+        )
+        .await?;
+        notify_ready(&mut tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Re-queue steps whose lease expired (their worker is presumed dead) as failed attempts
+    /// with category `worker_lost`. Safe to run from many workers at once: each rescue is fenced
+    /// on the expired lease. Returns how many steps were rescued.
+    pub async fn rescue_expired(&self, limit: i64, policy: FailurePolicy) -> Result<u64> {
+        let expired: Vec<(Uuid, Uuid, i64)> = sqlx::query_as(
+            "SELECT id, task_id, lease_token FROM steps
+             WHERE status = 'running' AND lease_expires_at < now()
+             ORDER BY lease_expires_at LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut rescued = 0;
+        for (step_id, task_id, lease_token) in expired {
+            let fence = Fence {
+                step_id,
+                task_id,
+                lease_token,
+            };
+            let failure = ToolFailure::new(
+                WORKER_LOST,
+                "the worker holding this step stopped renewing its lease",
+                true,
+            );
+            let mut tx = self.pool.begin().await?;
+            let r = fail_locked(
+                &mut tx,
+                FailureInput {
+                    fence: &fence,
+                    worker_id: None,
+                    tool: None,
+                    parameters: None,
+                    failure: &failure,
+                    require_expired: true,
+                },
+                policy,
+            )
+            .await;
+            match r {
+                Ok(_) => {
+                    tx.commit().await?;
+                    rescued += 1;
+                }
+                // another worker rescued it first, or its owner came back in time
+                Err(StoreError::Fenced) => tx.rollback().await?,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(rescued)
+    }
+}
+
+/// Lock the step row if it still carries this lease. `require_expired` adds the lease deadline
+/// to the fence (rescue must not steal a lease its owner just renewed).
+async fn lock_running_step(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    fence: &Fence,
+    require_expired: bool,
+) -> Result<LockedStep> {
+    sqlx::query_as(
+        "SELECT step_key, plan_version, attempts, retry_count, rescue_count, started_at, lease_owner,
+                coalesce(tool_override, tool) AS tool, parameters || param_overrides AS parameters
+         FROM steps
+         WHERE id = $1 AND task_id = $2 AND lease_token = $3 AND status = 'running'
+           AND (NOT $4 OR lease_expires_at < now())
+         FOR UPDATE",
+    )
+    .bind(fence.step_id)
+    .bind(fence.task_id)
+    .bind(fence.lease_token)
+    .bind(require_expired)
+    .fetch_optional(&mut **tx)
+    .await?
+    .ok_or(StoreError::Fenced)
+}
+
+struct NewAttempt<'a> {
+    fence: &'a Fence,
+    step: &'a LockedStep,
+    attempt: i32,
+    tool: &'a str,
+    parameters: &'a Value,
+    succeeded: bool,
+    output: Option<&'a Value>,
+    error: Option<&'a ToolFailure>,
+    worker_id: Option<Uuid>,
+}
+
+async fn insert_attempt(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    a: &NewAttempt<'_>,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, parameters,
+                               status, output, error, error_category, worker_id, started_at, finished_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()), now())",
+    )
+    .bind(a.fence.task_id)
+    .bind(a.fence.step_id)
+    .bind(&a.step.step_key)
+    .bind(a.step.plan_version)
+    .bind(a.attempt)
+    .bind(a.tool)
+    .bind(a.parameters)
+    .bind(if a.succeeded { "succeeded" } else { "failed" })
+    .bind(a.output)
+    .bind(a.error.map(|e| serde_json::to_value(e).expect("failure serializes")))
+    .bind(a.error.map(|e| e.category.as_str()))
+    .bind(a.worker_id)
+    .bind(a.step.started_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+struct FailureInput<'a> {
+    fence: &'a Fence,
+    /// None: the lease owner recorded on the step (rescue).
+    worker_id: Option<Uuid>,
+    tool: Option<&'a str>,
+    parameters: Option<&'a Value>,
+    failure: &'a ToolFailure,
+    require_expired: bool,
+}
+
+async fn fail_locked(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    f: FailureInput<'_>,
+    policy: FailurePolicy,
+) -> Result<Transition> {
+    let task_status = lock_task(tx, f.fence.task_id).await?;
+    let step = lock_running_step(tx, f.fence, f.require_expired).await?;
+    let lost = f.failure.category == WORKER_LOST;
+    let attempt = step.attempts + 1;
+    let counters: TaskCounters = sqlx::query_as(
+        "UPDATE tasks SET consecutive_failures = consecutive_failures + 1, updated_at = now(),
+                state_version = state_version + 1
+         WHERE id = $1
+         RETURNING consecutive_failures, max_step_retries, max_consecutive_failures",
+    )
+    .bind(f.fence.task_id)
+    .fetch_one(&mut **tx)
+    .await?;
+    // A lost worker is not the tool's fault: it counts as a rescue, not as a retry.
+    let retry_count = step.retry_count + i32::from(!lost);
+    let rescue_count = step.rescue_count + i32::from(lost);
+    let state = FailureState {
+        retry_count,
+        max_step_retries: counters.max_step_retries,
+        consecutive_failures: counters.consecutive_failures,
+        max_consecutive_failures: counters.max_consecutive_failures,
+        rescue_count,
+        max_rescues: policy.max_rescues,
+    };
+    let transition = if task_status == TaskStatus::Running {
+        recovery::decide(&state, f.failure, policy.backoff)
+    } else {
+        // the task was cancelled (or ended) while this step ran: record, start nothing
+        Transition::FailTask {
+            reason: format!("task is {task_status}"),
+        }
+    };
+    let error = serde_json::to_value(f.failure).expect("failure serializes");
+    let (step_status, delay_ms) = match &transition {
+        Transition::Retry { delay_ms } => ("ready", *delay_ms as f64),
+        Transition::FailTask { .. } => ("failed", 0.0),
+    };
+    sqlx::query(
+        "UPDATE steps SET status = $2, error = $3, attempts = $4, retry_count = $5, rescue_count = $6,
+                lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now(),
+                run_after = now() + make_interval(secs => $7 / 1000.0),
+                finished_at = CASE WHEN $2 = 'failed' THEN now() END
+         WHERE id = $1",
+    )
+    .bind(f.fence.step_id)
+    .bind(step_status)
+    .bind(&error)
+    .bind(attempt)
+    .bind(retry_count)
+    .bind(rescue_count)
+    .bind(delay_ms)
+    .execute(&mut **tx)
+    .await?;
+    let parameters = f.parameters.unwrap_or(&step.parameters);
+    insert_attempt(
+        tx,
+        &NewAttempt {
+            fence: f.fence,
+            step: &step,
+            attempt,
+            tool: f.tool.unwrap_or(&step.tool),
+            parameters,
+            succeeded: false,
+            output: None,
+            error: Some(f.failure),
+            worker_id: f.worker_id.or(step.lease_owner),
+        },
+    )
+    .await?;
+    let task_id = f.fence.task_id;
+    let mut events = vec![NewEvent::new(
+        task_id,
+        event_kind::STEP_FAILED,
+        json!({"step_id": step.step_key, "attempt": attempt, "error": error,
+               "retry_count": retry_count, "rescue_count": rescue_count}),
+    )];
+    if lost {
+        events.push(NewEvent::new(
+            task_id,
+            event_kind::STEP_RESCUED,
+            json!({"step_id": step.step_key, "lost_worker_id": step.lease_owner}),
+        ));
+    }
+    match &transition {
+        Transition::Retry { delay_ms } => {
+            events.push(NewEvent::new(
+                task_id,
+                event_kind::RETRY_SCHEDULED,
+                json!({"step_id": step.step_key, "next_attempt": attempt + 1, "delay_ms": delay_ms}),
+            ));
+            notify_ready(tx).await?;
+        }
+        Transition::FailTask { reason } if task_status == TaskStatus::Running => {
+            sqlx::query(
+                "UPDATE tasks SET status = 'failed', error = $2, finished_at = now(), updated_at = now(),
+                        state_version = state_version + 1
+                 WHERE id = $1",
+            )
+            .bind(task_id)
+            .bind(json!({"step_id": step.step_key, "reason": reason, "last_error": error}))
+            .execute(&mut **tx)
+            .await?;
+            let skipped = skip_open_steps(tx, task_id).await?;
+            events.push(NewEvent::new(
+                task_id,
+                event_kind::TASK_FAILED,
+                json!({"step_id": step.step_key, "reason": reason, "skipped_steps": skipped}),
+            ));
+        }
+        Transition::FailTask { .. } => {}
+    }
+    append_events(tx, &events).await?;
+    Ok(transition)
+}

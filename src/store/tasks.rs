@@ -1,0 +1,489 @@
+//! Tasks, plans and events: submit, read models, cancel.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::{NewEvent, Result, Store, StoreError, append_events, notify_ready};
+use crate::model::{PlanSpec, StepStatus, TaskStatus, event_kind};
+
+/// Limits in force for one task (config defaults, overridden per task at submit time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    pub max_step_retries: i32,
+    pub max_single_step_repairs: i32,
+    pub max_task_replans: i32,
+    pub max_consecutive_failures: i32,
+    pub max_reflection_rounds: i32,
+    /// 1 runs the task's steps one at a time in plan order.
+    pub max_concurrent_steps: i32,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewTask {
+    pub description: String,
+    pub metadata: Value,
+    pub context: Value,
+    pub priority: i32,
+    pub idempotency_key: Option<String>,
+    pub limits: Limits,
+    pub plan: PlanSpec,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Submitted {
+    pub task_id: Uuid,
+    pub status: TaskStatus,
+    /// False when the idempotency key named an existing task.
+    pub created: bool,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow, Serialize)]
+pub struct TaskRow {
+    pub id: Uuid,
+    pub description: String,
+    pub metadata: Value,
+    pub context: Value,
+    pub runtime_metadata: Value,
+    pub priority: i32,
+    pub idempotency_key: Option<String>,
+    pub status: String,
+    pub round: i32,
+    pub plan_version: i32,
+    pub task_replan_count: i32,
+    pub single_step_repair_count: i32,
+    pub consecutive_failures: i32,
+    pub max_step_retries: i32,
+    pub max_single_step_repairs: i32,
+    pub max_task_replans: i32,
+    pub max_consecutive_failures: i32,
+    pub max_reflection_rounds: i32,
+    pub max_concurrent_steps: i32,
+    pub state_version: i64,
+    pub error: Option<Value>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow, Serialize)]
+pub struct TaskSummary {
+    pub id: Uuid,
+    pub status: String,
+    pub description: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow, Serialize)]
+pub struct StepRow {
+    pub id: Uuid,
+    pub task_id: Uuid,
+    pub plan_version: i32,
+    pub step_key: String,
+    pub position: i32,
+    pub name: String,
+    pub tool: String,
+    pub parameters: Value,
+    pub dependencies: Vec<String>,
+    pub expected_output: String,
+    pub optional: bool,
+    pub actions: Value,
+    pub status: String,
+    pub retry_count: i32,
+    pub attempts: i32,
+    pub rescue_count: i32,
+    pub lease_owner: Option<Uuid>,
+    pub lease_token: i64,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    pub param_overrides: Value,
+    pub tool_override: Option<String>,
+    pub output: Option<Value>,
+    pub error: Option<Value>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow, Serialize)]
+pub struct PlanRow {
+    pub version: i32,
+    pub origin: String,
+    pub reasoning: String,
+    pub estimated_duration: Option<i32>,
+    pub steps: Value,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow, Serialize)]
+pub struct AttemptRow {
+    pub step_id: Uuid,
+    pub step_key: String,
+    pub plan_version: i32,
+    pub attempt: i32,
+    pub tool: String,
+    pub parameters: Value,
+    pub status: String,
+    pub output: Option<Value>,
+    pub error: Option<Value>,
+    pub error_category: Option<String>,
+    pub worker_id: Option<Uuid>,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    pub duration_ms: Option<i64>,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow, Serialize)]
+pub struct EventRow {
+    pub seq: i64,
+    pub kind: String,
+    pub at: DateTime<Utc>,
+    pub payload: Value,
+}
+
+/// `GET /api/v1/tasks` filters.
+#[derive(Debug, Clone, Default)]
+pub struct ListTasks {
+    pub status: Option<TaskStatus>,
+    pub limit: i64,
+    /// Only tasks created before this one (cursor) ...
+    pub before_task: Option<Uuid>,
+    /// ... or before this instant.
+    pub before_time: Option<DateTime<Utc>>,
+}
+
+impl Store {
+    /// Insert a task with its first plan version and steps, in one transaction. With an
+    /// idempotency key that already exists, nothing is written and the existing task is returned.
+    pub async fn submit_task(&self, t: &NewTask) -> Result<Submitted> {
+        let mut tx = self.pool.begin().await?;
+        let id = Uuid::now_v7();
+        let inserted: Option<(Uuid,)> = sqlx::query_as(
+            r#"
+            INSERT INTO tasks (id, description, metadata, context, priority, idempotency_key, status,
+                               plan_version, max_step_retries, max_single_step_repairs, max_task_replans,
+                               max_consecutive_failures, max_reflection_rounds, max_concurrent_steps)
+            VALUES ($1, $2, $3, $4, $5, $6, 'running', 1, $7, $8, $9, $10, $11, $12)
+            ON CONFLICT (idempotency_key) DO NOTHING
+            RETURNING id
+            "#,
+        )
+        .bind(id)
+        .bind(&t.description)
+        .bind(&t.metadata)
+        .bind(&t.context)
+        .bind(t.priority)
+        .bind(&t.idempotency_key)
+        .bind(t.limits.max_step_retries)
+        .bind(t.limits.max_single_step_repairs)
+        .bind(t.limits.max_task_replans)
+        .bind(t.limits.max_consecutive_failures)
+        .bind(t.limits.max_reflection_rounds)
+        .bind(t.limits.max_concurrent_steps)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if inserted.is_none() {
+            tx.rollback().await?;
+            let key = t.idempotency_key.as_deref().unwrap_or_default();
+            let (task_id, status): (Uuid, String) =
+                sqlx::query_as("SELECT id, status FROM tasks WHERE idempotency_key = $1")
+                    .bind(key)
+                    .fetch_one(&self.pool)
+                    .await?;
+            return Ok(Submitted {
+                task_id,
+                status: parse_status(&status)?,
+                created: false,
+            });
+        }
+        insert_plan(&mut tx, id, 1, "initial", &t.plan).await?;
+        let ready = insert_steps(&mut tx, id, 1, t.priority, &t.plan).await?;
+        append_events(
+            &mut tx,
+            &[
+                NewEvent::new(
+                    id,
+                    event_kind::TASK_SUBMITTED,
+                    json!({"description": t.description, "priority": t.priority, "limits": t.limits}),
+                ),
+                NewEvent::new(
+                    id,
+                    event_kind::PLAN_GENERATED,
+                    json!({"version": 1, "origin": "initial", "steps": t.plan.steps.len()}),
+                ),
+            ],
+        )
+        .await?;
+        if ready > 0 {
+            notify_ready(&mut tx).await?;
+        }
+        tx.commit().await?;
+        Ok(Submitted {
+            task_id: id,
+            status: TaskStatus::Running,
+            created: true,
+        })
+    }
+
+    pub async fn get_task(&self, id: Uuid) -> Result<TaskRow> {
+        sqlx::query_as("SELECT * FROM tasks WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("task {id}")))
+    }
+
+    /// Step counts of one plan version by status.
+    pub async fn step_counts(
+        &self,
+        task_id: Uuid,
+        plan_version: i32,
+    ) -> Result<BTreeMap<String, i64>> {
+        let rows: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT status, count(*) FROM steps WHERE task_id = $1 AND plan_version = $2 GROUP BY status",
+        )
+        .bind(task_id)
+        .bind(plan_version)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().collect())
+    }
+
+    /// Steps of a task, all plan versions, in plan order.
+    pub async fn list_steps(&self, task_id: Uuid) -> Result<Vec<StepRow>> {
+        Ok(
+            sqlx::query_as(
+                "SELECT * FROM steps WHERE task_id = $1 ORDER BY plan_version, position",
+            )
+            .bind(task_id)
+            .fetch_all(&self.pool)
+            .await?,
+        )
+    }
+
+    pub async fn list_plans(&self, task_id: Uuid) -> Result<Vec<PlanRow>> {
+        Ok(sqlx::query_as(
+            "SELECT version, origin, reasoning, estimated_duration, steps, created_at
+             FROM plans WHERE task_id = $1 ORDER BY version",
+        )
+        .bind(task_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn list_attempts(&self, task_id: Uuid) -> Result<Vec<AttemptRow>> {
+        Ok(sqlx::query_as(
+            "SELECT step_id, step_key, plan_version, attempt, tool, parameters, status, output, error,
+                    error_category, worker_id, started_at, finished_at, duration_ms
+             FROM attempts WHERE task_id = $1 ORDER BY id",
+        )
+        .bind(task_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn list_events(
+        &self,
+        task_id: Uuid,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<EventRow>> {
+        Ok(sqlx::query_as(
+            "SELECT seq, kind, at, payload FROM events WHERE task_id = $1 AND seq > $2
+             ORDER BY seq LIMIT $3",
+        )
+        .bind(task_id)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn list_tasks(&self, q: &ListTasks) -> Result<Vec<TaskSummary>> {
+        Ok(sqlx::query_as(
+            r#"
+            SELECT id, status, description, created_at, updated_at FROM tasks
+            WHERE ($1::text IS NULL OR status = $1)
+              AND ($2::uuid IS NULL OR (created_at, id) < (SELECT c.created_at, c.id FROM tasks c WHERE c.id = $2))
+              AND ($3::timestamptz IS NULL OR created_at < $3)
+            ORDER BY created_at DESC, id DESC
+            LIMIT $4
+            "#,
+        )
+        .bind(q.status.map(|s| s.as_str()))
+        .bind(q.before_task)
+        .bind(q.before_time)
+        .bind(q.limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Task and step counts by status, every status present (zero when none).
+    pub async fn stats(&self) -> Result<(BTreeMap<String, i64>, BTreeMap<String, i64>)> {
+        let tasks: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, count(*) FROM tasks GROUP BY status")
+                .fetch_all(&self.pool)
+                .await?;
+        let steps: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, count(*) FROM steps GROUP BY status")
+                .fetch_all(&self.pool)
+                .await?;
+        let mut t: BTreeMap<String, i64> =
+            TaskStatus::ALL.iter().map(|s| (s.to_string(), 0)).collect();
+        t.extend(tasks);
+        let mut s: BTreeMap<String, i64> =
+            StepStatus::ALL.iter().map(|s| (s.to_string(), 0)).collect();
+        s.extend(steps);
+        Ok((t, s))
+    }
+
+    /// Cancel a task unless it is terminal: open steps are skipped; running steps finish but
+    /// nothing after them starts.
+    pub async fn cancel_task(&self, id: Uuid) -> Result<TaskStatus> {
+        let mut tx = self.pool.begin().await?;
+        let status = lock_task(&mut tx, id).await?;
+        if status.is_terminal() {
+            return Err(StoreError::Conflict(format!(
+                "task {id} is already {status}; only unfinished tasks can be cancelled"
+            )));
+        }
+        sqlx::query(
+            "UPDATE tasks SET status = 'cancelled', finished_at = now(), updated_at = now(),
+                    state_version = state_version + 1
+             WHERE id = $1",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        let skipped = skip_open_steps(&mut tx, id).await?;
+        append_events(
+            &mut tx,
+            &[NewEvent::new(
+                id,
+                event_kind::TASK_CANCELLED,
+                json!({"previous_status": status, "skipped_steps": skipped}),
+            )],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(TaskStatus::Cancelled)
+    }
+
+    /// Known tool ids (for plan validation).
+    pub async fn tool_ids(&self) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar("SELECT id FROM tools")
+            .fetch_all(&self.pool)
+            .await?)
+    }
+}
+
+pub(crate) fn parse_status(s: &str) -> Result<TaskStatus> {
+    s.parse()
+        .map_err(|e: String| StoreError::Invalid(format!("corrupt task status: {e}")))
+}
+
+/// Lock the task row (always the first lock a transaction takes) and return its status.
+pub(crate) async fn lock_task(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    id: Uuid,
+) -> Result<TaskStatus> {
+    let status: Option<String> =
+        sqlx::query_scalar("SELECT status FROM tasks WHERE id = $1 FOR NO KEY UPDATE")
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await?;
+    parse_status(&status.ok_or_else(|| StoreError::NotFound(format!("task {id}")))?)
+}
+
+/// Blocked and ready steps of a task become skipped. Returns how many.
+pub(crate) async fn skip_open_steps(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    task_id: Uuid,
+) -> Result<u64> {
+    Ok(sqlx::query(
+        "UPDATE steps SET status = 'skipped', updated_at = now(), finished_at = now()
+         WHERE task_id = $1 AND status IN ('blocked', 'ready')",
+    )
+    .bind(task_id)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected())
+}
+
+async fn insert_plan(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    task_id: Uuid,
+    version: i32,
+    origin: &str,
+    plan: &PlanSpec,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO plans (task_id, version, origin, reasoning, estimated_duration, steps)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(task_id)
+    .bind(version)
+    .bind(origin)
+    .bind(&plan.reasoning)
+    .bind(plan.estimated_duration)
+    .bind(serde_json::to_value(&plan.steps).expect("plan serializes"))
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Insert a plan version's steps in one statement; steps without dependencies start ready.
+/// Returns how many are ready.
+async fn insert_steps(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    task_id: Uuid,
+    version: i32,
+    priority: i32,
+    plan: &PlanSpec,
+) -> Result<usize> {
+    let records: Vec<Value> = plan
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            json!({
+                "id": Uuid::now_v7(),
+                "step_key": s.id,
+                "position": i,
+                "name": s.name,
+                "tool": s.tool,
+                "parameters": s.parameters,
+                "dependencies": s.dependencies,
+                "expected_output": s.expected_output,
+                "optional": s.optional,
+                "actions": s.actions,
+                "status": if s.dependencies.is_empty() { "ready" } else { "blocked" },
+            })
+        })
+        .collect();
+    sqlx::query(
+        r#"
+        INSERT INTO steps (id, task_id, plan_version, step_key, position, name, tool, parameters,
+                           dependencies, expected_output, optional, actions, status, priority)
+        SELECT r.id, $1, $2, r.step_key, r.position, r.name, r.tool, r.parameters,
+               r.dependencies, r.expected_output, r.optional, r.actions, r.status, $3
+        FROM jsonb_to_recordset($4) AS r(id uuid, step_key text, position int, name text, tool text,
+             parameters jsonb, dependencies text[], expected_output text, optional boolean,
+             actions jsonb, status text)
+        "#,
+    )
+    .bind(task_id)
+    .bind(version)
+    .bind(priority)
+    .bind(Value::Array(records))
+    .execute(&mut **tx)
+    .await?;
+    Ok(plan
+        .steps
+        .iter()
+        .filter(|s| s.dependencies.is_empty())
+        .count())
+}

@@ -1,0 +1,94 @@
+//! The tool registry.
+
+use serde_json::Value;
+
+use super::{Result, Store, StoreError};
+use crate::tools::ToolDef;
+
+#[derive(Debug, Clone)]
+pub struct NewTool {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub endpoint: String,
+    pub timeout_ms: i32,
+    pub input_schema: Value,
+    pub output_params: Vec<String>,
+    pub alternatives: Vec<String>,
+    pub tags: Vec<String>,
+}
+
+impl Store {
+    /// Register an HTTP tool. An existing id is a conflict; alternatives must name known tools.
+    pub async fn create_tool(&self, t: &NewTool) -> Result<ToolDef> {
+        let mut tx = self.pool.begin().await?;
+        let known: Vec<String> = sqlx::query_scalar("SELECT id FROM tools WHERE id = ANY($1)")
+            .bind(&t.alternatives)
+            .fetch_all(&mut *tx)
+            .await?;
+        if let Some(missing) = t.alternatives.iter().find(|a| !known.contains(a)) {
+            return Err(StoreError::Invalid(format!(
+                "alternative tool {missing:?} is not registered"
+            )));
+        }
+        let row: Option<ToolDef> = sqlx::query_as(
+            "INSERT INTO tools (id, name, description, kind, endpoint, timeout_ms, input_schema,
+                                output_params, alternatives, tags)
+             VALUES ($1, $2, $3, 'http', $4, $5, $6, $7, $8, $9)
+             ON CONFLICT (id) DO NOTHING
+             RETURNING *",
+        )
+        .bind(&t.id)
+        .bind(&t.name)
+        .bind(&t.description)
+        .bind(&t.endpoint)
+        .bind(t.timeout_ms)
+        .bind(&t.input_schema)
+        .bind(&t.output_params)
+        .bind(&t.alternatives)
+        .bind(&t.tags)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let row =
+            row.ok_or_else(|| StoreError::Conflict(format!("tool {:?} already exists", t.id)))?;
+        tx.commit().await?;
+        Ok(row)
+    }
+
+    pub async fn list_tools(&self) -> Result<Vec<ToolDef>> {
+        Ok(sqlx::query_as("SELECT * FROM tools ORDER BY id")
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    pub async fn get_tool(&self, id: &str) -> Result<ToolDef> {
+        sqlx::query_as("SELECT * FROM tools WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("tool {id:?}")))
+    }
+
+    /// Delete an HTTP tool. Built-ins cannot be deleted.
+    pub async fn delete_tool(&self, id: &str) -> Result<()> {
+        let kind: Option<String> =
+            sqlx::query_scalar("DELETE FROM tools WHERE id = $1 AND kind = 'http' RETURNING kind")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        if kind.is_some() {
+            return Ok(());
+        }
+        let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM tools WHERE id = $1)")
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await?;
+        if exists {
+            Err(StoreError::Conflict(format!(
+                "tool {id:?} is built in and cannot be deleted"
+            )))
+        } else {
+            Err(StoreError::NotFound(format!("tool {id:?}")))
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! Test support shared by the integration tests of every crate: one fresh, migrated database
+//! per test, on `DATABASE_URL` when it is set, else on a throwaway cluster started once per
+//! test process from the local PostgreSQL binaries.
+
+use std::future::Future;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::devpg::TempPostgres;
+use crate::store::Store;
+
+static CLUSTER: OnceLock<Result<TempPostgres, String>> = OnceLock::new();
+
+/// URL of a database we may `CREATE DATABASE` from.
+pub fn admin_url() -> String {
+    if let Ok(url) = std::env::var("DATABASE_URL")
+        && !url.is_empty()
+    {
+        return url;
+    }
+    let pg = CLUSTER.get_or_init(|| TempPostgres::start().map_err(|e| e.to_string()));
+    match pg {
+        Ok(pg) => pg.url(),
+        Err(e) => panic!("cannot start a throwaway PostgreSQL for tests: {e}"),
+    }
+}
+
+/// Replace the database name of a postgres URL.
+pub fn with_database(url: &str, db: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
+    let authority_end = base[scheme_end..]
+        .find('/')
+        .map(|i| scheme_end + i)
+        .unwrap_or(base.len());
+    let mut out = format!("{}/{db}", &base[..authority_end]);
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    out
+}
+
+/// A fresh, migrated database for one test.
+#[derive(Debug, Clone)]
+pub struct TestDb {
+    pub name: String,
+    pub url: String,
+    pub store: Store,
+}
+
+pub async fn fresh_db() -> TestDb {
+    let admin = admin_url();
+    let name = format!("trellis_test_{}", uuid::Uuid::new_v4().simple());
+    let admin_store = Store::connect(&admin, 2, Duration::from_secs(30))
+        .await
+        .expect("connect to the admin database");
+    admin_store
+        .create_database(&name)
+        .await
+        .expect("create the test database");
+    admin_store.pool().close().await;
+    let url = with_database(&admin, &name);
+    let store = Store::connect(&url, 30, Duration::from_secs(30))
+        .await
+        .expect("connect to the test database");
+    store.migrate().await.expect("migrate the test database");
+    TestDb { name, url, store }
+}
+
+/// Wait until `check` returns `Some`, polling a condition (not a blind sleep) until `limit`.
+pub async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn replaces_the_database_name() {
+        assert_eq!(
+            with_database("postgres://u:p@h:5/db?sslmode=disable", "x"),
+            "postgres://u:p@h:5/x?sslmode=disable"
+        );
+        assert_eq!(with_database("postgres://u@h:5", "x"), "postgres://u@h:5/x");
+        assert_eq!(
+            with_database("postgres://u@h/postgres", "x"),
+            "postgres://u@h/x"
+        );
+    }
+}
