@@ -1,0 +1,386 @@
+//! REST API behaviour: validation (nothing written on bad input), idempotency, reads, tools.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use common::{spawn_app, test_settings};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+use trellis::api::{AppState, app};
+use trellis::testkit::fresh_db;
+
+fn valid_task() -> Value {
+    json!({
+        "description": "two steps",
+        "metadata": {"k": "v"},
+        "plan": {"steps": [
+            {"id": "step_1", "name": "first", "tool": "echo", "parameters": {"x": 1}},
+            {"id": "step_2", "name": "second", "tool": "echo", "dependencies": ["step_1"],
+             "parameters": {"y": "${step_1.output.x}"}}
+        ]}
+    })
+}
+
+/// Acceptance 3: every invalid submission is a 4xx naming the problem, and no table changes.
+#[tokio::test]
+async fn invalid_submissions_are_rejected_and_write_nothing() {
+    let app = spawn_app().await;
+    // one valid task first, so that "unchanged" is checked against non-empty tables
+    app.submit(valid_task()).await;
+    let before = app.store().row_counts().await.unwrap();
+
+    let step = |id: &str, tool: &str, deps: Value, params: Value| json!({"id": id, "tool": tool, "dependencies": deps, "parameters": params});
+    let with_steps = |steps: Value| json!({"description": "d", "plan": {"steps": steps}});
+    let cases: Vec<(&str, Value, u16, &str)> = vec![
+        (
+            "empty description",
+            json!({"description": "  ", "plan": {"steps": [step("a", "echo", json!([]), json!({}))]}}),
+            422,
+            "description",
+        ),
+        (
+            "missing description",
+            json!({"plan": {"steps": []}}),
+            422,
+            "description",
+        ),
+        (
+            "no plan without a brain",
+            json!({"description": "plan it yourself"}),
+            422,
+            "plan",
+        ),
+        ("empty steps", with_steps(json!([])), 422, "empty"),
+        (
+            "unknown tool",
+            with_steps(json!([step("a", "no_such_tool", json!([]), json!({}))])),
+            422,
+            "unknown tool",
+        ),
+        (
+            "unknown dependency",
+            with_steps(json!([step("a", "echo", json!(["zz"]), json!({}))])),
+            422,
+            "unknown step",
+        ),
+        (
+            "self dependency",
+            with_steps(json!([step("a", "echo", json!(["a"]), json!({}))])),
+            422,
+            "itself",
+        ),
+        (
+            "duplicate ids",
+            with_steps(json!([
+                step("a", "echo", json!([]), json!({})),
+                step("a", "echo", json!([]), json!({}))
+            ])),
+            422,
+            "duplicate",
+        ),
+        (
+            "cycle",
+            with_steps(json!([
+                step("a", "echo", json!(["c"]), json!({})),
+                step("b", "echo", json!(["a"]), json!({})),
+                step("c", "echo", json!(["b"]), json!({}))
+            ])),
+            422,
+            "cycle",
+        ),
+        (
+            "placeholder to a non-dependency",
+            with_steps(json!([
+                step("a", "echo", json!([]), json!({})),
+                step("b", "echo", json!([]), json!({"x": "${a.output}"}))
+            ])),
+            422,
+            "transitive",
+        ),
+        (
+            "metadata not an object",
+            json!({"description": "d", "metadata": [1], "plan": {"steps": [step("a", "echo", json!([]), json!({}))]}}),
+            422,
+            "metadata",
+        ),
+        (
+            "negative limit",
+            json!({"description": "d", "limits": {"max_step_retries": -1}, "plan": {"steps": [step("a", "echo", json!([]), json!({}))]}}),
+            422,
+            "max_step_retries",
+        ),
+        (
+            "unknown field",
+            json!({"description": "d", "plann": {}}),
+            422,
+            "plann",
+        ),
+        (
+            "unknown step field",
+            with_steps(json!([{"id": "a", "tool": "echo", "dependecies": []}])),
+            422,
+            "dependecies",
+        ),
+    ];
+    for (name, body, status, needle) in cases {
+        let (got, v) = app.post("/api/v1/tasks", &body).await;
+        assert_eq!(got.as_u16(), status, "{name}: {v}");
+        let msg = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(v["error"]["code"].is_string(), "{name}: {v}");
+        assert!(
+            msg.contains(needle),
+            "{name}: message {msg:?} should mention {needle:?}"
+        );
+    }
+
+    // malformed JSON and a body over 2 MiB
+    let r = app
+        .http
+        .post(app.url("/api/v1/tasks"))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    assert!(r.json::<Value>().await.unwrap()["error"]["message"].is_string());
+
+    let big = json!({"description": "x".repeat(3 * 1024 * 1024), "plan": {"steps": [step("a", "echo", json!([]), json!({}))]}});
+    let (got, v) = app.post("/api/v1/tasks", &big).await;
+    assert_eq!(got.as_u16(), 413, "{v}");
+    assert_eq!(v["error"]["code"], "payload_too_large");
+
+    let after = app.store().row_counts().await.unwrap();
+    assert_eq!(before, after, "a rejected submission changed the database");
+}
+
+#[tokio::test]
+async fn idempotency_key_returns_the_existing_task() {
+    let app = spawn_app().await;
+    let mut body = valid_task();
+    body["idempotency_key"] = json!("order-42");
+    let (s1, v1) = app.post("/api/v1/tasks", &body).await;
+    assert_eq!(s1, StatusCode::ACCEPTED);
+    let counts = app.store().row_counts().await.unwrap();
+    let (s2, v2) = app.post("/api/v1/tasks", &body).await;
+    assert_eq!(s2, StatusCode::OK, "{v2}");
+    assert_eq!(v1["task_id"], v2["task_id"]);
+    assert_eq!(v2["status"], "running");
+    assert_eq!(counts, app.store().row_counts().await.unwrap());
+}
+
+#[tokio::test]
+async fn reads_describe_a_submitted_task() {
+    let app = spawn_app().await;
+    let id = app.submit(valid_task()).await;
+
+    let (s, t) = app.get(&format!("/api/v1/tasks/{id}")).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(t["status"], "running");
+    assert_eq!(t["round"], 1);
+    assert_eq!(t["plan_version"], 1);
+    assert_eq!(t["steps"]["total"], 2);
+    assert_eq!(t["steps"]["ready"], 1);
+    assert_eq!(t["steps"]["blocked"], 1);
+    assert_eq!(t["counters"]["consecutive_failures"], 0);
+    assert_eq!(t["limits"]["max_step_retries"], 3);
+    assert!(t["created_at"].is_string() && t["updated_at"].is_string());
+
+    let (_, p) = app.get(&format!("/api/v1/tasks/{id}/plan")).await;
+    assert_eq!(p["version"], 1);
+    assert_eq!(p["origin"], "initial");
+    assert_eq!(p["steps"][1]["id"], "step_2");
+    assert_eq!(p["steps"][1]["dependencies"], json!(["step_1"]));
+    assert_eq!(p["steps"][1]["status"], "blocked");
+    assert_eq!(p["history"], json!([]));
+
+    let (_, e) = app.get(&format!("/api/v1/tasks/{id}/events")).await;
+    let kinds: Vec<&str> = e
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["task_submitted", "plan_generated"]);
+    assert_eq!(e[0]["seq"], 1);
+    let (_, e2) = app.get(&format!("/api/v1/tasks/{id}/events?after=1")).await;
+    assert_eq!(e2.as_array().unwrap().len(), 1);
+
+    let (_, r) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(r["is_success"], false);
+    assert_eq!(r["outputs"], json!({}));
+
+    let (_, list) = app.get("/api/v1/tasks?status=running&limit=10").await;
+    assert_eq!(list[0]["task_id"], json!(id.to_string()));
+    let (_, none) = app.get("/api/v1/tasks?status=failed").await;
+    assert_eq!(none, json!([]));
+    let (_, older) = app.get(&format!("/api/v1/tasks?before={id}")).await;
+    assert_eq!(older, json!([]));
+
+    let (_, stats) = app.get("/api/v1/stats").await;
+    assert_eq!(stats["tasks"]["running"], 1);
+    assert_eq!(stats["steps"]["ready"], 1);
+    assert_eq!(stats["steps"]["blocked"], 1);
+
+    // bad ids and filters
+    assert_eq!(
+        app.get("/api/v1/tasks/not-a-uuid").await.0,
+        StatusCode::BAD_REQUEST
+    );
+    let (s, v) = app
+        .get(&format!("/api/v1/tasks/{}", uuid::Uuid::new_v4()))
+        .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    assert_eq!(v["error"]["code"], "not_found");
+    assert_eq!(
+        app.get("/api/v1/tasks?status=done").await.0,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        app.get("/api/v1/tasks?limit=0").await.0,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(app.get("/api/v1/nope").await.0, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn cancel_skips_open_steps_and_is_refused_when_terminal() {
+    let app = spawn_app().await;
+    let id = app.submit(valid_task()).await;
+    let (s, v) = app
+        .post(&format!("/api/v1/tasks/{id}/cancel"), &json!({}))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["status"], "cancelled");
+    let (_, t) = app.get(&format!("/api/v1/tasks/{id}")).await;
+    assert_eq!(t["status"], "cancelled");
+    assert_eq!(t["steps"]["skipped"], 2);
+    let (s, v) = app
+        .post(&format!("/api/v1/tasks/{id}/cancel"), &json!({}))
+        .await;
+    assert_eq!(s, StatusCode::CONFLICT, "{v}");
+    let (_, e) = app.get(&format!("/api/v1/tasks/{id}/events")).await;
+    assert_eq!(
+        e.as_array().unwrap().last().unwrap()["kind"],
+        "task_cancelled"
+    );
+    // a cancelled task is never claimed
+    assert_eq!(app.store().count_steps("ready").await.unwrap(), 0);
+    let (s, _) = app
+        .post(&format!("/api/v1/tasks/{id}/resume"), &json!({}))
+        .await;
+    assert_eq!(s, StatusCode::CONFLICT);
+}
+
+#[tokio::test]
+async fn tool_registry_crud() {
+    let app = spawn_app().await;
+    let (_, tools) = app.get("/api/v1/tools").await;
+    let ids: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    for builtin in ["echo", "sleep", "fail", "flaky"] {
+        assert!(ids.contains(&builtin), "{ids:?}");
+    }
+    let body = json!({"id": "weather", "name": "Weather", "description": "d",
+        "endpoint": "http://127.0.0.1:9/weather", "timeout_ms": 500,
+        "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+        "output_params": ["temp"], "alternatives": ["echo"]});
+    let (s, v) = app.post("/api/v1/tools", &body).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    for field in [
+        "id",
+        "name",
+        "description",
+        "endpoint",
+        "timeout_ms",
+        "input_schema",
+        "output_params",
+        "alternatives",
+    ] {
+        assert_eq!(v[field], body[field], "{field}");
+    }
+    let (s, _) = app.post("/api/v1/tools", &body).await;
+    assert_eq!(s, StatusCode::CONFLICT);
+    let (s, v) = app.get("/api/v1/tools/weather").await;
+    assert_eq!(
+        (s, v["endpoint"].clone()),
+        (StatusCode::OK, body["endpoint"].clone())
+    );
+
+    let before = app.store().row_counts().await.unwrap();
+    for (bad, needle) in [
+        (json!({"id": "x y", "endpoint": "http://h/x"}), "id"),
+        (json!({"id": "x", "endpoint": "ftp://h/x"}), "endpoint"),
+        (
+            json!({"id": "x", "endpoint": "http://h/x", "timeout_ms": 0}),
+            "timeout_ms",
+        ),
+        (
+            json!({"id": "x", "endpoint": "http://h/x", "alternatives": ["ghost"]}),
+            "ghost",
+        ),
+        (json!({"id": "x"}), "endpoint"),
+    ] {
+        let (s, v) = app.post("/api/v1/tools", &bad).await;
+        assert_eq!(s.as_u16(), 422, "{bad}: {v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(needle),
+            "{v}"
+        );
+    }
+    assert_eq!(before, app.store().row_counts().await.unwrap());
+
+    let r = app
+        .http
+        .delete(app.url("/api/v1/tools/echo"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 409);
+    let r = app
+        .http
+        .delete(app.url("/api/v1/tools/weather"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 204);
+    assert_eq!(
+        app.get("/api/v1/tools/weather").await.0,
+        StatusCode::NOT_FOUND
+    );
+}
+
+/// `app(state)` driven with `oneshot`: health, readiness, metrics.
+#[tokio::test]
+async fn health_ready_and_metrics_via_oneshot() {
+    let db = fresh_db().await;
+    let router = app(AppState::new(db.store.clone(), test_settings()));
+    for (path, needle) in [
+        ("/health", "ok"),
+        ("/ready", "ready"),
+        ("/metrics", "trellis_tasks{status=\"running\"} 0"),
+    ] {
+        let resp = router
+            .clone()
+            .oneshot(Request::get(path).body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK, "{path}");
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        let text = String::from_utf8_lossy(&body);
+        assert!(text.contains(needle), "{path}: {text}");
+    }
+    // readiness fails (503, JSON) once the database is gone
+    db.store.pool().close().await;
+    let resp = router
+        .oneshot(Request::get("/ready").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+}

@@ -1,0 +1,264 @@
+//! Shared test harness: `spawn_app()` (router on port 0 over a fresh database), in-process
+//! workers, an HTTP tool server, and waiting helpers. Each test gets its own database.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use trellis::api::{AppState, app};
+use trellis::config::Settings;
+use trellis::store::Store;
+use trellis::testkit::{TestDb, fresh_db, wait_for};
+use trellis::worker::{self, WorkerConfig};
+use uuid::Uuid;
+
+/// Settings for tests: quick polling, backoff and rescue.
+pub fn test_settings() -> Settings {
+    let mut s = Settings::default();
+    s.worker.poll_ms = 200;
+    s.worker.retry_backoff_ms = 10;
+    s.worker.retry_backoff_max_ms = 50;
+    s.worker.rescue_interval_ms = 200;
+    s.worker.lease_secs = 10;
+    s.worker.shutdown_grace_secs = 5;
+    s
+}
+
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub db: TestDb,
+    pub settings: Settings,
+    pub http: reqwest::Client,
+    server: CancellationToken,
+}
+
+impl TestApp {
+    pub fn store(&self) -> &Store {
+        &self.db.store
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
+        let r = self
+            .http
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        let status = StatusCode::from_u16(r.status().as_u16()).unwrap();
+        let text = r.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let r = self.http.get(self.url(path)).send().await.unwrap();
+        let status = StatusCode::from_u16(r.status().as_u16()).unwrap();
+        let text = r.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    /// Submit a task; panics unless it is accepted. Returns its id.
+    pub async fn submit(&self, body: Value) -> Uuid {
+        let (status, v) = self.post("/api/v1/tasks", &body).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{v}");
+        v["task_id"].as_str().unwrap().parse().unwrap()
+    }
+
+    /// Wait until the task is terminal; returns its status document.
+    pub async fn wait_done(&self, id: Uuid, limit: Duration) -> Value {
+        wait_for(&format!("task {id} to finish"), limit, || async {
+            let (_, v) = self.get(&format!("/api/v1/tasks/{id}")).await;
+            match v["status"].as_str() {
+                Some("succeeded" | "failed" | "cancelled" | "needs_intervention") => Some(v),
+                _ => None,
+            }
+        })
+        .await
+    }
+
+    /// Start an in-process worker on this app's database.
+    pub fn worker(&self, tweak: impl FnOnce(&mut WorkerConfig)) -> TestWorker {
+        let mut cfg = WorkerConfig::from_settings(&self.settings);
+        tweak(&mut cfg);
+        TestWorker::start(self.store().clone(), cfg)
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.server.cancel();
+    }
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(test_settings()).await
+}
+
+pub async fn spawn_app_with(settings: Settings) -> TestApp {
+    let db = fresh_db().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = app(AppState::new(db.store.clone(), settings.clone()));
+    let server = CancellationToken::new();
+    let stop = server.clone();
+    tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await
+            .unwrap();
+    });
+    TestApp {
+        addr,
+        db,
+        settings,
+        http: reqwest::Client::new(),
+        server,
+    }
+}
+
+pub struct TestWorker {
+    pub id: Uuid,
+    stop: CancellationToken,
+    handle: Option<JoinHandle<Result<(), trellis::store::StoreError>>>,
+}
+
+impl TestWorker {
+    pub fn start(store: Store, cfg: WorkerConfig) -> Self {
+        let stop = CancellationToken::new();
+        let id = cfg.id;
+        let handle = tokio::spawn(worker::run(store, cfg, stop.clone()));
+        Self {
+            id,
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    /// Graceful stop; waits for the drain.
+    pub async fn stop(mut self) {
+        self.stop.cancel();
+        if let Some(h) = self.handle.take() {
+            h.await.unwrap().unwrap();
+        }
+    }
+}
+
+impl Drop for TestWorker {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Calls an HTTP tool received: (task_id, step_id, attempt, idempotency key, parameters).
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    pub task_id: String,
+    pub step_id: String,
+    pub attempt: i64,
+    pub idempotency_key: String,
+    pub parameters: Value,
+    pub tool: String,
+}
+
+/// How the tool server answers: a function of the call.
+pub type Responder = Arc<dyn Fn(&ToolCall) -> (u16, Value) + Send + Sync>;
+
+#[derive(Clone)]
+pub struct ToolServer {
+    pub addr: SocketAddr,
+    pub calls: Arc<Mutex<Vec<ToolCall>>>,
+}
+
+impl ToolServer {
+    /// Serve `POST /{tool}`; `delay` is applied before answering.
+    pub async fn start(delay: Duration, respond: Responder) -> Self {
+        #[derive(Clone)]
+        struct S {
+            calls: Arc<Mutex<Vec<ToolCall>>>,
+            respond: Responder,
+            delay: Duration,
+        }
+        async fn handle(
+            State(s): State<S>,
+            axum::extract::Path(tool): axum::extract::Path<String>,
+            headers: axum::http::HeaderMap,
+            axum::Json(body): axum::Json<Value>,
+        ) -> (StatusCode, axum::Json<Value>) {
+            let call = ToolCall {
+                task_id: body["task_id"].as_str().unwrap_or_default().to_string(),
+                step_id: body["step_id"].as_str().unwrap_or_default().to_string(),
+                attempt: body["attempt"].as_i64().unwrap_or(-1),
+                idempotency_key: headers
+                    .get("idempotency-key")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_string(),
+                parameters: body["parameters"].clone(),
+                tool,
+            };
+            s.calls.lock().unwrap().push(call.clone());
+            tokio::time::sleep(s.delay).await;
+            let (status, body) = (s.respond)(&call);
+            (StatusCode::from_u16(status).unwrap(), axum::Json(body))
+        }
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let router = Router::new().route("/{tool}", post(handle)).with_state(S {
+            calls: calls.clone(),
+            respond,
+            delay,
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+        Self { addr, calls }
+    }
+
+    pub fn endpoint(&self, tool: &str) -> String {
+        format!("http://{}/{tool}", self.addr)
+    }
+
+    pub fn calls(&self) -> Vec<ToolCall> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    /// Calls per (task, step).
+    pub fn calls_per_step(&self) -> HashMap<(String, String), usize> {
+        let mut m = HashMap::new();
+        for c in self.calls() {
+            *m.entry((c.task_id, c.step_id)).or_insert(0) += 1;
+        }
+        m
+    }
+}
+
+/// Register an HTTP tool through the API.
+pub async fn register_tool(app: &TestApp, id: &str, endpoint: &str, extra: Value) {
+    let mut body =
+        json!({"id": id, "endpoint": endpoint, "description": format!("test tool {id}")});
+    if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            b.insert(k.clone(), v.clone());
+        }
+    }
+    let (status, v) = app.post("/api/v1/tools", &body).await;
+    assert_eq!(status, StatusCode::CREATED, "{v}");
+}

@@ -1,0 +1,247 @@
+//! The step queue under contention: fencing, exactly-once claims, rescue of lost workers.
+
+mod common;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use trellis::model::{PlanSpec, ToolFailure};
+use trellis::recovery::Backoff;
+use trellis::store::steps::{Claim, FailurePolicy, StepFailure, StepSuccess};
+use trellis::store::tasks::{Limits, NewTask};
+use trellis::store::{Store, StoreError};
+use trellis::testkit::{fresh_db, wait_for};
+use trellis::worker::WorkerConfig;
+use uuid::Uuid;
+
+const POLICY: FailurePolicy = FailurePolicy {
+    backoff: Backoff {
+        base_ms: 10,
+        max_ms: 10,
+    },
+    max_rescues: 3,
+};
+
+fn limits() -> Limits {
+    Limits {
+        max_step_retries: 3,
+        max_single_step_repairs: 1,
+        max_task_replans: 1,
+        max_consecutive_failures: 3,
+        max_reflection_rounds: 5,
+        max_concurrent_steps: 8,
+    }
+}
+
+fn task(steps: Value) -> NewTask {
+    NewTask {
+        description: "queue test".into(),
+        metadata: json!({}),
+        context: json!({}),
+        priority: 0,
+        idempotency_key: None,
+        limits: limits(),
+        plan: serde_json::from_value::<PlanSpec>(json!({ "steps": steps })).unwrap(),
+    }
+}
+
+fn claim(worker: Uuid, limit: i64) -> Claim {
+    Claim {
+        worker_id: worker,
+        limit,
+        lease_secs: 30.0,
+    }
+}
+
+/// Acceptance 5: a worker whose lease was taken over (expired in SQL, rescued, re-claimed)
+/// cannot complete, fail or release the step, nor extend the new lease.
+#[tokio::test]
+async fn a_taken_over_lease_changes_nothing() {
+    let db = fresh_db().await;
+    let store = &db.store;
+    let t = store
+        .submit_task(&task(json!([{"id": "s", "tool": "echo"}])))
+        .await
+        .unwrap();
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+
+    let held_by_a = store.claim_steps(&claim(a, 10)).await.unwrap();
+    assert_eq!(held_by_a.len(), 1);
+    let old = held_by_a[0].clone();
+    assert!(
+        store.claim_steps(&claim(b, 10)).await.unwrap().is_empty(),
+        "a running step is not claimable"
+    );
+
+    assert_eq!(store.expire_lease(old.id).await.unwrap(), 1);
+    assert_eq!(store.rescue_expired(10, POLICY).await.unwrap(), 1);
+    let held_by_b = store.claim_steps(&claim(b, 10)).await.unwrap();
+    assert_eq!(held_by_b.len(), 1);
+    let new = held_by_b[0].clone();
+    assert!(new.lease_token > old.lease_token);
+    assert_eq!(new.attempt, 2, "the lost run counted as attempt 1");
+
+    let before = store.row_counts().await.unwrap();
+    let steps_before = store.list_steps(t.task_id).await.unwrap();
+    let ok = StepSuccess {
+        fence: old.fence(),
+        worker_id: a,
+        tool: "echo".into(),
+        parameters: json!({}),
+        output: json!({"zombie": true}),
+        output_params: Default::default(),
+    };
+    assert!(matches!(
+        store.complete_step(&ok).await,
+        Err(StoreError::Fenced)
+    ));
+    let bad = StepFailure {
+        fence: old.fence(),
+        worker_id: a,
+        tool: "echo".into(),
+        parameters: json!({}),
+        failure: ToolFailure::new("tool_error", "zombie", true),
+    };
+    assert!(matches!(
+        store.fail_step(&bad, POLICY).await,
+        Err(StoreError::Fenced)
+    ));
+    assert!(matches!(
+        store.release_step(&old.fence(), a).await,
+        Err(StoreError::Fenced)
+    ));
+    assert_eq!(
+        store.heartbeat(a, 30.0).await.unwrap(),
+        0,
+        "A's heartbeat must not touch B's lease"
+    );
+    assert_eq!(before, store.row_counts().await.unwrap());
+    let steps_after = store.list_steps(t.task_id).await.unwrap();
+    assert_eq!(steps_after[0].status, "running");
+    assert_eq!(steps_after[0].lease_owner, Some(b));
+    assert_eq!(steps_after[0].lease_token, steps_before[0].lease_token);
+    assert_eq!(steps_after[0].output, None);
+
+    // the rightful holder completes
+    let ok = StepSuccess {
+        fence: new.fence(),
+        worker_id: b,
+        ..ok
+    };
+    store.complete_step(&ok).await.unwrap();
+    assert_eq!(store.get_task(t.task_id).await.unwrap().status, "succeeded");
+    let attempts = store.list_attempts(t.task_id).await.unwrap();
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(attempts[0].error_category.as_deref(), Some("worker_lost"));
+    assert_eq!(attempts[0].worker_id, Some(a));
+    assert_eq!(attempts[1].worker_id, Some(b));
+}
+
+/// Rescue re-queues a lost worker's step at once; after three losses the step is poison.
+#[tokio::test]
+async fn lost_steps_are_rescued_until_poison() {
+    let db = fresh_db().await;
+    let store = &db.store;
+    let t = store
+        .submit_task(&task(json!([{"id": "s", "tool": "echo"}])))
+        .await
+        .unwrap();
+    for round in 1..=3 {
+        let held = store.claim_steps(&claim(Uuid::now_v7(), 1)).await.unwrap();
+        assert_eq!(held.len(), 1, "round {round}");
+        assert_eq!(held[0].attempt, round);
+        // a lease that has not expired is not rescued
+        assert_eq!(store.rescue_expired(10, POLICY).await.unwrap(), 0);
+        store.expire_lease(held[0].id).await.unwrap();
+        assert_eq!(store.rescue_expired(10, POLICY).await.unwrap(), 1);
+    }
+    let task = store.get_task(t.task_id).await.unwrap();
+    assert_eq!(task.status, "failed");
+    assert!(
+        task.error.unwrap()["reason"]
+            .as_str()
+            .unwrap()
+            .contains("poison")
+    );
+    let steps = store.list_steps(t.task_id).await.unwrap();
+    assert_eq!(
+        (
+            steps[0].status.as_str(),
+            steps[0].rescue_count,
+            steps[0].retry_count
+        ),
+        ("failed", 3, 0)
+    );
+}
+
+/// A real worker rescues a step whose worker vanished and finishes it.
+#[tokio::test]
+async fn a_worker_finishes_what_a_vanished_worker_held() {
+    let db = fresh_db().await;
+    let store = db.store.clone();
+    let t = store
+        .submit_task(&task(
+            json!([{"id": "s", "tool": "echo", "parameters": {"v": 1}}]),
+        ))
+        .await
+        .unwrap();
+    let ghost = Uuid::now_v7();
+    let held = store.claim_steps(&claim(ghost, 1)).await.unwrap();
+    store.expire_lease(held[0].id).await.unwrap();
+
+    let mut cfg = WorkerConfig::from_settings(&common::test_settings());
+    cfg.rescue_interval = Duration::from_millis(50);
+    let w = common::TestWorker::start(store.clone(), cfg);
+    wait_for("the task to succeed", Duration::from_secs(30), || async {
+        (store.get_task(t.task_id).await.unwrap().status == "succeeded").then_some(())
+    })
+    .await;
+    let attempts = store.list_attempts(t.task_id).await.unwrap();
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(
+        (attempts[0].status.as_str(), attempts[0].worker_id),
+        ("failed", Some(ghost))
+    );
+    assert_eq!(
+        (attempts[1].status.as_str(), attempts[1].worker_id),
+        ("succeeded", Some(w.id))
+    );
+    w.stop().await;
+}
+
+async fn submit_many(store: &Store, tasks: usize, steps: usize) {
+    for _ in 0..tasks {
+        let steps: Vec<Value> = (1..=steps)
+            .map(|i| json!({"id": format!("s{i}"), "tool": "echo", "parameters": {"i": i}}))
+            .collect();
+        store.submit_task(&task(Value::Array(steps))).await.unwrap();
+    }
+}
+
+/// Acceptance 6: 4 workers × 2,000 echo steps — each step claimed exactly once.
+#[tokio::test]
+async fn four_workers_claim_each_of_2000_steps_exactly_once() {
+    let db = fresh_db().await;
+    let store = db.store.clone();
+    submit_many(&store, 100, 20).await;
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let mut cfg = WorkerConfig::from_settings(&common::test_settings());
+            cfg.poll = Duration::from_millis(20);
+            common::TestWorker::start(store.clone(), cfg)
+        })
+        .collect();
+    wait_for("100 tasks to succeed", Duration::from_secs(240), || async {
+        (store.count_tasks("succeeded").await.unwrap() == 100).then_some(())
+    })
+    .await;
+    let (attempts, succeeded, steps_not_exactly_once, max_token) =
+        store.attempt_audit().await.unwrap();
+    assert_eq!(attempts, 2000, "one attempt per step");
+    assert_eq!(succeeded, 2000);
+    assert_eq!(steps_not_exactly_once, 0);
+    assert_eq!(max_token, 1, "no step was ever claimed twice");
+    for w in workers {
+        w.stop().await;
+    }
+}
