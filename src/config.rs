@@ -19,7 +19,7 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     pub database: DatabaseSettings,
@@ -102,19 +102,6 @@ pub struct ReflectionSettings {
     pub max_single_step_repairs: u32,
     pub max_task_replans: u32,
     pub max_consecutive_failures: u32,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            database: DatabaseSettings::default(),
-            server: ServerSettings::default(),
-            worker: WorkerSettings::default(),
-            llm: LlmSettings::default(),
-            orchestrator: OrchestratorSettings::default(),
-            reflection: ReflectionSettings::default(),
-        }
-    }
 }
 
 impl Default for DatabaseSettings {

@@ -99,3 +99,25 @@ impl Store {
         Ok(())
     }
 }
+
+impl Store {
+    /// Attempts recorded with this error category (e.g. `worker_lost`).
+    pub async fn count_attempts_in_category(&self, category: &str) -> Result<i64> {
+        Ok(
+            sqlx::query_scalar("SELECT count(*) FROM attempts WHERE error_category = $1")
+                .bind(category)
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+
+    /// Events of a kind, over all tasks.
+    pub async fn count_events(&self, kind: &str) -> Result<i64> {
+        Ok(
+            sqlx::query_scalar("SELECT count(*) FROM events WHERE kind = $1")
+                .bind(kind)
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+}

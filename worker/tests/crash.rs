@@ -1,0 +1,262 @@
+//! Crash and shutdown tests against real `trellis-worker` processes.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::ToolServer;
+use serde_json::{Value, json};
+use trellis::model::PlanSpec;
+use trellis::store::Store;
+use trellis::store::tasks::{Limits, NewTask};
+use trellis::store::tools::NewTool;
+use trellis::testkit::{TestDb, fresh_db, wait_for};
+use uuid::Uuid;
+
+/// A worker process, killed on drop if still running.
+struct WorkerProc {
+    id: Uuid,
+    child: Child,
+}
+
+impl WorkerProc {
+    fn start(db: &TestDb, extra: &[(&str, &str)]) -> Self {
+        let id = Uuid::now_v7();
+        // an empty working directory: no config.toml from elsewhere
+        let cwd = std::env::temp_dir().join(format!("trellis-worker-{id}"));
+        std::fs::create_dir_all(&cwd).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_trellis-worker"));
+        cmd.current_dir(&cwd)
+            .env("DATABASE_URL", &db.url)
+            .env("APP_WORKER__ID", id.to_string())
+            .env("APP_WORKER__LEASE_SECS", "2")
+            .env("APP_WORKER__POLL_MS", "100")
+            .env("APP_WORKER__RESCUE_INTERVAL_MS", "200")
+            .env("APP_WORKER__CONCURRENCY", "8")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        Self {
+            id,
+            child: cmd.spawn().expect("start trellis-worker"),
+        }
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child process.
+        assert_eq!(unsafe { libc::kill(self.child.id() as i32, sig) }, 0);
+    }
+
+    /// Wait for exit (polling the child), returning its status.
+    async fn wait_exit(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let child = &mut self.child;
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "worker did not exit within {limit:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for WorkerProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn new_task(steps: Value) -> NewTask {
+    NewTask {
+        description: "crash test".into(),
+        metadata: json!({}),
+        context: json!({}),
+        priority: 0,
+        idempotency_key: None,
+        limits: Limits {
+            max_step_retries: 3,
+            max_single_step_repairs: 1,
+            max_task_replans: 1,
+            max_consecutive_failures: 3,
+            max_reflection_rounds: 5,
+            max_concurrent_steps: 8,
+        },
+        plan: serde_json::from_value::<PlanSpec>(json!({ "steps": steps })).unwrap(),
+    }
+}
+
+async fn wait_all_succeeded(store: &Store, n: i64, limit: Duration) {
+    wait_for(&format!("{n} tasks to succeed"), limit, || async {
+        (store.count_tasks("succeeded").await.unwrap() == n).then_some(())
+    })
+    .await;
+}
+
+/// Acceptance 4: two worker processes, 20 tasks × 5 steps of a 300 ms HTTP tool, `kill -9` one
+/// mid-run. Every task succeeds, every step has exactly one successful attempt, nothing stays
+/// running, and the extra tool calls are at most what the killed worker held.
+#[tokio::test]
+async fn kill_9_loses_nothing() {
+    let db = fresh_db().await;
+    let store = db.store.clone();
+    let server = ToolServer::start(
+        Duration::from_millis(300),
+        Arc::new(|c| (200, json!({"output": {"step": c.step_id}}))),
+    )
+    .await;
+    store
+        .create_tool(&NewTool {
+            id: "slow".into(),
+            name: "slow".into(),
+            description: "300 ms".into(),
+            endpoint: server.endpoint("slow"),
+            timeout_ms: 10_000,
+            input_schema: json!({}),
+            output_params: vec![],
+            alternatives: vec![],
+            tags: vec![],
+        })
+        .await
+        .unwrap();
+    for _ in 0..20 {
+        store
+            .submit_task(&new_task(json!([
+                {"id": "s1", "tool": "slow"},
+                {"id": "s2", "tool": "slow", "dependencies": ["s1"]},
+                {"id": "s3", "tool": "slow", "dependencies": ["s1"]},
+                {"id": "s4", "tool": "slow", "dependencies": ["s2"]},
+                {"id": "s5", "tool": "slow", "dependencies": ["s3", "s4"], "parameters": {"prev": "${s4.output.step}"}}
+            ])))
+            .await
+            .unwrap();
+    }
+    let mut victim = WorkerProc::start(&db, &[]);
+    let survivor = WorkerProc::start(&db, &[]);
+    wait_for(
+        "the victim to hold steps",
+        Duration::from_secs(60),
+        || async { (store.running_on(victim.id).await.unwrap() >= 3).then_some(()) },
+    )
+    .await;
+    victim.signal(libc::SIGKILL);
+    let status = victim.wait_exit(Duration::from_secs(10)).await;
+    assert!(!status.success());
+
+    wait_all_succeeded(&store, 20, Duration::from_secs(120)).await;
+    let (_, succeeded, not_exactly_once, _) = store.attempt_audit().await.unwrap();
+    assert_eq!(succeeded, 100);
+    assert_eq!(
+        not_exactly_once, 0,
+        "every step has exactly one successful attempt"
+    );
+    assert_eq!(store.count_steps("running").await.unwrap(), 0);
+    let lost = store
+        .count_attempts_in_category("worker_lost")
+        .await
+        .unwrap();
+    assert!(
+        lost >= 1,
+        "the kill landed mid-step, so something was rescued"
+    );
+    let calls = server.calls().len() as i64;
+    assert!(
+        calls - 100 <= lost,
+        "{calls} tool calls for 100 steps, but the killed worker held only {lost}"
+    );
+    for ((task, step), n) in server.calls_per_step() {
+        assert!(n <= 2, "{task}/{step} called {n} times");
+    }
+    survivor.signal(libc::SIGTERM);
+    let mut survivor = survivor;
+    assert!(survivor.wait_exit(Duration::from_secs(30)).await.success());
+}
+
+/// Acceptance 7 (grace exceeded): SIGTERM while long steps run — the worker exits cleanly, no
+/// step is left running, no attempt is burnt; another worker then runs them as attempt 1.
+#[tokio::test]
+async fn sigterm_releases_unfinished_steps_without_burning_attempts() {
+    let db = fresh_db().await;
+    let store = db.store.clone();
+    let steps: Vec<Value> = (1..=4)
+        .map(|i| json!({"id": format!("s{i}"), "tool": "sleep", "parameters": {"ms": 1500}}))
+        .collect();
+    let t = store
+        .submit_task(&new_task(Value::Array(steps)))
+        .await
+        .unwrap();
+    let mut w = WorkerProc::start(&db, &[("APP_WORKER__SHUTDOWN_GRACE_SECS", "0")]);
+    wait_for("4 steps running", Duration::from_secs(30), || async {
+        (store.running_on(w.id).await.unwrap() == 4).then_some(())
+    })
+    .await;
+    w.signal(libc::SIGTERM);
+    assert!(
+        w.wait_exit(Duration::from_secs(20)).await.success(),
+        "clean exit"
+    );
+    assert_eq!(store.count_steps("running").await.unwrap(), 0);
+    assert_eq!(store.count_steps("ready").await.unwrap(), 4);
+    assert!(
+        store.list_attempts(t.task_id).await.unwrap().is_empty(),
+        "no attempt burnt"
+    );
+    assert_eq!(store.count_events("step_released").await.unwrap(), 4);
+
+    let _w2 = WorkerProc::start(&db, &[]);
+    wait_all_succeeded(&store, 1, Duration::from_secs(30)).await;
+    let attempts = store.list_attempts(t.task_id).await.unwrap();
+    assert_eq!(attempts.len(), 4);
+    assert!(
+        attempts
+            .iter()
+            .all(|a| a.attempt == 1 && a.status == "succeeded")
+    );
+}
+
+/// Acceptance 7 (within grace): SIGTERM lets in-flight steps finish, claims nothing new.
+#[tokio::test]
+async fn sigterm_lets_in_flight_steps_finish_within_the_grace_period() {
+    let db = fresh_db().await;
+    let store = db.store.clone();
+    let t = store
+        .submit_task(&new_task(json!([
+            {"id": "a", "tool": "sleep", "parameters": {"ms": 700}},
+            {"id": "b", "tool": "sleep", "parameters": {"ms": 700}},
+            {"id": "c", "tool": "echo", "dependencies": ["a", "b"]}
+        ])))
+        .await
+        .unwrap();
+    let mut w = WorkerProc::start(&db, &[("APP_WORKER__SHUTDOWN_GRACE_SECS", "30")]);
+    wait_for("2 steps running", Duration::from_secs(30), || async {
+        (store.running_on(w.id).await.unwrap() == 2).then_some(())
+    })
+    .await;
+    w.signal(libc::SIGTERM);
+    assert!(
+        w.wait_exit(Duration::from_secs(30)).await.success(),
+        "clean exit"
+    );
+    let steps = store.list_steps(t.task_id).await.unwrap();
+    let status: Vec<(&str, &str)> = steps
+        .iter()
+        .map(|s| (s.step_key.as_str(), s.status.as_str()))
+        .collect();
+    assert_eq!(
+        status,
+        [("a", "succeeded"), ("b", "succeeded"), ("c", "ready")]
+    );
+    let attempts = store.list_attempts(t.task_id).await.unwrap();
+    assert_eq!(attempts.len(), 2, "the draining worker started nothing new");
+    assert_eq!(store.count_steps("running").await.unwrap(), 0);
+}
