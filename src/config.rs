@@ -395,6 +395,20 @@ mod tests {
     }
 
     #[test]
+    fn the_example_config_parses_and_matches_the_defaults() {
+        let dir = std::env::temp_dir().join(format!("trellis-cfg-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("config.toml"),
+            include_str!("../config.example.toml"),
+        )
+        .unwrap();
+        let s = Settings::load_from(&dir, &[]).unwrap();
+        let d = Settings::default();
+        assert_eq!(format!("{s:?}"), format!("{d:?}"));
+    }
+
+    #[test]
     fn invalid_values_are_named() {
         let dir = std::env::temp_dir();
         let e = Settings::load_from(&dir, &env(&[("APP_WORKER__CONCURRENCY", "0")])).unwrap_err();

@@ -199,6 +199,24 @@ mod tests {
         assert!("done".parse::<TaskStatus>().is_err());
     }
 
+    /// docs/state-machine.md names every status value.
+    #[test]
+    fn state_machine_doc_names_every_status() {
+        let doc = include_str!("../docs/state-machine.md");
+        for s in TaskStatus::ALL {
+            assert!(
+                doc.contains(&format!("`{}`", s.as_str())),
+                "task status {s} missing"
+            );
+        }
+        for s in StepStatus::ALL {
+            assert!(
+                doc.contains(&format!("`{}`", s.as_str())),
+                "step status {s} missing"
+            );
+        }
+    }
+
     /// The CHECK constraints in the migration list exactly the enum values.
     #[test]
     fn migration_check_constraints_match_enums() {
