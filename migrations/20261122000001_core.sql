@@ -118,10 +118,12 @@ CREATE TABLE steps (
     created_at        timestamptz NOT NULL DEFAULT now(),
     updated_at        timestamptz NOT NULL DEFAULT now(),
     finished_at       timestamptz,
-    UNIQUE (task_id, plan_version, step_key),
     FOREIGN KEY (task_id, plan_version) REFERENCES plans (task_id, version) ON DELETE CASCADE,
     CHECK ((status = 'running') = (lease_owner IS NOT NULL AND lease_expires_at IS NOT NULL))
 );
+
+-- One live row per step key and plan version; a repaired step's old row is kept as superseded.
+CREATE UNIQUE INDEX steps_live_key ON steps (task_id, plan_version, step_key) WHERE status <> 'superseded';
 
 -- The claim query only ever looks at ready steps: this index stays as small as the ready set,
 -- however many finished steps the table holds.

@@ -10,6 +10,7 @@
 //! - [`config`], [`devpg`], [`testkit`]: configuration, a throwaway PostgreSQL, test support.
 
 pub mod api;
+pub mod brain;
 pub mod config;
 pub mod devpg;
 pub mod model;

@@ -97,6 +97,13 @@ pub mod event_kind {
     pub const RETRY_SCHEDULED: &str = "retry_scheduled";
     pub const STEP_RELEASED: &str = "step_released";
     pub const STEP_RESCUED: &str = "step_rescued";
+    pub const STEP_REFLECTED: &str = "step_reflected";
+    pub const STEP_REPAIRED: &str = "step_repaired";
+    pub const OVERALL_REFLECTED: &str = "overall_reflected";
+    pub const REPLANNED: &str = "replanned";
+    pub const EVALUATION_COMPLETED: &str = "evaluation_completed";
+    pub const INTERVENTION_REQUIRED: &str = "intervention_required";
+    pub const TASK_RESUMED: &str = "task_resumed";
     pub const TASK_SUCCEEDED: &str = "task_succeeded";
     pub const TASK_FAILED: &str = "task_failed";
     pub const TASK_CANCELLED: &str = "task_cancelled";

@@ -1,85 +1,28 @@
-//! The failure decision (pure): what happens to a step and its task after a failed attempt.
+//! The three-tier recovery decision, as pure functions of (counters + the brain's answer).
+//! The store applies each result in one transaction; nothing here does I/O.
 //!
-//! This is the seam the three-tier recovery engine plugs into: the store records the failed
-//! attempt and the counters, calls [`decide`] with the state after the increments, and applies
-//! the returned [`Transition`] in the same transaction. Today's policy is plain retries with
-//! exponential backoff; step reflection, repair and replanning replace it without touching the
-//! store's transaction shape.
+//! 1. after a failed attempt: [`after_failure`] — re-queue a lost worker's step, plain retries when
+//!    step reflection is off, else ask the brain for a step reflection;
+//! 2. after the step reflection: [`after_step_reflection`] — tier 1 retry (adjusted parameters or
+//!    alternative tool) while retries remain, else tier 2 repair while the failure is recoverable
+//!    and repairs remain, else tier 3 overall reflection;
+//! 3. after a repair attempt: a failed repair still counts and falls through to tier 3;
+//! 4. after the overall reflection: [`after_overall`] — replan by strategy, stop for a human,
+//!    or fail;
+//! 5. after the evaluation of a finished plan: [`after_evaluation`] — succeed, reflect for another
+//!    round, or fail.
 
-use crate::model::{ToolFailure, WORKER_LOST};
+use std::collections::{BTreeMap, HashSet};
 
-/// Counters and limits after the failed attempt has been counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FailureState {
-    /// `step_retry_count` after `+= 1`.
-    pub retry_count: i32,
-    pub max_step_retries: i32,
-    /// `consecutive_failures` after `+= 1`.
-    pub consecutive_failures: i32,
-    pub max_consecutive_failures: i32,
-    /// Times this step's worker died (after `+= 1` when this failure is a lost worker).
-    pub rescue_count: i32,
-    pub max_rescues: i32,
-}
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::model::{StepSpec, ToolFailure, WORKER_LOST};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
     pub base_ms: u64,
     pub max_ms: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Transition {
-    /// Run the same step again after `delay_ms` (database time).
-    Retry { delay_ms: u64 },
-    /// The step fails for good and so does the task.
-    FailTask { reason: String },
-}
-
-/// Decide after a failed attempt.
-///
-/// - a lost worker (`worker_lost`) is re-queued at once, unless the step has now been rescued
-///   `max_rescues` times (poison);
-/// - a retryable error is retried with exponential backoff while
-///   `retry_count < max_step_retries` and `consecutive_failures < max_consecutive_failures`;
-/// - anything else fails the task.
-pub fn decide(state: &FailureState, failure: &ToolFailure, backoff: Backoff) -> Transition {
-    if failure.category == WORKER_LOST {
-        return if state.rescue_count >= state.max_rescues {
-            Transition::FailTask {
-                reason: format!(
-                    "poison step: its worker was lost {} times",
-                    state.rescue_count
-                ),
-            }
-        } else {
-            Transition::Retry { delay_ms: 0 }
-        };
-    }
-    if !failure.retryable {
-        return Transition::FailTask {
-            reason: format!("non-retryable {}: {}", failure.category, failure.message),
-        };
-    }
-    if state.retry_count >= state.max_step_retries {
-        return Transition::FailTask {
-            reason: format!(
-                "retries exhausted ({} of {}): {}",
-                state.retry_count, state.max_step_retries, failure.message
-            ),
-        };
-    }
-    if state.consecutive_failures >= state.max_consecutive_failures {
-        return Transition::FailTask {
-            reason: format!(
-                "{} consecutive failures (limit {}): {}",
-                state.consecutive_failures, state.max_consecutive_failures, failure.message
-            ),
-        };
-    }
-    Transition::Retry {
-        delay_ms: backoff_ms(backoff, state.retry_count),
-    }
 }
 
 /// `base * 2^(n-1)`, capped at `max`.
@@ -88,57 +31,461 @@ pub fn backoff_ms(b: Backoff, retry_count: i32) -> u64 {
     b.base_ms.saturating_mul(1u64 << exp).min(b.max_ms)
 }
 
+/// Counters (after this failure's increments) and the limits of one task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counters {
+    /// `step_retry_count`: failed attempts of this step since it (re)started.
+    pub retry_count: i32,
+    pub max_step_retries: i32,
+    pub single_step_repair_count: i32,
+    pub max_single_step_repairs: i32,
+    pub task_replan_count: i32,
+    pub max_task_replans: i32,
+    /// Failed attempts since the last success or replan.
+    pub consecutive_failures: i32,
+    pub max_consecutive_failures: i32,
+    pub round: i32,
+    pub max_reflection_rounds: i32,
+    /// Times this step's worker was lost.
+    pub rescue_count: i32,
+    pub max_rescues: i32,
+}
+
+// ---------------------------------------------------------------- step 1: the failed attempt
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AfterFailure {
+    /// Run the same step again after `delay_ms` (database time).
+    Retry { delay_ms: u64 },
+    /// Ask the brain for a step reflection (a claimable decision).
+    Reflect,
+    /// The step fails for good and so does the task.
+    FailTask { reason: String },
+}
+
+/// Decide right after a failed attempt has been recorded and counted.
+pub fn after_failure(
+    c: &Counters,
+    failure: &ToolFailure,
+    step_reflection: bool,
+    backoff: Backoff,
+) -> AfterFailure {
+    if failure.category == WORKER_LOST {
+        // not the tool's fault: re-queue at once, unless the step keeps killing its workers
+        return if c.rescue_count >= c.max_rescues {
+            AfterFailure::FailTask {
+                reason: format!("poison step: its worker was lost {} times", c.rescue_count),
+            }
+        } else {
+            AfterFailure::Retry { delay_ms: 0 }
+        };
+    }
+    if step_reflection {
+        return AfterFailure::Reflect;
+    }
+    // step reflection off: plain retries of retryable errors, then fail
+    if !failure.retryable {
+        return AfterFailure::FailTask {
+            reason: format!("non-retryable {}: {}", failure.category, failure.message),
+        };
+    }
+    if c.retry_count >= c.max_step_retries {
+        return AfterFailure::FailTask {
+            reason: format!(
+                "retries exhausted ({} of {}): {}",
+                c.retry_count, c.max_step_retries, failure.message
+            ),
+        };
+    }
+    if c.consecutive_failures >= c.max_consecutive_failures {
+        return AfterFailure::FailTask {
+            reason: format!(
+                "{} consecutive failures (limit {}): {}",
+                c.consecutive_failures, c.max_consecutive_failures, failure.message
+            ),
+        };
+    }
+    AfterFailure::Retry {
+        delay_ms: backoff_ms(backoff, c.retry_count),
+    }
+}
+
+// ---------------------------------------------------------------- step 2: the step reflection
+
+/// The only actions a step reflection may suggest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
+pub enum StepAction {
+    /// Run the same step again with these parameters merged in.
+    RetryWithParams(BTreeMap<String, Value>),
+    /// Run the same step again with another tool.
+    RetryWithTool(String),
+    /// The only way a step reflection leads to replanning or stopping.
+    TriggerOverallReflection(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepReflection {
+    pub root_cause_category: String,
+    pub root_cause: String,
+    pub analysis: String,
+    /// 0–100.
+    pub confidence: f64,
+    pub is_recoverable: bool,
+    #[serde(default)]
+    pub alternative_solutions: Vec<String>,
+    pub suggested_action: StepAction,
+}
+
+/// Used when the brain fails or answers nonsense: never a loop, straight to tier 3.
+pub fn fallback_reflection(why: &str) -> StepReflection {
+    StepReflection {
+        root_cause_category: "reflection_error".into(),
+        root_cause: format!("step reflection failed: {why}"),
+        analysis: "the step reflection could not be obtained; escalating to overall reflection"
+            .into(),
+        confidence: 0.0,
+        is_recoverable: false,
+        alternative_solutions: vec![],
+        suggested_action: StepAction::TriggerOverallReflection(format!(
+            "step reflection failed: {why}"
+        )),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum AfterStepReflection {
+    /// Tier 1: same step, these parameters merged over the step's.
+    RetryWithParams {
+        params: BTreeMap<String, Value>,
+        delay_ms: u64,
+    },
+    /// Tier 1: same step, another tool.
+    RetryWithTool { tool: String, delay_ms: u64 },
+    /// Tier 2: ask the brain to rewrite this one step.
+    Repair,
+    /// Tier 3: task-level reflection.
+    OverallReflection { summary: String },
+}
+
+/// `tool_known`: whether a suggested alternative tool exists in the registry.
+pub fn after_step_reflection(
+    c: &Counters,
+    r: &StepReflection,
+    tool_known: impl Fn(&str) -> bool,
+    backoff: Backoff,
+) -> AfterStepReflection {
+    let retries_left =
+        c.retry_count < c.max_step_retries && c.consecutive_failures < c.max_consecutive_failures;
+    let delay_ms = backoff_ms(backoff, c.retry_count);
+    let summary = match &r.suggested_action {
+        StepAction::RetryWithParams(params) if retries_left => {
+            return AfterStepReflection::RetryWithParams {
+                params: params.clone(),
+                delay_ms,
+            };
+        }
+        StepAction::RetryWithTool(tool) if retries_left && tool_known(tool) => {
+            return AfterStepReflection::RetryWithTool {
+                tool: tool.clone(),
+                delay_ms,
+            };
+        }
+        StepAction::TriggerOverallReflection(s) => s.clone(),
+        StepAction::RetryWithTool(tool) if !tool_known(tool) => {
+            format!(
+                "suggested alternative tool {tool:?} is not registered: {}",
+                r.root_cause
+            )
+        }
+        _ => format!(
+            "retries exhausted ({} of {}, {} consecutive failures): {}",
+            c.retry_count, c.max_step_retries, c.consecutive_failures, r.root_cause
+        ),
+    };
+    if r.is_recoverable && c.single_step_repair_count < c.max_single_step_repairs {
+        AfterStepReflection::Repair
+    } else {
+        AfterStepReflection::OverallReflection { summary }
+    }
+}
+
+// ---------------------------------------------------------------- step 4: overall reflection
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "strategy_type", rename_all = "snake_case")]
+pub enum Strategy {
+    FullReplan,
+    ReplanFromStep {
+        step_id: String,
+        #[serde(default)]
+        reason: String,
+    },
+    SkipSteps {
+        step_ids: Vec<String>,
+        #[serde(default)]
+        reason: String,
+    },
+    #[serde(rename = "add_remediation")]
+    AddRemediationSteps {
+        #[serde(default)]
+        suggestions: Vec<String>,
+    },
+    AdjustDependencies {
+        #[serde(default)]
+        adjustments: Vec<String>,
+    },
+}
+
+impl Strategy {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Strategy::FullReplan => "full_replan",
+            Strategy::ReplanFromStep { .. } => "replan_from_step",
+            Strategy::SkipSteps { .. } => "skip_steps",
+            Strategy::AddRemediationSteps { .. } => "add_remediation",
+            Strategy::AdjustDependencies { .. } => "adjust_dependencies",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverallReflection {
+    pub should_replan: bool,
+    #[serde(default)]
+    pub root_causes: Vec<String>,
+    #[serde(default)]
+    pub incorrect_assumptions: Vec<String>,
+    #[serde(default)]
+    pub alternative_approaches: Vec<String>,
+    #[serde(default)]
+    pub lessons_learned: Vec<String>,
+    #[serde(default)]
+    pub stop_reason: String,
+    #[serde(default)]
+    pub replanning_strategy: Option<Strategy>,
+}
+
+/// What led to the overall reflection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// A step's recovery escalated (tier 3).
+    StepFailure,
+    /// A finished plan was evaluated as not successful (round loop).
+    Evaluation,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum AfterOverall {
+    Replan { strategy: Strategy },
+    Intervention { reason: String },
+    Fail { reason: String },
+}
+
+pub fn after_overall(c: &Counters, trigger: Trigger, o: &OverallReflection) -> AfterOverall {
+    let strategy = o
+        .replanning_strategy
+        .clone()
+        .unwrap_or(Strategy::FullReplan);
+    match trigger {
+        Trigger::StepFailure if !o.should_replan => AfterOverall::Intervention {
+            reason: if o.stop_reason.is_empty() {
+                "overall reflection decided to stop".into()
+            } else {
+                o.stop_reason.clone()
+            },
+        },
+        Trigger::StepFailure if c.task_replan_count < c.max_task_replans => {
+            AfterOverall::Replan { strategy }
+        }
+        Trigger::StepFailure => AfterOverall::Fail {
+            reason: format!(
+                "replans exhausted ({} of {})",
+                c.task_replan_count, c.max_task_replans
+            ),
+        },
+        Trigger::Evaluation if o.should_replan && c.round < c.max_reflection_rounds => {
+            AfterOverall::Replan { strategy }
+        }
+        Trigger::Evaluation => AfterOverall::Fail {
+            reason: if o.should_replan {
+                format!("evaluation unsuccessful after {} rounds", c.round)
+            } else {
+                format!(
+                    "evaluation unsuccessful; reflection stopped: {}",
+                    o.stop_reason
+                )
+            },
+        },
+    }
+}
+
+// ---------------------------------------------------------------- step 5: evaluation
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dimensions {
+    pub completeness: f64,
+    pub correctness: f64,
+    pub efficiency: f64,
+    pub reliability: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evaluation {
+    pub overall_score: f64,
+    pub is_successful: bool,
+    pub dimensions: Dimensions,
+    #[serde(default)]
+    pub successes: Vec<String>,
+    #[serde(default)]
+    pub failures: Vec<String>,
+    #[serde(default)]
+    pub improvement_suggestions: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AfterEvaluation {
+    Succeed,
+    /// Another round: overall reflection triggered by the evaluation.
+    Reflect,
+    Fail {
+        reason: String,
+    },
+}
+
+/// `is_successful = overall ≥ success_threshold` is recomputed here, whatever the brain said.
+pub fn after_evaluation(
+    c: &Counters,
+    e: &Evaluation,
+    success_threshold: f64,
+    auto_reflection: bool,
+) -> AfterEvaluation {
+    if e.overall_score >= success_threshold {
+        AfterEvaluation::Succeed
+    } else if auto_reflection && c.round < c.max_reflection_rounds {
+        AfterEvaluation::Reflect
+    } else {
+        AfterEvaluation::Fail {
+            reason: format!(
+                "evaluation score {:.1} below the success threshold {success_threshold:.1} (round {} of {})",
+                e.overall_score, c.round, c.max_reflection_rounds
+            ),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- replanning: what is kept
+
+/// A step of the plan being replaced, as it stands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OldStep {
+    pub spec: StepSpec,
+    pub succeeded: bool,
+}
+
+/// Which steps of the new plan keep their old result (not run again), which are skipped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Carry {
+    pub kept: HashSet<String>,
+    pub skipped: HashSet<String>,
+}
+
+/// `full_replan` keeps nothing (fresh context). Every other strategy keeps a succeeded step
+/// whose definition is unchanged and none of whose dependencies run again;
+/// `replan_from_step` never keeps the named step or anything after it;
+/// `skip_steps` marks the named steps skipped (their dependents treat them as done).
+pub fn carry_over(old: &[OldStep], new_plan: &[StepSpec], strategy: &Strategy) -> Carry {
+    let mut carry = Carry::default();
+    if matches!(strategy, Strategy::FullReplan) {
+        return carry;
+    }
+    if let Strategy::SkipSteps { step_ids, .. } = strategy {
+        carry.skipped = new_plan
+            .iter()
+            .filter(|s| step_ids.contains(&s.id))
+            .map(|s| s.id.clone())
+            .collect();
+    }
+    let from = match strategy {
+        Strategy::ReplanFromStep { step_id, .. } => Some(step_id.as_str()),
+        _ => None,
+    };
+    let position = |key: &str| old.iter().position(|o| o.spec.id == key);
+    let from_pos = from.and_then(position);
+    // new plan in dependency order, so a step's dependencies are decided before it
+    let order = match crate::plan::topological_order(&crate::model::PlanSpec {
+        steps: new_plan.to_vec(),
+        reasoning: String::new(),
+        estimated_duration: None,
+    }) {
+        Ok(o) => o,
+        Err(_) => return carry,
+    };
+    for i in order {
+        let s = &new_plan[i];
+        if carry.skipped.contains(&s.id) {
+            continue;
+        }
+        let Some(o) = old.iter().find(|o| o.spec.id == s.id) else {
+            continue;
+        };
+        let before_from = match (from_pos, position(&s.id)) {
+            (Some(f), Some(p)) => p < f,
+            (Some(_), None) => false,
+            (None, _) => true,
+        };
+        let deps_kept = s
+            .dependencies
+            .iter()
+            .all(|d| carry.kept.contains(d) || carry.skipped.contains(d));
+        let unchanged = o.spec.tool == s.tool
+            && o.spec.parameters == s.parameters
+            && o.spec.actions == s.actions
+            && o.spec.dependencies == s.dependencies;
+        if o.succeeded && unchanged && deps_kept && before_from && Some(s.id.as_str()) != from {
+            carry.kept.insert(s.id.clone());
+        }
+    }
+    carry
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     const B: Backoff = Backoff {
         base_ms: 100,
         max_ms: 1000,
     };
 
-    fn state(retry: i32, consecutive: i32, rescues: i32) -> FailureState {
-        FailureState {
-            retry_count: retry,
+    fn counters() -> Counters {
+        Counters {
+            retry_count: 1,
             max_step_retries: 3,
-            consecutive_failures: consecutive,
+            single_step_repair_count: 0,
+            max_single_step_repairs: 1,
+            task_replan_count: 0,
+            max_task_replans: 1,
+            consecutive_failures: 1,
             max_consecutive_failures: 3,
-            rescue_count: rescues,
+            round: 1,
+            max_reflection_rounds: 5,
+            rescue_count: 0,
             max_rescues: 3,
         }
     }
 
-    #[test]
-    fn exhaustive_over_small_counters() {
-        for retryable in [false, true] {
-            for retry in 1..=4 {
-                for consecutive in 1..=4 {
-                    let f = ToolFailure::new("tool_error", "x", retryable);
-                    let t = decide(&state(retry, consecutive, 0), &f, B);
-                    let expect_retry = retryable && retry < 3 && consecutive < 3;
-                    assert_eq!(
-                        matches!(t, Transition::Retry { .. }),
-                        expect_retry,
-                        "retryable={retryable} retry={retry} consecutive={consecutive}: {t:?}"
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn lost_workers_requeue_at_once_until_poison() {
-        let lost = ToolFailure::new(WORKER_LOST, "lease expired", true);
-        for rescues in 1..=4 {
-            // retry and consecutive counters do not matter for a lost worker
-            let t = decide(&state(9, 9, rescues), &lost, B);
-            if rescues < 3 {
-                assert_eq!(t, Transition::Retry { delay_ms: 0 });
-            } else {
-                assert!(
-                    matches!(t, Transition::FailTask { ref reason } if reason.contains("poison"))
-                );
-            }
+    fn reflection(action: StepAction, recoverable: bool) -> StepReflection {
+        StepReflection {
+            root_cause_category: "tool_error".into(),
+            root_cause: "x".into(),
+            analysis: String::new(),
+            confidence: 80.0,
+            is_recoverable: recoverable,
+            alternative_solutions: vec![],
+            suggested_action: action,
         }
     }
 
@@ -150,5 +497,331 @@ mod tests {
         assert_eq!(backoff_ms(B, 5), 1000);
         assert_eq!(backoff_ms(B, 100), 1000);
         assert_eq!(backoff_ms(B, 0), 100);
+    }
+
+    #[test]
+    fn after_failure_exhaustively() {
+        for reflect in [false, true] {
+            for retryable in [false, true] {
+                for retry in 1..=4 {
+                    for consecutive in 1..=4 {
+                        let c = Counters {
+                            retry_count: retry,
+                            consecutive_failures: consecutive,
+                            ..counters()
+                        };
+                        let f = ToolFailure::new("tool_error", "x", retryable);
+                        let got = after_failure(&c, &f, reflect, B);
+                        let want = if reflect {
+                            "reflect"
+                        } else if retryable && retry < 3 && consecutive < 3 {
+                            "retry"
+                        } else {
+                            "fail"
+                        };
+                        let is = match got {
+                            AfterFailure::Retry { .. } => "retry",
+                            AfterFailure::Reflect => "reflect",
+                            AfterFailure::FailTask { .. } => "fail",
+                        };
+                        assert_eq!(
+                            is, want,
+                            "reflect={reflect} retryable={retryable} retry={retry} consecutive={consecutive}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lost_workers_requeue_at_once_until_poison() {
+        let lost = ToolFailure::new(WORKER_LOST, "lease expired", true);
+        for rescues in 1..=4 {
+            for reflect in [false, true] {
+                let c = Counters {
+                    rescue_count: rescues,
+                    retry_count: 9,
+                    consecutive_failures: 9,
+                    ..counters()
+                };
+                let t = after_failure(&c, &lost, reflect, B);
+                if rescues < 3 {
+                    assert_eq!(t, AfterFailure::Retry { delay_ms: 0 });
+                } else {
+                    assert!(
+                        matches!(t, AfterFailure::FailTask { ref reason } if reason.contains("poison"))
+                    );
+                }
+            }
+        }
+    }
+
+    /// Every combination of action × retries left × consecutive limit × recoverable × repairs left.
+    #[test]
+    fn after_step_reflection_exhaustively() {
+        let actions = [
+            StepAction::RetryWithParams(BTreeMap::from([("a".to_string(), json!(1))])),
+            StepAction::RetryWithTool("alt".into()),
+            StepAction::RetryWithTool("ghost".into()),
+            StepAction::TriggerOverallReflection("s".into()),
+        ];
+        for action in &actions {
+            for retry in [1, 2, 3] {
+                for consecutive in [1, 3] {
+                    for recoverable in [false, true] {
+                        for repairs in [0, 1] {
+                            let c = Counters {
+                                retry_count: retry,
+                                consecutive_failures: consecutive,
+                                single_step_repair_count: repairs,
+                                ..counters()
+                            };
+                            let r = reflection(action.clone(), recoverable);
+                            let got = after_step_reflection(&c, &r, |t| t == "alt", B);
+                            let retries_left = retry < 3 && consecutive < 3;
+                            let tier1 = retries_left
+                                && matches!(action, StepAction::RetryWithParams(_))
+                                || retries_left
+                                    && *action == StepAction::RetryWithTool("alt".into());
+                            let expect = if tier1 {
+                                "tier1"
+                            } else if recoverable && repairs < 1 {
+                                "repair"
+                            } else {
+                                "overall"
+                            };
+                            let is = match &got {
+                                AfterStepReflection::RetryWithParams { params, .. } => {
+                                    assert_eq!(params.get("a"), Some(&json!(1)));
+                                    "tier1"
+                                }
+                                AfterStepReflection::RetryWithTool { tool, .. } => {
+                                    assert_eq!(tool, "alt");
+                                    "tier1"
+                                }
+                                AfterStepReflection::Repair => "repair",
+                                AfterStepReflection::OverallReflection { .. } => "overall",
+                            };
+                            assert_eq!(
+                                is, expect,
+                                "{action:?} retry={retry} consecutive={consecutive} recoverable={recoverable} repairs={repairs}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_fallback_reflection_goes_straight_to_tier_3() {
+        let r = fallback_reflection("bad json");
+        assert_eq!(r.root_cause_category, "reflection_error");
+        assert!(!r.is_recoverable);
+        let got = after_step_reflection(&counters(), &r, |_| true, B);
+        assert!(
+            matches!(got, AfterStepReflection::OverallReflection { ref summary } if summary.contains("bad json"))
+        );
+    }
+
+    #[test]
+    fn after_overall_exhaustively() {
+        for trigger in [Trigger::StepFailure, Trigger::Evaluation] {
+            for should in [false, true] {
+                for replans in [0, 1] {
+                    for round in [1, 5] {
+                        let c = Counters {
+                            task_replan_count: replans,
+                            round,
+                            ..counters()
+                        };
+                        let o = OverallReflection {
+                            should_replan: should,
+                            root_causes: vec![],
+                            incorrect_assumptions: vec![],
+                            alternative_approaches: vec![],
+                            lessons_learned: vec![],
+                            stop_reason: "needs a human".into(),
+                            replanning_strategy: Some(Strategy::SkipSteps {
+                                step_ids: vec!["s".into()],
+                                reason: String::new(),
+                            }),
+                        };
+                        let got = after_overall(&c, trigger, &o);
+                        let expect = match trigger {
+                            Trigger::StepFailure if !should => "intervention",
+                            Trigger::StepFailure if replans < 1 => "replan",
+                            Trigger::StepFailure => "fail",
+                            Trigger::Evaluation if should && round < 5 => "replan",
+                            Trigger::Evaluation => "fail",
+                        };
+                        let is = match &got {
+                            AfterOverall::Replan { strategy } => {
+                                assert_eq!(strategy.name(), "skip_steps");
+                                "replan"
+                            }
+                            AfterOverall::Intervention { reason } => {
+                                assert_eq!(reason, "needs a human");
+                                "intervention"
+                            }
+                            AfterOverall::Fail { .. } => "fail",
+                        };
+                        assert_eq!(
+                            is, expect,
+                            "{trigger:?} should={should} replans={replans} round={round}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn after_evaluation_exhaustively() {
+        let e = |score: f64| Evaluation {
+            overall_score: score,
+            is_successful: true, // ignored: recomputed against the threshold
+            dimensions: Dimensions {
+                completeness: score,
+                correctness: score,
+                efficiency: score,
+                reliability: score,
+            },
+            successes: vec![],
+            failures: vec![],
+            improvement_suggestions: vec![],
+        };
+        for score in [79.9, 80.0] {
+            for auto in [false, true] {
+                for round in [1, 5] {
+                    let c = Counters {
+                        round,
+                        ..counters()
+                    };
+                    let got = after_evaluation(&c, &e(score), 80.0, auto);
+                    let expect = if score >= 80.0 {
+                        AfterEvaluation::Succeed
+                    } else if auto && round < 5 {
+                        AfterEvaluation::Reflect
+                    } else {
+                        got.clone()
+                    };
+                    assert_eq!(got, expect);
+                    if score < 80.0 && !(auto && round < 5) {
+                        assert!(matches!(got, AfterEvaluation::Fail { .. }));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn strategies_parse_from_the_wire_format() {
+        let s: Strategy = serde_json::from_value(
+            json!({"strategy_type": "replan_from_step", "step_id": "step_3", "reason": "r"}),
+        )
+        .unwrap();
+        assert_eq!(
+            s,
+            Strategy::ReplanFromStep {
+                step_id: "step_3".into(),
+                reason: "r".into()
+            }
+        );
+        let s: Strategy = serde_json::from_value(
+            json!({"strategy_type": "add_remediation", "suggestions": ["a"]}),
+        )
+        .unwrap();
+        assert_eq!(s.name(), "add_remediation");
+        let s: Strategy =
+            serde_json::from_value(json!({"strategy_type": "skip_steps", "step_ids": ["x"]}))
+                .unwrap();
+        assert_eq!(s.name(), "skip_steps");
+        let s: Strategy = serde_json::from_value(
+            json!({"strategy_type": "adjust_dependencies", "adjustments": []}),
+        )
+        .unwrap();
+        assert_eq!(s.name(), "adjust_dependencies");
+        let s: Strategy = serde_json::from_value(json!({"strategy_type": "full_replan"})).unwrap();
+        assert_eq!(s, Strategy::FullReplan);
+        let a: StepAction =
+            serde_json::from_value(json!({"type": "retry_with_tool", "data": "t"})).unwrap();
+        assert_eq!(a, StepAction::RetryWithTool("t".into()));
+    }
+
+    fn spec(id: &str, deps: &[&str]) -> StepSpec {
+        serde_json::from_value(json!({"id": id, "tool": "echo", "dependencies": deps})).unwrap()
+    }
+
+    #[test]
+    fn carry_over_by_strategy() {
+        // a → b → c, and d independent; a, b, d succeeded, c failed
+        let plan = vec![
+            spec("a", &[]),
+            spec("b", &["a"]),
+            spec("c", &["b"]),
+            spec("d", &[]),
+        ];
+        let old: Vec<OldStep> = plan
+            .iter()
+            .map(|s| OldStep {
+                spec: s.clone(),
+                succeeded: s.id != "c",
+            })
+            .collect();
+        let keys = |c: &HashSet<String>| {
+            let mut v: Vec<_> = c.iter().cloned().collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            carry_over(&old, &plan, &Strategy::FullReplan),
+            Carry::default()
+        );
+        let c = carry_over(
+            &old,
+            &plan,
+            &Strategy::ReplanFromStep {
+                step_id: "b".into(),
+                reason: String::new(),
+            },
+        );
+        assert_eq!(keys(&c.kept), ["a"]);
+        let c = carry_over(
+            &old,
+            &plan,
+            &Strategy::ReplanFromStep {
+                step_id: "c".into(),
+                reason: String::new(),
+            },
+        );
+        assert_eq!(keys(&c.kept), ["a", "b"]);
+        let c = carry_over(
+            &old,
+            &plan,
+            &Strategy::SkipSteps {
+                step_ids: vec!["c".into()],
+                reason: String::new(),
+            },
+        );
+        assert_eq!(
+            (keys(&c.kept), keys(&c.skipped)),
+            (
+                vec!["a".to_string(), "b".into(), "d".into()],
+                vec!["c".to_string()]
+            )
+        );
+        // a changed definition runs again, and so does everything depending on it
+        let mut changed = plan.clone();
+        changed[0].parameters = json!({"new": true});
+        let c = carry_over(
+            &old,
+            &changed,
+            &Strategy::AdjustDependencies {
+                adjustments: vec![],
+            },
+        );
+        assert_eq!(keys(&c.kept), ["d"]);
     }
 }

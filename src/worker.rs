@@ -16,11 +16,13 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::brain::{self, Brain};
 use crate::config::Settings;
 use crate::model::{ActionSpec, ToolFailure};
 use crate::params::{self, Scope};
 use crate::plan::{self, Reference};
 use crate::recovery::Backoff;
+use crate::store::decisions::{ClaimedDecision, DecisionFence, Lease};
 use crate::store::steps::{Claim, ClaimedStep, FailurePolicy, Fence, StepFailure, StepSuccess};
 use crate::store::workers::WorkerInfo;
 use crate::store::{Store, StoreError};
@@ -36,6 +38,7 @@ pub struct WorkerConfig {
     pub shutdown_grace: Duration,
     pub rescue_interval: Duration,
     pub policy: FailurePolicy,
+    pub brain: Arc<dyn Brain>,
 }
 
 impl WorkerConfig {
@@ -59,13 +62,22 @@ impl WorkerConfig {
                     max_ms: w.retry_backoff_max_ms,
                 },
                 max_rescues: w.max_rescues as i32,
+                lease_secs: w.lease_secs as f64,
             },
+            brain: brain::from_settings(s),
         }
     }
 }
 
-/// Steps this worker holds, so a drain can release what did not finish.
-type InFlight = Arc<Mutex<HashMap<Uuid, Fence>>>;
+/// A lease this worker holds.
+#[derive(Debug, Clone, Copy)]
+enum Held {
+    Step(Fence),
+    Decision(DecisionFence),
+}
+
+/// Leases this worker holds, so a drain can release what did not finish.
+type InFlight = Arc<Mutex<HashMap<Uuid, Held>>>;
 
 /// Run a worker until `shutdown` is cancelled, then drain: no new claims; in-flight steps get
 /// `shutdown_grace` to finish, the rest are released without burning an attempt.
@@ -120,49 +132,77 @@ pub async fn run(
             }
         }
         let wanted = permits.len();
+        let mut got = 0;
+        let mut failed = false;
         // Never cancelled midway: a claim that committed must reach the in-flight set.
-        let claimed = store
-            .claim_steps(&Claim {
-                worker_id: cfg.id,
-                limit: wanted as i64,
-                lease_secs: cfg.lease.as_secs_f64(),
-            })
-            .await;
-        match claimed {
-            Ok(steps) => {
-                let got = steps.len();
-                for step in steps {
-                    let permit = permits.pop().expect("claimed at most one step per permit");
-                    in_flight
-                        .lock()
-                        .expect("in-flight lock")
-                        .insert(step.id, step.fence());
-                    let (store, runner, in_flight, cfg) = (
-                        store.clone(),
-                        runner.clone(),
-                        in_flight.clone(),
-                        cfg.clone(),
-                    );
+        match store
+            .claim_decisions(cfg.id, wanted as i64, cfg.lease.as_secs_f64())
+            .await
+        {
+            Ok(decisions) => {
+                for d in decisions {
+                    let permit = permits
+                        .pop()
+                        .expect("claimed at most one decision per permit");
+                    got += 1;
+                    let (store, cfg, in_flight) = (store.clone(), cfg.clone(), in_flight.clone());
                     running.spawn(async move {
-                        let id = step.id;
-                        execute(&store, &runner, &cfg, step).await;
-                        in_flight.lock().expect("in-flight lock").remove(&id);
+                        run_decisions(&store, &cfg, &in_flight, Some(d)).await;
                         drop(permit);
                     });
                 }
-                drop(permits);
-                if got < wanted {
-                    idle_wait(&store, &cfg, &wake, &shutdown).await;
-                }
             }
             Err(e) => {
-                drop(permits);
-                tracing::warn!(error = %e, "claim failed; retrying");
-                tokio::select! {
-                    _ = shutdown.cancelled() => {}
-                    _ = tokio::time::sleep(cfg.poll.min(Duration::from_secs(1))) => {}
+                failed = true;
+                tracing::warn!(error = %e, "claiming decisions failed; retrying");
+            }
+        }
+        if !permits.is_empty() && !failed {
+            match store
+                .claim_steps(&Claim {
+                    worker_id: cfg.id,
+                    limit: permits.len() as i64,
+                    lease_secs: cfg.lease.as_secs_f64(),
+                })
+                .await
+            {
+                Ok(steps) => {
+                    for step in steps {
+                        let permit = permits.pop().expect("claimed at most one step per permit");
+                        got += 1;
+                        in_flight
+                            .lock()
+                            .expect("in-flight lock")
+                            .insert(step.id, Held::Step(step.fence()));
+                        let (store, runner, in_flight, cfg) = (
+                            store.clone(),
+                            runner.clone(),
+                            in_flight.clone(),
+                            cfg.clone(),
+                        );
+                        running.spawn(async move {
+                            let id = step.id;
+                            let next = execute(&store, &runner, &cfg, step).await;
+                            in_flight.lock().expect("in-flight lock").remove(&id);
+                            run_decisions(&store, &cfg, &in_flight, next).await;
+                            drop(permit);
+                        });
+                    }
+                }
+                Err(e) => {
+                    failed = true;
+                    tracing::warn!(error = %e, "claiming steps failed; retrying");
                 }
             }
+        }
+        drop(permits);
+        if failed {
+            tokio::select! {
+                _ = shutdown.cancelled() => {}
+                _ = tokio::time::sleep(cfg.poll.min(Duration::from_secs(1))) => {}
+            }
+        } else if got < wanted {
+            idle_wait(&store, &cfg, &wake, &shutdown).await;
         }
     }
 
@@ -175,18 +215,20 @@ pub async fn run(
     if !drained {
         running.abort_all();
         while running.join_next().await.is_some() {}
-        let left: Vec<Fence> = in_flight
+        let left: Vec<Held> = in_flight
             .lock()
             .expect("in-flight lock")
             .drain()
-            .map(|(_, f)| f)
+            .map(|(_, h)| h)
             .collect();
-        for fence in left {
-            match store.release_step(&fence, cfg.id).await {
+        for held in left {
+            let r = match held {
+                Held::Step(fence) => store.release_step(&fence, cfg.id).await,
+                Held::Decision(fence) => store.release_decision(&fence).await,
+            };
+            match r {
                 Ok(()) | Err(StoreError::Fenced) => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, step = %fence.step_id, "release failed; the lease will expire")
-                }
+                Err(e) => tracing::warn!(error = %e, "release failed; the lease will expire"),
             }
         }
     }
@@ -267,6 +309,14 @@ async fn rescue_loop(store: Store, cfg: WorkerConfig, wake: Arc<Notify>, stop: C
             }
             Err(e) => tracing::warn!(error = %e, "rescue scan failed"),
         }
+        match store.rescue_expired_decisions(100).await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::warn!(rescued = n, "re-queued decisions of lost workers");
+                wake.notify_one();
+            }
+            Err(e) => tracing::warn!(error = %e, "decision rescue scan failed"),
+        }
     }
 }
 
@@ -277,7 +327,14 @@ struct Ran {
     result: Result<ToolOutput, ToolFailure>,
 }
 
-async fn execute(store: &Store, runner: &ToolRunner, cfg: &WorkerConfig, step: ClaimedStep) {
+/// Run a claimed step and record its outcome; returns the decision that outcome started
+/// (a step reflection or an evaluation), leased to this worker.
+async fn execute(
+    store: &Store,
+    runner: &ToolRunner,
+    cfg: &WorkerConfig,
+    step: ClaimedStep,
+) -> Option<ClaimedDecision> {
     let ran = run_step(store, runner, &step).await;
     let fence = step.fence();
     let outcome = match ran.result {
@@ -290,9 +347,9 @@ async fn execute(store: &Store, runner: &ToolRunner, cfg: &WorkerConfig, step: C
                 output: out.output,
                 output_params: out.output_params,
             };
-            with_retries(|| store.complete_step(&s))
+            with_retries(|| store.complete_step(&s, cfg.lease.as_secs_f64()))
                 .await
-                .map(|_| "succeeded")
+                .map(|d| ("succeeded", d))
         }
         Err(failure) => {
             let f = StepFailure {
@@ -304,22 +361,79 @@ async fn execute(store: &Store, runner: &ToolRunner, cfg: &WorkerConfig, step: C
             };
             with_retries(|| store.fail_step(&f, cfg.policy))
                 .await
-                .map(|_| "failed")
+                .map(|o| ("failed", o.decision))
         }
     };
     match outcome {
-        Ok(what) => {
-            tracing::debug!(step = %step.step_key, task = %step.task_id, what, "step recorded")
+        Ok((what, next)) => {
+            tracing::debug!(step = %step.step_key, task = %step.task_id, what, "step recorded");
+            next
         }
-        Err(StoreError::Fenced) => tracing::warn!(
-            step = %step.step_key, task = %step.task_id,
-            "lease was taken over while the step ran; outcome discarded"
-        ),
-        Err(e) => tracing::error!(
-            step = %step.step_key, task = %step.task_id, error = %e,
-            "could not record the outcome; the lease will expire and the step be rescued"
-        ),
+        Err(StoreError::Fenced) => {
+            tracing::warn!(
+                step = %step.step_key, task = %step.task_id,
+                "lease was taken over while the step ran; outcome discarded"
+            );
+            None
+        }
+        Err(e) => {
+            tracing::error!(
+                step = %step.step_key, task = %step.task_id, error = %e,
+                "could not record the outcome; the lease will expire and the step be rescued"
+            );
+            None
+        }
     }
+}
+
+/// Run a decision chain to its end outside the worker loop (tests, tools).
+pub async fn run_decision_chain(store: &Store, cfg: &WorkerConfig, first: Option<ClaimedDecision>) {
+    run_decisions(store, cfg, &InFlight::default(), first).await
+}
+
+/// Run a decision and whatever decisions its outcome starts, one after the other.
+async fn run_decisions(
+    store: &Store,
+    cfg: &WorkerConfig,
+    in_flight: &InFlight,
+    mut next: Option<ClaimedDecision>,
+) {
+    while let Some(d) = next.take() {
+        in_flight
+            .lock()
+            .expect("in-flight lock")
+            .insert(d.id, Held::Decision(d.fence()));
+        let result = decide_and_apply(store, cfg, &d).await;
+        in_flight.lock().expect("in-flight lock").remove(&d.id);
+        match result {
+            Ok(n) => next = n,
+            Err(StoreError::Fenced) => tracing::warn!(
+                decision = %d.id, kind = %d.kind,
+                "decision lease was taken over; outcome discarded"
+            ),
+            Err(e) => tracing::error!(
+                decision = %d.id, kind = %d.kind, error = %e,
+                "could not apply the decision; its lease will expire and it will be retried"
+            ),
+        }
+    }
+}
+
+/// Load the context, ask the brain (no transaction open), apply the outcome (fenced).
+async fn decide_and_apply(
+    store: &Store,
+    cfg: &WorkerConfig,
+    d: &ClaimedDecision,
+) -> Result<Option<ClaimedDecision>, StoreError> {
+    let ctx = store.decision_context(d, cfg.policy.max_rescues).await?;
+    let skip_brain = d.rescue_count >= cfg.policy.max_rescues;
+    let outcome = brain::decide(cfg.brain.as_ref(), &ctx, d.kind(), skip_brain).await;
+    let lease = Lease {
+        worker_id: cfg.id,
+        lease_secs: cfg.lease.as_secs_f64(),
+    };
+    let fence = d.fence();
+    with_retries(|| store.apply_decision(&fence, &outcome, &cfg.policy, lease)).await
 }
 
 /// Retry transient database errors a few times; a fenced answer is final.

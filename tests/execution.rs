@@ -277,11 +277,14 @@ async fn retryable_failures_are_retried_until_success() {
     worker.stop().await;
 }
 
-/// Retries stop at `max_step_retries` (per-task override) and the task fails with the reason;
-/// a non-retryable error fails at once; the rest of the task is skipped.
+/// With step-level reflection off, failures get plain retries: they stop at `max_step_retries`
+/// (per-task override) and the task fails with the reason; a non-retryable error fails at
+/// once; the rest of the task is skipped.
 #[tokio::test]
-async fn failures_end_the_task_within_its_limits() {
-    let app = spawn_app().await;
+async fn without_step_reflection_failures_get_plain_retries_then_fail() {
+    let mut settings = test_settings();
+    settings.reflection.enable_step_level_reflection = false;
+    let app = spawn_app_with(settings).await;
     let server = ToolServer::start(
         Duration::ZERO,
         Arc::new(|_| (503, json!({"error": {"message": "down"}}))),

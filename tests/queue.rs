@@ -20,17 +20,11 @@ const POLICY: FailurePolicy = FailurePolicy {
         max_ms: 10,
     },
     max_rescues: 3,
+    lease_secs: 30.0,
 };
 
 fn limits() -> Limits {
-    Limits {
-        max_step_retries: 3,
-        max_single_step_repairs: 1,
-        max_task_replans: 1,
-        max_consecutive_failures: 3,
-        max_reflection_rounds: 5,
-        max_concurrent_steps: 8,
-    }
+    Limits::from_settings(&trellis::config::Settings::default())
 }
 
 fn task(steps: Value) -> NewTask {
@@ -92,7 +86,7 @@ async fn a_taken_over_lease_changes_nothing() {
         output_params: Default::default(),
     };
     assert!(matches!(
-        store.complete_step(&ok).await,
+        store.complete_step(&ok, 30.0).await,
         Err(StoreError::Fenced)
     ));
     let bad = StepFailure {
@@ -128,7 +122,14 @@ async fn a_taken_over_lease_changes_nothing() {
         worker_id: b,
         ..ok
     };
-    store.complete_step(&ok).await.unwrap();
+    // the evaluation it starts is leased to the completing worker
+    let evaluation = store.complete_step(&ok, 30.0).await.unwrap();
+    assert_eq!(
+        store.get_task(t.task_id).await.unwrap().status,
+        "evaluating"
+    );
+    let cfg = WorkerConfig::from_settings(&common::test_settings());
+    trellis::worker::run_decision_chain(store, &cfg, evaluation).await;
     assert_eq!(store.get_task(t.task_id).await.unwrap().status, "succeeded");
     let attempts = store.list_attempts(t.task_id).await.unwrap();
     assert_eq!(attempts.len(), 2);

@@ -39,20 +39,7 @@ impl AppState {
     }
 
     fn default_limits(&self) -> Limits {
-        let r = &self.settings.reflection;
-        let o = &self.settings.orchestrator;
-        Limits {
-            max_step_retries: r.max_step_retries as i32,
-            max_single_step_repairs: r.max_single_step_repairs as i32,
-            max_task_replans: r.max_task_replans as i32,
-            max_consecutive_failures: r.max_consecutive_failures as i32,
-            max_reflection_rounds: o.max_reflection_rounds as i32,
-            max_concurrent_steps: if o.enable_parallel_execution {
-                o.parallel_max_concurrent as i32
-            } else {
-                1
-            },
-        }
+        Limits::from_settings(&self.settings)
     }
 }
 

@@ -10,10 +10,14 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::tasks::{lock_task, skip_open_steps};
+use super::decisions::{
+    ClaimedDecision, Lease, create_decision, fail_task, lock_task_row, start_evaluation,
+};
+use super::tasks::{TaskRow, lock_task};
 use super::{NewEvent, Result, Store, StoreError, append_events, notify_ready};
-use crate::model::{TaskStatus, ToolFailure, WORKER_LOST, event_kind};
-use crate::recovery::{self, Backoff, FailureState, Transition};
+use crate::brain::{DecisionInput, DecisionKind};
+use crate::model::{PlanSpec, ToolFailure, WORKER_LOST, event_kind};
+use crate::recovery::{self, AfterFailure, Backoff, Carry, Counters};
 use crate::tools::ToolDef;
 
 /// A step this worker now holds a lease on.
@@ -84,6 +88,16 @@ pub struct StepFailure {
 pub struct FailurePolicy {
     pub backoff: Backoff,
     pub max_rescues: i32,
+    /// Lease length of decisions this worker creates and runs at once.
+    pub lease_secs: f64,
+}
+
+/// What a failed attempt led to.
+#[derive(Debug, Clone)]
+pub struct FailOutcome {
+    pub transition: AfterFailure,
+    /// A step reflection, leased to the failing worker, to run now.
+    pub decision: Option<ClaimedDecision>,
 }
 
 /// What a step needs to resolve its parameters.
@@ -106,13 +120,6 @@ struct LockedStep {
     lease_owner: Option<Uuid>,
     tool: String,
     parameters: Value,
-}
-
-#[derive(sqlx::FromRow)]
-struct TaskCounters {
-    consecutive_failures: i32,
-    max_step_retries: i32,
-    max_consecutive_failures: i32,
 }
 
 impl Store {
@@ -220,6 +227,14 @@ impl Store {
         .execute(&self.pool)
         .await?
         .rows_affected();
+        sqlx::query(
+            "UPDATE decisions SET lease_expires_at = now() + make_interval(secs => $2)
+             WHERE lease_owner = $1 AND status = 'running'",
+        )
+        .bind(worker_id)
+        .bind(lease_secs)
+        .execute(&self.pool)
+        .await?;
         sqlx::query("UPDATE workers SET last_heartbeat = now() WHERE id = $1")
             .bind(worker_id)
             .execute(&self.pool)
@@ -266,11 +281,16 @@ impl Store {
         })
     }
 
-    /// Record a successful attempt; promote dependents whose dependencies are all done; finish
-    /// the task when nothing is left. One transaction, fenced.
-    pub async fn complete_step(&self, s: &StepSuccess) -> Result<()> {
+    /// Record a successful attempt; promote dependents whose dependencies are all done; when
+    /// nothing of the plan is left, start its evaluation (returned, leased to this worker).
+    /// One transaction, fenced.
+    pub async fn complete_step(
+        &self,
+        s: &StepSuccess,
+        lease_secs: f64,
+    ) -> Result<Option<ClaimedDecision>> {
         let mut tx = self.pool.begin().await?;
-        let task_status = lock_task(&mut tx, s.fence.task_id).await?;
+        let task = lock_task_row(&mut tx, s.fence.task_id).await?;
         let step = lock_running_step(&mut tx, &s.fence, false).await?;
         let attempt = step.attempts + 1;
         sqlx::query(
@@ -303,10 +323,12 @@ impl Store {
             event_kind::STEP_COMPLETED,
             json!({"step_id": step.step_key, "attempt": attempt, "tool": s.tool}),
         )];
-        if task_status == TaskStatus::Running {
+        let mut next = None;
+        // a step of a replaced plan, or of a task that stopped running, only records its result
+        if task.status == "running" && step.plan_version == task.plan_version {
             sqlx::query(
                 "UPDATE tasks SET consecutive_failures = 0, runtime_metadata = runtime_metadata || $2,
-                        updated_at = now(), state_version = state_version + 1
+                        updated_at = now()
                  WHERE id = $1",
             )
             .bind(s.fence.task_id)
@@ -321,7 +343,8 @@ impl Store {
                   AND NOT EXISTS (
                       SELECT 1 FROM steps p
                       WHERE p.task_id = d.task_id AND p.plan_version = d.plan_version
-                        AND p.step_key = ANY(d.dependencies) AND p.status NOT IN ('succeeded', 'skipped'))
+                        AND p.step_key = ANY(d.dependencies)
+                        AND p.status NOT IN ('succeeded', 'skipped', 'superseded'))
                 RETURNING d.step_key
                 "#,
             )
@@ -331,7 +354,7 @@ impl Store {
             .fetch_all(&mut *tx)
             .await?;
             let (open, ready): (i64, i64) = sqlx::query_as(
-                "SELECT count(*) FILTER (WHERE status IN ('blocked', 'ready', 'running')),
+                "SELECT count(*) FILTER (WHERE status IN ('blocked', 'ready', 'running', 'failed')),
                         count(*) FILTER (WHERE status = 'ready')
                  FROM steps WHERE task_id = $1 AND plan_version = $2",
             )
@@ -339,38 +362,34 @@ impl Store {
             .bind(step.plan_version)
             .fetch_one(&mut *tx)
             .await?;
+            if !promoted.is_empty() {
+                events[0].payload["promoted"] = json!(promoted);
+            }
             if open == 0 {
-                sqlx::query(
-                    "UPDATE tasks SET status = 'succeeded', finished_at = now(), updated_at = now(),
-                            state_version = state_version + 1
-                     WHERE id = $1",
+                next = start_evaluation(
+                    &mut tx,
+                    task.id,
+                    Some(Lease {
+                        worker_id: s.worker_id,
+                        lease_secs,
+                    }),
                 )
-                .bind(s.fence.task_id)
-                .execute(&mut *tx)
                 .await?;
-                events.push(NewEvent::new(
-                    s.fence.task_id,
-                    event_kind::TASK_SUCCEEDED,
-                    json!({"plan_version": step.plan_version}),
-                ));
             } else if ready > 0 {
                 // promoted steps, or room freed under the task's concurrency cap
                 notify_ready(&mut tx).await?;
             }
-            if !promoted.is_empty() {
-                events[0].payload["promoted"] = json!(promoted);
-            }
         }
         append_events(&mut tx, &events).await?;
         tx.commit().await?;
-        Ok(())
+        Ok(next)
     }
 
     /// Record a failed attempt, count it, and apply the failure decision
     /// ([`recovery::decide`]) in the same transaction. Fenced.
-    pub async fn fail_step(&self, f: &StepFailure, policy: FailurePolicy) -> Result<Transition> {
+    pub async fn fail_step(&self, f: &StepFailure, policy: FailurePolicy) -> Result<FailOutcome> {
         let mut tx = self.pool.begin().await?;
-        let transition = fail_locked(
+        let outcome = fail_locked(
             &mut tx,
             FailureInput {
                 fence: &f.fence,
@@ -384,7 +403,7 @@ impl Store {
         )
         .await?;
         tx.commit().await?;
-        Ok(transition)
+        Ok(outcome)
     }
 
     /// Give a step back without burning an attempt (graceful shutdown). Fenced.
@@ -505,11 +524,12 @@ struct NewAttempt<'a> {
 async fn insert_attempt(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     a: &NewAttempt<'_>,
-) -> Result<()> {
-    sqlx::query(
+) -> Result<i64> {
+    Ok(sqlx::query_scalar(
         "INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, parameters,
                                status, output, error, error_category, worker_id, started_at, finished_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()), now())",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()), now())
+         RETURNING id",
     )
     .bind(a.fence.task_id)
     .bind(a.fence.step_id)
@@ -524,9 +544,8 @@ async fn insert_attempt(
     .bind(a.error.map(|e| e.category.as_str()))
     .bind(a.worker_id)
     .bind(a.step.started_at)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
+    .fetch_one(&mut **tx)
+    .await?)
 }
 
 struct FailureInput<'a> {
@@ -543,43 +562,42 @@ async fn fail_locked(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     f: FailureInput<'_>,
     policy: FailurePolicy,
-) -> Result<Transition> {
-    let task_status = lock_task(tx, f.fence.task_id).await?;
+) -> Result<FailOutcome> {
+    let task = lock_task_row(tx, f.fence.task_id).await?;
     let step = lock_running_step(tx, f.fence, f.require_expired).await?;
     let lost = f.failure.category == WORKER_LOST;
     let attempt = step.attempts + 1;
-    let counters: TaskCounters = sqlx::query_as(
-        "UPDATE tasks SET consecutive_failures = consecutive_failures + 1, updated_at = now(),
-                state_version = state_version + 1
-         WHERE id = $1
-         RETURNING consecutive_failures, max_step_retries, max_consecutive_failures",
-    )
-    .bind(f.fence.task_id)
-    .fetch_one(&mut **tx)
-    .await?;
-    // A lost worker is not the tool's fault: it counts as a rescue, not as a retry.
+    // A lost worker is not the step's fault: it counts as a rescue, not as a retry or a failure.
     let retry_count = step.retry_count + i32::from(!lost);
     let rescue_count = step.rescue_count + i32::from(lost);
-    let state = FailureState {
+    let consecutive_failures = task.consecutive_failures + i32::from(!lost);
+    sqlx::query("UPDATE tasks SET consecutive_failures = $2, updated_at = now() WHERE id = $1")
+        .bind(task.id)
+        .bind(consecutive_failures)
+        .execute(&mut **tx)
+        .await?;
+    let counters = Counters {
         retry_count,
-        max_step_retries: counters.max_step_retries,
-        consecutive_failures: counters.consecutive_failures,
-        max_consecutive_failures: counters.max_consecutive_failures,
         rescue_count,
-        max_rescues: policy.max_rescues,
+        consecutive_failures,
+        ..super::decisions::counters_of(&task, None, policy.max_rescues)
     };
-    let transition = if task_status == TaskStatus::Running {
-        recovery::decide(&state, f.failure, policy.backoff)
+    let active = task.status == "running" && step.plan_version == task.plan_version;
+    let transition = if active {
+        recovery::after_failure(&counters, f.failure, task.step_reflection, policy.backoff)
     } else {
-        // the task was cancelled (or ended) while this step ran: record, start nothing
-        Transition::FailTask {
-            reason: format!("task is {task_status}"),
+        // the task was cancelled, stopped or replanned while this step ran: record, start nothing
+        AfterFailure::FailTask {
+            reason: format!(
+                "task is {} (plan version {})",
+                task.status, task.plan_version
+            ),
         }
     };
     let error = serde_json::to_value(f.failure).expect("failure serializes");
     let (step_status, delay_ms) = match &transition {
-        Transition::Retry { delay_ms } => ("ready", *delay_ms as f64),
-        Transition::FailTask { .. } => ("failed", 0.0),
+        AfterFailure::Retry { delay_ms } => ("ready", *delay_ms as f64),
+        AfterFailure::Reflect | AfterFailure::FailTask { .. } => ("failed", 0.0),
     };
     sqlx::query(
         "UPDATE steps SET status = $2, error = $3, attempts = $4, retry_count = $5, rescue_count = $6,
@@ -598,7 +616,7 @@ async fn fail_locked(
     .execute(&mut **tx)
     .await?;
     let parameters = f.parameters.unwrap_or(&step.parameters);
-    insert_attempt(
+    let attempt_id = insert_attempt(
         tx,
         &NewAttempt {
             fence: f.fence,
@@ -618,7 +636,8 @@ async fn fail_locked(
         task_id,
         event_kind::STEP_FAILED,
         json!({"step_id": step.step_key, "attempt": attempt, "error": error,
-               "retry_count": retry_count, "rescue_count": rescue_count}),
+               "retry_count": retry_count, "rescue_count": rescue_count,
+               "consecutive_failures": consecutive_failures}),
     )];
     if lost {
         events.push(NewEvent::new(
@@ -627,34 +646,161 @@ async fn fail_locked(
             json!({"step_id": step.step_key, "lost_worker_id": step.lease_owner}),
         ));
     }
+    let mut decision = None;
     match &transition {
-        Transition::Retry { delay_ms } => {
+        AfterFailure::Retry { delay_ms } => {
+            if !lost {
+                super::decisions::record_recovery(tx, Some(attempt_id), 1, "retry", None).await?;
+            }
             events.push(NewEvent::new(
                 task_id,
                 event_kind::RETRY_SCHEDULED,
-                json!({"step_id": step.step_key, "next_attempt": attempt + 1, "delay_ms": delay_ms}),
+                json!({"step_id": step.step_key, "next_attempt": attempt + 1, "delay_ms": delay_ms,
+                       "tier": if lost { 0 } else { 1 }}),
             ));
             notify_ready(tx).await?;
         }
-        Transition::FailTask { reason } if task_status == TaskStatus::Running => {
-            sqlx::query(
-                "UPDATE tasks SET status = 'failed', error = $2, finished_at = now(), updated_at = now(),
-                        state_version = state_version + 1
-                 WHERE id = $1",
-            )
-            .bind(task_id)
-            .bind(json!({"step_id": step.step_key, "reason": reason, "last_error": error}))
-            .execute(&mut **tx)
-            .await?;
-            let skipped = skip_open_steps(tx, task_id).await?;
-            events.push(NewEvent::new(
+        AfterFailure::Reflect => {
+            let input = DecisionInput {
+                step_key: Some(step.step_key.clone()),
+                attempt_id: Some(attempt_id),
+                failure: Some(f.failure.clone()),
+                ..Default::default()
+            };
+            let lease = f.worker_id.map(|worker_id| Lease {
+                worker_id,
+                lease_secs: policy.lease_secs,
+            });
+            decision = create_decision(
+                tx,
                 task_id,
-                event_kind::TASK_FAILED,
-                json!({"step_id": step.step_key, "reason": reason, "skipped_steps": skipped}),
-            ));
+                DecisionKind::StepReflection,
+                Some(f.fence.step_id),
+                &input,
+                lease,
+            )
+            .await?;
         }
-        Transition::FailTask { .. } => {}
+        AfterFailure::FailTask { reason } if active => {
+            fail_task(
+                tx,
+                task_id,
+                json!({"step_id": step.step_key, "reason": reason, "last_error": error}),
+                &mut events,
+            )
+            .await?;
+        }
+        AfterFailure::FailTask { .. } => {}
     }
     append_events(tx, &events).await?;
-    Ok(transition)
+    Ok(FailOutcome {
+        transition,
+        decision,
+    })
+}
+
+/// Highest attempt number per step key, over every plan version of a task.
+pub(crate) async fn max_attempts_by_key(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    task_id: Uuid,
+) -> Result<HashMap<String, i32>> {
+    let rows: Vec<(String, i32)> = sqlx::query_as(
+        "SELECT step_key, max(attempts) FROM steps WHERE task_id = $1 GROUP BY step_key",
+    )
+    .bind(task_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// Insert steps into a plan version in one statement. Kept steps (`carry.kept`) copy their
+/// output from the previous version and are not run again; skipped ones are `skipped`; the rest
+/// start `ready` when every dependency is already done, else `blocked`. Attempt numbers continue
+/// from earlier rows of the same step key, so a tool never sees an idempotency key twice.
+/// Returns how many steps will run.
+pub(crate) async fn insert_steps_for_version(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    task: &TaskRow,
+    version: i32,
+    plan: &PlanSpec,
+    carry: &Carry,
+    base_position: i32,
+) -> Result<usize> {
+    let floors = max_attempts_by_key(tx, task.id).await?;
+    let done_in_version: Vec<String> = sqlx::query_scalar(
+        "SELECT step_key FROM steps WHERE task_id = $1 AND plan_version = $2
+           AND status IN ('succeeded', 'skipped')",
+    )
+    .bind(task.id)
+    .bind(version)
+    .fetch_all(&mut **tx)
+    .await?;
+    let kept_outputs: HashMap<String, Value> = if carry.kept.is_empty() {
+        HashMap::new()
+    } else {
+        let rows: Vec<(String, Value)> = sqlx::query_as(
+            "SELECT step_key, coalesce(output, 'null'::jsonb) FROM steps
+             WHERE task_id = $1 AND plan_version = $2 AND status = 'succeeded'",
+        )
+        .bind(task.id)
+        .bind(version - 1)
+        .fetch_all(&mut **tx)
+        .await?;
+        rows.into_iter().collect()
+    };
+    let done = |k: &String| {
+        carry.kept.contains(k) || carry.skipped.contains(k) || done_in_version.contains(k)
+    };
+    let mut runnable = 0;
+    let records: Vec<Value> = plan
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let status = if carry.kept.contains(&s.id) {
+                "succeeded"
+            } else if carry.skipped.contains(&s.id) {
+                "skipped"
+            } else {
+                runnable += 1;
+                if s.dependencies.iter().all(done) { "ready" } else { "blocked" }
+            };
+            json!({
+                "id": Uuid::now_v7(),
+                "step_key": s.id,
+                "position": base_position + i as i32,
+                "name": s.name,
+                "tool": s.tool,
+                "parameters": s.parameters,
+                "dependencies": s.dependencies,
+                "expected_output": s.expected_output,
+                "optional": s.optional,
+                "actions": s.actions,
+                "status": status,
+                "attempts": floors.get(&s.id).copied().unwrap_or(0),
+                "output": if status == "succeeded" { kept_outputs.get(&s.id).cloned() } else { None },
+                "finished": status == "succeeded" || status == "skipped",
+            })
+        })
+        .collect();
+    sqlx::query(
+        r#"
+        INSERT INTO steps (id, task_id, plan_version, step_key, position, name, tool, parameters,
+                           dependencies, expected_output, optional, actions, status, priority,
+                           attempts, output, finished_at)
+        SELECT r.id, $1, $2, r.step_key, r.position, r.name, r.tool, r.parameters,
+               r.dependencies, r.expected_output, r.optional, r.actions, r.status, $3,
+               r.attempts, r.output, CASE WHEN r.finished THEN now() END
+        FROM jsonb_to_recordset($4) AS r(id uuid, step_key text, position int, name text, tool text,
+             parameters jsonb, dependencies text[], expected_output text, optional boolean,
+             actions jsonb, status text, attempts int, output jsonb, finished boolean)
+        "#,
+    )
+    .bind(task.id)
+    .bind(version)
+    .bind(task.priority)
+    .bind(Value::Array(records))
+    .execute(&mut **tx)
+    .await?;
+    Ok(runnable)
 }

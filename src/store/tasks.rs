@@ -7,11 +7,13 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use super::steps::insert_steps_for_version;
 use super::{NewEvent, Result, Store, StoreError, append_events, notify_ready};
 use crate::model::{PlanSpec, StepStatus, TaskStatus, event_kind};
+use crate::recovery::Carry;
 
 /// Limits in force for one task (config defaults, overridden per task at submit time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Limits {
     pub max_step_retries: i32,
     pub max_single_step_repairs: i32,
@@ -20,6 +22,34 @@ pub struct Limits {
     pub max_reflection_rounds: i32,
     /// 1 runs the task's steps one at a time in plan order.
     pub max_concurrent_steps: i32,
+    /// Step-level reflection (three-tier recovery) on; off = plain retries then fail.
+    pub step_reflection: bool,
+    /// Reflect and replan when a finished plan is evaluated as unsuccessful.
+    pub auto_reflection: bool,
+    pub success_threshold: f64,
+}
+
+impl Limits {
+    /// The limits configuration puts in force for new tasks.
+    pub fn from_settings(s: &crate::config::Settings) -> Self {
+        let r = &s.reflection;
+        let o = &s.orchestrator;
+        Limits {
+            max_step_retries: r.max_step_retries as i32,
+            max_single_step_repairs: r.max_single_step_repairs as i32,
+            max_task_replans: r.max_task_replans as i32,
+            max_consecutive_failures: r.max_consecutive_failures as i32,
+            max_reflection_rounds: o.max_reflection_rounds as i32,
+            max_concurrent_steps: if o.enable_parallel_execution {
+                o.parallel_max_concurrent as i32
+            } else {
+                1
+            },
+            step_reflection: r.enable_step_level_reflection,
+            auto_reflection: o.enable_auto_reflection,
+            success_threshold: o.success_threshold,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -64,6 +94,11 @@ pub struct TaskRow {
     pub max_concurrent_steps: i32,
     pub state_version: i64,
     pub error: Option<Value>,
+    pub step_reflection: bool,
+    pub auto_reflection: bool,
+    pub success_threshold: f64,
+    pub final_score: Option<f64>,
+    pub stop_reason: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
@@ -161,14 +196,15 @@ impl Store {
     pub async fn submit_task(&self, t: &NewTask) -> Result<Submitted> {
         let mut tx = self.pool.begin().await?;
         let id = Uuid::now_v7();
-        let inserted: Option<(Uuid,)> = sqlx::query_as(
+        let inserted: Option<TaskRow> = sqlx::query_as(
             r#"
             INSERT INTO tasks (id, description, metadata, context, priority, idempotency_key, status,
                                plan_version, max_step_retries, max_single_step_repairs, max_task_replans,
-                               max_consecutive_failures, max_reflection_rounds, max_concurrent_steps)
-            VALUES ($1, $2, $3, $4, $5, $6, 'running', 1, $7, $8, $9, $10, $11, $12)
+                               max_consecutive_failures, max_reflection_rounds, max_concurrent_steps,
+                               step_reflection, auto_reflection, success_threshold)
+            VALUES ($1, $2, $3, $4, $5, $6, 'running', 1, $7, $8, $9, $10, $11, $12, $13, $14, $15)
             ON CONFLICT (idempotency_key) DO NOTHING
-            RETURNING id
+            RETURNING *
             "#,
         )
         .bind(id)
@@ -183,9 +219,12 @@ impl Store {
         .bind(t.limits.max_consecutive_failures)
         .bind(t.limits.max_reflection_rounds)
         .bind(t.limits.max_concurrent_steps)
+        .bind(t.limits.step_reflection)
+        .bind(t.limits.auto_reflection)
+        .bind(t.limits.success_threshold)
         .fetch_optional(&mut *tx)
         .await?;
-        if inserted.is_none() {
+        let Some(task) = inserted else {
             tx.rollback().await?;
             let key = t.idempotency_key.as_deref().unwrap_or_default();
             let (task_id, status): (Uuid, String) =
@@ -198,9 +237,10 @@ impl Store {
                 status: parse_status(&status)?,
                 created: false,
             });
-        }
+        };
         insert_plan(&mut tx, id, 1, "initial", &t.plan).await?;
-        let ready = insert_steps(&mut tx, id, 1, t.priority, &t.plan).await?;
+        insert_steps_for_version(&mut tx, &task, 1, &t.plan, &Carry::default(), 0).await?;
+        let ready = t.plan.steps.iter().any(|s| s.dependencies.is_empty());
         append_events(
             &mut tx,
             &[
@@ -217,7 +257,7 @@ impl Store {
             ],
         )
         .await?;
-        if ready > 0 {
+        if ready {
             notify_ready(&mut tx).await?;
         }
         tx.commit().await?;
@@ -359,6 +399,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         let skipped = skip_open_steps(&mut tx, id).await?;
+        super::decisions::cancel_open_decisions(&mut tx, id).await?;
         append_events(
             &mut tx,
             &[NewEvent::new(
@@ -413,7 +454,7 @@ pub(crate) async fn skip_open_steps(
     .rows_affected())
 }
 
-async fn insert_plan(
+pub(crate) async fn insert_plan(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     task_id: Uuid,
     version: i32,
@@ -433,57 +474,4 @@ async fn insert_plan(
     .execute(&mut **tx)
     .await?;
     Ok(())
-}
-
-/// Insert a plan version's steps in one statement; steps without dependencies start ready.
-/// Returns how many are ready.
-async fn insert_steps(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    task_id: Uuid,
-    version: i32,
-    priority: i32,
-    plan: &PlanSpec,
-) -> Result<usize> {
-    let records: Vec<Value> = plan
-        .steps
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            json!({
-                "id": Uuid::now_v7(),
-                "step_key": s.id,
-                "position": i,
-                "name": s.name,
-                "tool": s.tool,
-                "parameters": s.parameters,
-                "dependencies": s.dependencies,
-                "expected_output": s.expected_output,
-                "optional": s.optional,
-                "actions": s.actions,
-                "status": if s.dependencies.is_empty() { "ready" } else { "blocked" },
-            })
-        })
-        .collect();
-    sqlx::query(
-        r#"
-        INSERT INTO steps (id, task_id, plan_version, step_key, position, name, tool, parameters,
-                           dependencies, expected_output, optional, actions, status, priority)
-        SELECT r.id, $1, $2, r.step_key, r.position, r.name, r.tool, r.parameters,
-               r.dependencies, r.expected_output, r.optional, r.actions, r.status, $3
-        FROM jsonb_to_recordset($4) AS r(id uuid, step_key text, position int, name text, tool text,
-             parameters jsonb, dependencies text[], expected_output text, optional boolean,
-             actions jsonb, status text)
-        "#,
-    )
-    .bind(task_id)
-    .bind(version)
-    .bind(priority)
-    .bind(Value::Array(records))
-    .execute(&mut **tx)
-    .await?;
-    Ok(plan
-        .steps
-        .iter()
-        .filter(|s| s.dependencies.is_empty())
-        .count())
 }

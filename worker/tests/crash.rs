@@ -84,14 +84,7 @@ fn new_task(steps: Value) -> NewTask {
         context: json!({}),
         priority: 0,
         idempotency_key: None,
-        limits: Limits {
-            max_step_retries: 3,
-            max_single_step_repairs: 1,
-            max_task_replans: 1,
-            max_consecutive_failures: 3,
-            max_reflection_rounds: 5,
-            max_concurrent_steps: 8,
-        },
+        limits: Limits::from_settings(&trellis::config::Settings::default()),
         plan: serde_json::from_value::<PlanSpec>(json!({ "steps": steps })).unwrap(),
     }
 }

@@ -1,0 +1,321 @@
+//! The brain: every decision the seeds name (select tools, plan, reflect on a step, repair a
+//! step, reflect on the task, replan, evaluate). [`rules::RulesBrain`] is deterministic and needs
+//! no LLM; it is the default when no `[llm] base_url` is configured.
+//!
+//! Brain calls run inside claimable decisions (lease + fence) with no transaction open; a brain
+//! error or an unusable answer becomes the fallback of SPEC §4, never a loop.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::model::{PlanSpec, StepSpec, ToolFailure};
+use crate::recovery::{Counters, Evaluation, OverallReflection, StepReflection, Strategy, Trigger};
+use crate::store::tasks::{AttemptRow, StepRow, TaskRow};
+use crate::tools::ToolDef;
+
+pub mod rules;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BrainError {
+    #[error("this brain cannot {0}")]
+    Unsupported(&'static str),
+    #[error("{0}")]
+    NoAnswer(String),
+}
+
+/// A brain answer and, when there was one, the raw text it came from (kept for audit).
+#[derive(Debug, Clone)]
+pub struct Answer<T> {
+    pub value: T,
+    pub raw: Option<String>,
+}
+
+impl<T> Answer<T> {
+    pub fn plain(value: T) -> Self {
+        Self { value, raw: None }
+    }
+}
+
+pub type BrainFuture<'a, T> =
+    Pin<Box<dyn Future<Output = Result<Answer<T>, BrainError>> + Send + 'a>>;
+
+/// The decision kinds (`decisions.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    StepReflection,
+    StepRepair,
+    OverallReflection,
+    Replan,
+    Evaluation,
+}
+
+impl DecisionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionKind::StepReflection => "step_reflection",
+            DecisionKind::StepRepair => "step_repair",
+            DecisionKind::OverallReflection => "overall_reflection",
+            DecisionKind::Replan => "replan",
+            DecisionKind::Evaluation => "evaluation",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            DecisionKind::StepReflection,
+            DecisionKind::StepRepair,
+            DecisionKind::OverallReflection,
+            DecisionKind::Replan,
+            DecisionKind::Evaluation,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
+    }
+}
+
+/// What a decision was created with (`decisions.input`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DecisionInput {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<Trigger>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_key: Option<String>,
+    /// The failed attempt that started this recovery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<ToolFailure>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_reflection: Option<StepReflection>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overall: Option<OverallReflection>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<Strategy>,
+}
+
+/// Everything a brain may read to make a decision, loaded fresh by the worker.
+#[derive(Debug, Clone)]
+pub struct DecisionContext {
+    pub task: TaskRow,
+    /// Live steps of the current plan version, in plan order.
+    pub steps: Vec<StepRow>,
+    /// The step the decision concerns, if any.
+    pub step: Option<StepRow>,
+    /// Every attempt of the task, oldest first (the execution history).
+    pub attempts: Vec<AttemptRow>,
+    pub tools: HashMap<String, ToolDef>,
+    pub counters: Counters,
+    pub input: DecisionInput,
+}
+
+impl DecisionContext {
+    /// The step's definition as it stands (recovery overrides applied).
+    pub fn effective_spec(step: &StepRow) -> StepSpec {
+        let mut parameters = step.parameters.clone();
+        crate::params::merge_overrides(&mut parameters, &step.param_overrides);
+        StepSpec {
+            id: step.step_key.clone(),
+            name: step.name.clone(),
+            tool: step
+                .tool_override
+                .clone()
+                .unwrap_or_else(|| step.tool.clone()),
+            parameters,
+            dependencies: step.dependencies.clone(),
+            expected_output: step.expected_output.clone(),
+            optional: step.optional,
+            actions: serde_json::from_value(step.actions.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// The current plan, as it stands.
+    pub fn current_plan(&self) -> PlanSpec {
+        PlanSpec {
+            steps: self.steps.iter().map(Self::effective_spec).collect(),
+            reasoning: String::new(),
+            estimated_duration: None,
+        }
+    }
+
+    /// Tools the step has been run with in this plan version (attempts, plus its current tool).
+    pub fn tried_tools(&self) -> HashSet<String> {
+        let Some(step) = &self.step else {
+            return HashSet::new();
+        };
+        let mut tried: HashSet<String> = self
+            .attempts
+            .iter()
+            .filter(|a| a.step_key == step.step_key && a.plan_version == step.plan_version)
+            .map(|a| a.tool.clone())
+            .collect();
+        tried.insert(step.tool.clone());
+        if let Some(t) = &step.tool_override {
+            tried.insert(t.clone());
+        }
+        tried
+    }
+
+    /// Registered alternatives of the step's tools that it has not tried yet, in registry order.
+    pub fn untried_alternatives(&self) -> Vec<String> {
+        let Some(step) = &self.step else {
+            return vec![];
+        };
+        let tried = self.tried_tools();
+        let mut out = Vec::new();
+        for tool in [Some(&step.tool), step.tool_override.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(def) = self.tools.get(tool) {
+                for alt in &def.alternatives {
+                    if !tried.contains(alt) && self.tools.contains_key(alt) && !out.contains(alt) {
+                        out.push(alt.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Context for planning a task from its description (the LLM brain).
+#[derive(Debug, Clone)]
+pub struct PlanningContext {
+    pub description: String,
+    pub metadata: Value,
+    pub tools: Vec<ToolDef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSelection {
+    pub selected_tools: Vec<String>,
+    #[serde(default)]
+    pub reasoning: String,
+}
+
+/// The decisions of SPEC §3–4.
+pub trait Brain: Send + Sync + std::fmt::Debug {
+    fn name(&self) -> &'static str;
+    fn select_tools<'a>(&'a self, ctx: &'a PlanningContext) -> BrainFuture<'a, ToolSelection>;
+    fn plan<'a>(&'a self, ctx: &'a PlanningContext) -> BrainFuture<'a, PlanSpec>;
+    fn reflect_step<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, StepReflection>;
+    fn repair_step<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, StepSpec>;
+    fn reflect_overall<'a>(
+        &'a self,
+        ctx: &'a DecisionContext,
+    ) -> BrainFuture<'a, OverallReflection>;
+    fn replan<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, PlanSpec>;
+    fn evaluate<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, Evaluation>;
+}
+
+/// Ask the brain for a decision's outcome. Brain errors and unusable answers become the
+/// fallbacks of SPEC §4; a decision whose workers died `max_rescues` times skips the brain and
+/// takes the fallback at once. Never fails, never loops.
+pub async fn decide(
+    brain: &dyn Brain,
+    ctx: &DecisionContext,
+    kind: DecisionKind,
+    skip_brain: bool,
+) -> crate::store::decisions::DecisionOutcome {
+    use crate::store::decisions::DecisionOutcome as O;
+    let lost = || BrainError::NoAnswer("the decision lost its worker too many times".into());
+    match kind {
+        DecisionKind::StepReflection => {
+            let r = if skip_brain {
+                Err(lost())
+            } else {
+                brain.reflect_step(ctx).await
+            };
+            match r {
+                Ok(a) => O::StepReflection {
+                    reflection: a.value,
+                    raw: a.raw,
+                    fallback: false,
+                },
+                Err(e) => O::StepReflection {
+                    reflection: crate::recovery::fallback_reflection(&e.to_string()),
+                    raw: None,
+                    fallback: true,
+                },
+            }
+        }
+        DecisionKind::StepRepair => {
+            let r = if skip_brain {
+                Err(lost())
+            } else {
+                brain.repair_step(ctx).await
+            };
+            O::Repair(r.map_err(|e| e.to_string()))
+        }
+        DecisionKind::OverallReflection => {
+            let r = if skip_brain {
+                Err(lost())
+            } else {
+                brain.reflect_overall(ctx).await
+            };
+            match r {
+                Ok(a) => O::Overall {
+                    reflection: a.value,
+                    raw: a.raw,
+                    fallback: false,
+                },
+                Err(e) => O::Overall {
+                    reflection: OverallReflection {
+                        should_replan: false,
+                        root_causes: vec![],
+                        incorrect_assumptions: vec![],
+                        alternative_approaches: vec![],
+                        lessons_learned: vec![],
+                        stop_reason: format!("overall reflection failed: {e}"),
+                        replanning_strategy: None,
+                    },
+                    raw: None,
+                    fallback: true,
+                },
+            }
+        }
+        DecisionKind::Replan => {
+            let r = if skip_brain {
+                Err(lost())
+            } else {
+                brain.replan(ctx).await
+            };
+            O::Replan(r.map_err(|e| e.to_string()))
+        }
+        DecisionKind::Evaluation => {
+            let r = if skip_brain {
+                Err(lost())
+            } else {
+                brain.evaluate(ctx).await
+            };
+            match r {
+                Ok(a) => O::Evaluation {
+                    evaluation: a.value,
+                    raw: a.raw,
+                },
+                // the rules evaluation needs no I/O and cannot fail
+                Err(_) => O::Evaluation {
+                    evaluation: rules::RulesBrain::evaluate(ctx),
+                    raw: None,
+                },
+            }
+        }
+    }
+}
+
+/// The brain the configuration asks for.
+pub fn from_settings(s: &crate::config::Settings) -> std::sync::Arc<dyn Brain> {
+    if s.llm.base_url.is_some() {
+        tracing::warn!(
+            "an [llm] base_url is configured, but the LLM brain is not available yet; using the rules brain"
+        );
+    }
+    std::sync::Arc::new(rules::RulesBrain)
+}
