@@ -18,7 +18,7 @@ use crate::config::Settings;
 use crate::model::{PlanSpec, TaskStatus};
 use crate::plan;
 use crate::store::Store;
-use crate::store::tasks::{Limits, ListTasks, NewTask, StepRow};
+use crate::store::tasks::{Limits, ListTasks, NewTask, ResumeRequest, StepRow};
 use crate::store::tools::NewTool;
 
 pub mod error;
@@ -53,6 +53,8 @@ pub fn app(state: AppState) -> Router {
         .route("/tasks/{id}/events", get(get_events))
         .route("/tasks/{id}/cancel", post(cancel_task))
         .route("/tasks/{id}/resume", post(resume_task))
+        .route("/tasks/{id}/reflections", get(get_reflections))
+        .route("/tasks/{id}/evaluations", get(get_evaluations))
         .route("/tools", post(create_tool).get(list_tools))
         .route("/tools/{id}", get(get_tool).delete(delete_tool))
         .route("/stats", get(stats));
@@ -231,11 +233,17 @@ async fn get_task(
         .iter()
         .filter(|s| s.plan_version == t.plan_version)
         .collect();
-    let current_step = current
+    let current: Vec<&StepRow> = current
+        .into_iter()
+        .filter(|s| s.status != "superseded")
+        .collect();
+    let focus = current
         .iter()
-        .find(|s| s.status == "running")
-        .or_else(|| current.iter().find(|s| s.status == "ready"))
-        .map(|s| s.step_key.clone());
+        .find(|s| s.status == "failed")
+        .or_else(|| current.iter().find(|s| s.status == "running"))
+        .or_else(|| current.iter().find(|s| s.status == "ready"));
+    let current_step = focus.map(|s| s.step_key.clone());
+    let current_retry_count = focus.map(|s| s.retry_count).unwrap_or(0);
     Ok(Json(json!({
         "task_id": t.id,
         "status": t.status,
@@ -245,6 +253,7 @@ async fn get_task(
         "plan_version": t.plan_version,
         "current_step": current_step,
         "counters": {
+            "step_retry_count": current_retry_count,
             "task_replan_count": t.task_replan_count,
             "single_step_repair_count": t.single_step_repair_count,
             "consecutive_failures": t.consecutive_failures,
@@ -270,6 +279,8 @@ async fn get_task(
         "metadata": t.metadata,
         "runtime_metadata": t.runtime_metadata,
         "error": t.error,
+        "stop_reason": t.stop_reason,
+        "final_score": t.final_score,
         "created_at": t.created_at,
         "updated_at": t.updated_at,
         "finished_at": t.finished_at,
@@ -293,7 +304,8 @@ async fn get_result(
         "task_id": t.id,
         "status": t.status,
         "is_success": t.status == TaskStatus::Succeeded.as_str(),
-        "final_score": Value::Null,
+        "final_score": t.final_score,
+        "stop_reason": t.stop_reason,
         "total_rounds": t.round,
         "outputs": outputs,
         "error": t.error,
@@ -426,19 +438,60 @@ async fn cancel_task(
     Ok(Json(json!({"task_id": id, "status": status})))
 }
 
+/// Resume from `needs_intervention`: optional body `{"plan": {...}}` or
+/// `{"step_overrides": {"step_3": {"parameters": {...}, "tool": "..."}}}`; no body retries the
+/// failed steps as they are.
 async fn resume_task(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let id = task_id(&id)?;
+    let req: ResumeRequest = if body.iter().all(|b| b.is_ascii_whitespace()) {
+        ResumeRequest::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                e.to_string(),
+            )
+        })?
+    };
+    if req.plan.is_some() && !req.step_overrides.is_empty() {
+        return Err(ApiError::validation(
+            "give either a plan or step_overrides, not both",
+        ));
+    }
+    if let Some(plan) = &req.plan {
+        let known: HashSet<String> = st.store.tool_ids().await?.into_iter().collect();
+        plan::validate(plan, &known)?;
+    }
+    let status = st.store.resume_task(id, &req).await?;
+    Ok(Json(json!({"task_id": id, "status": status})))
+}
+
+async fn get_reflections(
     State(st): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let id = task_id(&id)?;
-    let t = st.store.get_task(id).await?;
-    Err(ApiError::new(
-        StatusCode::CONFLICT,
-        "conflict",
-        format!(
-            "task {id} is {}; only a task in needs_intervention can be resumed",
-            t.status
-        ),
+    st.store.get_task(id).await?;
+    let rows = st.store.list_reflections(id).await?;
+    Ok(Json(
+        serde_json::to_value(rows).expect("reflections serialize"),
+    ))
+}
+
+async fn get_evaluations(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = task_id(&id)?;
+    st.store.get_task(id).await?;
+    let rows = st.store.list_evaluations(id).await?;
+    Ok(Json(
+        serde_json::to_value(rows).expect("evaluations serialize"),
     ))
 }
 

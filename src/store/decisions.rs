@@ -351,21 +351,24 @@ impl Store {
     /// Give a decision back (graceful shutdown): pending again, nothing applied. Fenced.
     pub async fn release_decision(&self, f: &DecisionFence) -> Result<()> {
         let mut tx = self.pool.begin().await?;
-        let n = sqlx::query(
-            "UPDATE decisions SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
-             WHERE id = $1 AND lease_token = $2 AND status = 'running'",
-        )
-        .bind(f.id)
-        .bind(f.lease_token)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if n == 0 {
-            return Err(StoreError::Fenced);
+        let r = async {
+            let n = sqlx::query(
+                "UPDATE decisions SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
+                 WHERE id = $1 AND lease_token = $2 AND status = 'running'",
+            )
+            .bind(f.id)
+            .bind(f.lease_token)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if n == 0 {
+                return Err(StoreError::Fenced);
+            }
+            notify_ready(&mut tx).await?;
+            Ok(())
         }
-        notify_ready(&mut tx).await?;
-        tx.commit().await?;
-        Ok(())
+        .await;
+        super::finish(tx, r).await
     }
 
     /// Everything a brain may read for this decision.
@@ -417,135 +420,137 @@ impl Store {
         lease: Lease,
     ) -> Result<Option<ClaimedDecision>> {
         let mut tx = self.pool.begin().await?;
-        let task = lock_task_row(&mut tx, f.task_id).await?;
-        let row: Option<(String, Option<Uuid>, i64, Value)> = sqlx::query_as(
-            "SELECT kind, step_id, task_version, input FROM decisions
-             WHERE id = $1 AND task_id = $2 AND lease_token = $3 AND status = 'running'
-             FOR UPDATE",
-        )
-        .bind(f.id)
-        .bind(f.task_id)
-        .bind(f.lease_token)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let (kind, step_id, task_version, input) = row.ok_or(StoreError::Fenced)?;
-        let kind = DecisionKind::parse(&kind).expect("CHECK constraint guarantees the kind");
-        let input: DecisionInput = serde_json::from_value(input).unwrap_or_default();
-        let step: Option<StepRow> = match step_id {
-            Some(id) => {
-                sqlx::query_as("SELECT * FROM steps WHERE id = $1 FOR UPDATE")
-                    .bind(id)
-                    .fetch_optional(&mut *tx)
+        let r = async {
+            let task = lock_task_row(&mut tx, f.task_id).await?;
+            let row: Option<(String, Option<Uuid>, i64, Value)> = sqlx::query_as(
+                "SELECT kind, step_id, task_version, input FROM decisions
+                 WHERE id = $1 AND task_id = $2 AND lease_token = $3 AND status = 'running'
+                 FOR UPDATE",
+            )
+            .bind(f.id)
+            .bind(f.task_id)
+            .bind(f.lease_token)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let (kind, step_id, task_version, input) = row.ok_or(StoreError::Fenced)?;
+            let kind = DecisionKind::parse(&kind).expect("CHECK constraint guarantees the kind");
+            let input: DecisionInput = serde_json::from_value(input).unwrap_or_default();
+            let step: Option<StepRow> = match step_id {
+                Some(id) => {
+                    sqlx::query_as("SELECT * FROM steps WHERE id = $1 FOR UPDATE")
+                        .bind(id)
+                        .fetch_optional(&mut *tx)
+                        .await?
+                }
+                None => None,
+            };
+            let fresh = match kind {
+                DecisionKind::StepReflection | DecisionKind::StepRepair => {
+                    task.status == "running"
+                        && step.as_ref().is_some_and(|s| {
+                            s.status == "failed" && s.plan_version == task.plan_version
+                        })
+                }
+                DecisionKind::OverallReflection => {
+                    task.status == "reflecting" && task.state_version == task_version
+                }
+                DecisionKind::Replan => {
+                    task.status == "replanning" && task.state_version == task_version
+                }
+                DecisionKind::Evaluation => {
+                    task.status == "evaluating" && task.state_version == task_version
+                }
+            };
+            let status = if fresh { "done" } else { "cancelled" };
+            sqlx::query(
+                "UPDATE decisions SET status = $2, lease_owner = NULL, lease_expires_at = NULL, finished_at = now()
+                 WHERE id = $1",
+            )
+            .bind(f.id)
+            .bind(status)
+            .execute(&mut *tx)
+            .await?;
+            if !fresh {
+                return Ok(None);
+            }
+            let mut events = Vec::new();
+            let next = match (kind, outcome) {
+                (
+                    DecisionKind::StepReflection,
+                    DecisionOutcome::StepReflection {
+                        reflection,
+                        raw,
+                        fallback,
+                    },
+                ) => {
+                    let step = step.as_ref().expect("fresh step decision has its step");
+                    apply_step_reflection(
+                        &mut tx,
+                        &task,
+                        step,
+                        &input,
+                        reflection,
+                        raw.as_deref(),
+                        *fallback,
+                        policy,
+                        lease,
+                        &mut events,
+                    )
                     .await?
-            }
-            None => None,
-        };
-        let fresh = match kind {
-            DecisionKind::StepReflection | DecisionKind::StepRepair => {
-                task.status == "running"
-                    && step.as_ref().is_some_and(|s| {
-                        s.status == "failed" && s.plan_version == task.plan_version
-                    })
-            }
-            DecisionKind::OverallReflection => {
-                task.status == "reflecting" && task.state_version == task_version
-            }
-            DecisionKind::Replan => {
-                task.status == "replanning" && task.state_version == task_version
-            }
-            DecisionKind::Evaluation => {
-                task.status == "evaluating" && task.state_version == task_version
-            }
-        };
-        let status = if fresh { "done" } else { "cancelled" };
-        sqlx::query(
-            "UPDATE decisions SET status = $2, lease_owner = NULL, lease_expires_at = NULL, finished_at = now()
-             WHERE id = $1",
-        )
-        .bind(f.id)
-        .bind(status)
-        .execute(&mut *tx)
-        .await?;
-        if !fresh {
-            tx.commit().await?;
-            return Ok(None);
+                }
+                (DecisionKind::StepRepair, DecisionOutcome::Repair(answer)) => {
+                    let step = step.as_ref().expect("fresh step decision has its step");
+                    apply_repair(&mut tx, &task, step, &input, answer, lease, &mut events).await?
+                }
+                (
+                    DecisionKind::OverallReflection,
+                    DecisionOutcome::Overall {
+                        reflection,
+                        raw,
+                        fallback,
+                    },
+                ) => {
+                    apply_overall(
+                        &mut tx,
+                        &task,
+                        step.as_ref(),
+                        &input,
+                        reflection,
+                        raw.as_deref(),
+                        *fallback,
+                        policy,
+                        lease,
+                        &mut events,
+                    )
+                    .await?
+                }
+                (DecisionKind::Replan, DecisionOutcome::Replan(answer)) => {
+                    apply_replan(&mut tx, &task, &input, answer, lease, &mut events).await?
+                }
+                (DecisionKind::Evaluation, DecisionOutcome::Evaluation { evaluation, raw }) => {
+                    apply_evaluation(
+                        &mut tx,
+                        &task,
+                        evaluation,
+                        raw.as_deref(),
+                        policy,
+                        lease,
+                        &mut events,
+                    )
+                    .await?
+                }
+                (k, _) => {
+                    return Err(StoreError::Invalid(format!(
+                        "outcome does not match decision kind {}",
+                        k.as_str()
+                    )));
+                }
+            };
+            append_events(&mut tx, &events).await?;
+            Ok(next)
         }
-        let mut events = Vec::new();
-        let next = match (kind, outcome) {
-            (
-                DecisionKind::StepReflection,
-                DecisionOutcome::StepReflection {
-                    reflection,
-                    raw,
-                    fallback,
-                },
-            ) => {
-                let step = step.as_ref().expect("fresh step decision has its step");
-                apply_step_reflection(
-                    &mut tx,
-                    &task,
-                    step,
-                    &input,
-                    reflection,
-                    raw.as_deref(),
-                    *fallback,
-                    policy,
-                    lease,
-                    &mut events,
-                )
-                .await?
-            }
-            (DecisionKind::StepRepair, DecisionOutcome::Repair(answer)) => {
-                let step = step.as_ref().expect("fresh step decision has its step");
-                apply_repair(&mut tx, &task, step, &input, answer, lease, &mut events).await?
-            }
-            (
-                DecisionKind::OverallReflection,
-                DecisionOutcome::Overall {
-                    reflection,
-                    raw,
-                    fallback,
-                },
-            ) => {
-                apply_overall(
-                    &mut tx,
-                    &task,
-                    step.as_ref(),
-                    &input,
-                    reflection,
-                    raw.as_deref(),
-                    *fallback,
-                    policy,
-                    lease,
-                    &mut events,
-                )
-                .await?
-            }
-            (DecisionKind::Replan, DecisionOutcome::Replan(answer)) => {
-                apply_replan(&mut tx, &task, &input, answer, lease, &mut events).await?
-            }
-            (DecisionKind::Evaluation, DecisionOutcome::Evaluation { evaluation, raw }) => {
-                apply_evaluation(
-                    &mut tx,
-                    &task,
-                    evaluation,
-                    raw.as_deref(),
-                    policy,
-                    lease,
-                    &mut events,
-                )
-                .await?
-            }
-            (k, _) => {
-                return Err(StoreError::Invalid(format!(
-                    "outcome does not match decision kind {}",
-                    k.as_str()
-                )));
-            }
-        };
-        append_events(&mut tx, &events).await?;
-        tx.commit().await?;
-        Ok(next)
+        .await;
+        super::finish(tx, r).await
     }
 }
 

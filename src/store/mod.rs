@@ -147,6 +147,24 @@ pub(crate) async fn append_events(
     Ok(())
 }
 
+/// Commit on success; roll back at once on error. (A dropped sqlx transaction rolls back only
+/// when its pooled connection is next used, and until then its row locks make `SKIP LOCKED`
+/// claims pass the task by.)
+pub(crate) async fn finish<T>(tx: Transaction<'_, Postgres>, r: Result<T>) -> Result<T> {
+    match r {
+        Ok(v) => {
+            tx.commit().await?;
+            Ok(v)
+        }
+        Err(e) => {
+            if let Err(rb) = tx.rollback().await {
+                tracing::warn!(error = %rb, "rollback failed");
+            }
+            Err(e)
+        }
+    }
+}
+
 /// Wake idle workers (delivered when the transaction commits).
 pub(crate) async fn notify_ready(tx: &mut Transaction<'_, Postgres>) -> Result<()> {
     sqlx::query("SELECT pg_notify($1, '')")

@@ -290,147 +290,156 @@ impl Store {
         lease_secs: f64,
     ) -> Result<Option<ClaimedDecision>> {
         let mut tx = self.pool.begin().await?;
-        let task = lock_task_row(&mut tx, s.fence.task_id).await?;
-        let step = lock_running_step(&mut tx, &s.fence, false).await?;
-        let attempt = step.attempts + 1;
-        sqlx::query(
-            "UPDATE steps SET status = 'succeeded', output = $2, error = NULL, attempts = $3,
-                    lease_owner = NULL, lease_expires_at = NULL, finished_at = now(), updated_at = now()
-             WHERE id = $1",
-        )
-        .bind(s.fence.step_id)
-        .bind(&s.output)
-        .bind(attempt)
-        .execute(&mut *tx)
-        .await?;
-        insert_attempt(
-            &mut tx,
-            &NewAttempt {
-                fence: &s.fence,
-                step: &step,
-                attempt,
-                tool: &s.tool,
-                parameters: &s.parameters,
-                succeeded: true,
-                output: Some(&s.output),
-                error: None,
-                worker_id: Some(s.worker_id),
-            },
-        )
-        .await?;
-        let mut events = vec![NewEvent::new(
-            s.fence.task_id,
-            event_kind::STEP_COMPLETED,
-            json!({"step_id": step.step_key, "attempt": attempt, "tool": s.tool}),
-        )];
-        let mut next = None;
-        // a step of a replaced plan, or of a task that stopped running, only records its result
-        if task.status == "running" && step.plan_version == task.plan_version {
+        let r = async {
+            let task = lock_task_row(&mut tx, s.fence.task_id).await?;
+            let step = lock_running_step(&mut tx, &s.fence, false).await?;
+            let attempt = step.attempts + 1;
             sqlx::query(
-                "UPDATE tasks SET consecutive_failures = 0, runtime_metadata = runtime_metadata || $2,
-                        updated_at = now()
+                "UPDATE steps SET status = 'succeeded', output = $2, error = NULL, attempts = $3,
+                        lease_owner = NULL, lease_expires_at = NULL, finished_at = now(), updated_at = now()
                  WHERE id = $1",
             )
-            .bind(s.fence.task_id)
-            .bind(Value::Object(s.output_params.clone()))
+            .bind(s.fence.step_id)
+            .bind(&s.output)
+            .bind(attempt)
             .execute(&mut *tx)
             .await?;
-            let promoted: Vec<String> = sqlx::query_scalar(
-                r#"
-                UPDATE steps d SET status = 'ready', run_after = now(), updated_at = now()
-                WHERE d.task_id = $1 AND d.plan_version = $2 AND d.status = 'blocked'
-                  AND $3 = ANY(d.dependencies)
-                  AND NOT EXISTS (
-                      SELECT 1 FROM steps p
-                      WHERE p.task_id = d.task_id AND p.plan_version = d.plan_version
-                        AND p.step_key = ANY(d.dependencies)
-                        AND p.status NOT IN ('succeeded', 'skipped', 'superseded'))
-                RETURNING d.step_key
-                "#,
+            insert_attempt(
+                &mut tx,
+                &NewAttempt {
+                    fence: &s.fence,
+                    step: &step,
+                    attempt,
+                    tool: &s.tool,
+                    parameters: &s.parameters,
+                    succeeded: true,
+                    output: Some(&s.output),
+                    error: None,
+                    worker_id: Some(s.worker_id),
+                },
             )
-            .bind(s.fence.task_id)
-            .bind(step.plan_version)
-            .bind(&step.step_key)
-            .fetch_all(&mut *tx)
             .await?;
-            let (open, ready): (i64, i64) = sqlx::query_as(
-                "SELECT count(*) FILTER (WHERE status IN ('blocked', 'ready', 'running', 'failed')),
-                        count(*) FILTER (WHERE status = 'ready')
-                 FROM steps WHERE task_id = $1 AND plan_version = $2",
-            )
-            .bind(s.fence.task_id)
-            .bind(step.plan_version)
-            .fetch_one(&mut *tx)
-            .await?;
-            if !promoted.is_empty() {
-                events[0].payload["promoted"] = json!(promoted);
-            }
-            if open == 0 {
-                next = start_evaluation(
-                    &mut tx,
-                    task.id,
-                    Some(Lease {
-                        worker_id: s.worker_id,
-                        lease_secs,
-                    }),
+            let mut events = vec![NewEvent::new(
+                s.fence.task_id,
+                event_kind::STEP_COMPLETED,
+                json!({"step_id": step.step_key, "attempt": attempt, "tool": s.tool}),
+            )];
+            let mut next = None;
+            // a step of a replaced plan, or of a task that stopped running, only records its result
+            if task.status == "running" && step.plan_version == task.plan_version {
+                sqlx::query(
+                    "UPDATE tasks SET consecutive_failures = 0, runtime_metadata = runtime_metadata || $2,
+                            updated_at = now()
+                     WHERE id = $1",
                 )
+                .bind(s.fence.task_id)
+                .bind(Value::Object(s.output_params.clone()))
+                .execute(&mut *tx)
                 .await?;
-            } else if ready > 0 {
-                // promoted steps, or room freed under the task's concurrency cap
-                notify_ready(&mut tx).await?;
+                let promoted: Vec<String> = sqlx::query_scalar(
+                    r#"
+                    UPDATE steps d SET status = 'ready', run_after = now(), updated_at = now()
+                    WHERE d.task_id = $1 AND d.plan_version = $2 AND d.status = 'blocked'
+                      AND $3 = ANY(d.dependencies)
+                      AND NOT EXISTS (
+                          SELECT 1 FROM steps p
+                          WHERE p.task_id = d.task_id AND p.plan_version = d.plan_version
+                            AND p.step_key = ANY(d.dependencies)
+                            AND p.status NOT IN ('succeeded', 'skipped', 'superseded'))
+                    RETURNING d.step_key
+                    "#,
+                )
+                .bind(s.fence.task_id)
+                .bind(step.plan_version)
+                .bind(&step.step_key)
+                .fetch_all(&mut *tx)
+                .await?;
+                let (open, ready): (i64, i64) = sqlx::query_as(
+                    "SELECT count(*) FILTER (WHERE status IN ('blocked', 'ready', 'running', 'failed')),
+                            count(*) FILTER (WHERE status = 'ready')
+                     FROM steps WHERE task_id = $1 AND plan_version = $2",
+                )
+                .bind(s.fence.task_id)
+                .bind(step.plan_version)
+                .fetch_one(&mut *tx)
+                .await?;
+                if !promoted.is_empty() {
+                    events[0].payload["promoted"] = json!(promoted);
+                }
+                if open == 0 {
+                    next = start_evaluation(
+                        &mut tx,
+                        task.id,
+                        Some(Lease {
+                            worker_id: s.worker_id,
+                            lease_secs,
+                        }),
+                    )
+                    .await?;
+                } else if ready > 0 {
+                    // promoted steps, or room freed under the task's concurrency cap
+                    notify_ready(&mut tx).await?;
+                }
             }
+            append_events(&mut tx, &events).await?;
+            Ok(next)
         }
-        append_events(&mut tx, &events).await?;
-        tx.commit().await?;
-        Ok(next)
+        .await;
+        super::finish(tx, r).await
     }
 
     /// Record a failed attempt, count it, and apply the failure decision
     /// ([`recovery::decide`]) in the same transaction. Fenced.
     pub async fn fail_step(&self, f: &StepFailure, policy: FailurePolicy) -> Result<FailOutcome> {
         let mut tx = self.pool.begin().await?;
-        let outcome = fail_locked(
-            &mut tx,
-            FailureInput {
-                fence: &f.fence,
-                worker_id: Some(f.worker_id),
-                tool: Some(&f.tool),
-                parameters: Some(&f.parameters),
-                failure: &f.failure,
-                require_expired: false,
-            },
-            policy,
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(outcome)
+        let r = async {
+            let outcome = fail_locked(
+                &mut tx,
+                FailureInput {
+                    fence: &f.fence,
+                    worker_id: Some(f.worker_id),
+                    tool: Some(&f.tool),
+                    parameters: Some(&f.parameters),
+                    failure: &f.failure,
+                    require_expired: false,
+                },
+                policy,
+            )
+            .await?;
+            Ok(outcome)
+        }
+        .await;
+        super::finish(tx, r).await
     }
 
     /// Give a step back without burning an attempt (graceful shutdown). Fenced.
     pub async fn release_step(&self, fence: &Fence, worker_id: Uuid) -> Result<()> {
         let mut tx = self.pool.begin().await?;
-        lock_task(&mut tx, fence.task_id).await?;
-        let step = lock_running_step(&mut tx, fence, false).await?;
-        sqlx::query(
-            "UPDATE steps SET status = 'ready', lease_owner = NULL, lease_expires_at = NULL,
-                    started_at = NULL, run_after = now(), updated_at = now()
-             WHERE id = $1",
-        )
-        .bind(fence.step_id)
-        .execute(&mut *tx)
-        .await?;
-        append_events(
-            &mut tx,
-            &[NewEvent::new(
-                fence.task_id,
-                event_kind::STEP_RELEASED,
-                json!({"step_id": step.step_key, "worker_id": worker_id, "reason": "worker shutting down"}),
-            )],
-        )
-        .await?;
-        notify_ready(&mut tx).await?;
-        tx.commit().await?;
-        Ok(())
+        let r = async {
+            lock_task(&mut tx, fence.task_id).await?;
+            let step = lock_running_step(&mut tx, fence, false).await?;
+            sqlx::query(
+                "UPDATE steps SET status = 'ready', lease_owner = NULL, lease_expires_at = NULL,
+                        started_at = NULL, run_after = now(), updated_at = now()
+                 WHERE id = $1",
+            )
+            .bind(fence.step_id)
+            .execute(&mut *tx)
+            .await?;
+            append_events(
+                &mut tx,
+                &[NewEvent::new(
+                    fence.task_id,
+                    event_kind::STEP_RELEASED,
+                    json!({"step_id": step.step_key, "worker_id": worker_id, "reason": "worker shutting down"}),
+                )],
+            )
+            .await?;
+            notify_ready(&mut tx).await?;
+            Ok(())
+        }
+        .await;
+        super::finish(tx, r).await
     }
 
     /// Re-queue steps whose lease expired (their worker is presumed dead) as failed attempts

@@ -384,33 +384,36 @@ impl Store {
     /// nothing after them starts.
     pub async fn cancel_task(&self, id: Uuid) -> Result<TaskStatus> {
         let mut tx = self.pool.begin().await?;
-        let status = lock_task(&mut tx, id).await?;
-        if status.is_terminal() {
-            return Err(StoreError::Conflict(format!(
-                "task {id} is already {status}; only unfinished tasks can be cancelled"
-            )));
+        let r = async {
+            let status = lock_task(&mut tx, id).await?;
+            if status.is_terminal() {
+                return Err(StoreError::Conflict(format!(
+                    "task {id} is already {status}; only unfinished tasks can be cancelled"
+                )));
+            }
+            sqlx::query(
+                "UPDATE tasks SET status = 'cancelled', finished_at = now(), updated_at = now(),
+                        state_version = state_version + 1
+                 WHERE id = $1",
+            )
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+            let skipped = skip_open_steps(&mut tx, id).await?;
+            super::decisions::cancel_open_decisions(&mut tx, id).await?;
+            append_events(
+                &mut tx,
+                &[NewEvent::new(
+                    id,
+                    event_kind::TASK_CANCELLED,
+                    json!({"previous_status": status, "skipped_steps": skipped}),
+                )],
+            )
+            .await?;
+            Ok(TaskStatus::Cancelled)
         }
-        sqlx::query(
-            "UPDATE tasks SET status = 'cancelled', finished_at = now(), updated_at = now(),
-                    state_version = state_version + 1
-             WHERE id = $1",
-        )
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-        let skipped = skip_open_steps(&mut tx, id).await?;
-        super::decisions::cancel_open_decisions(&mut tx, id).await?;
-        append_events(
-            &mut tx,
-            &[NewEvent::new(
-                id,
-                event_kind::TASK_CANCELLED,
-                json!({"previous_status": status, "skipped_steps": skipped}),
-            )],
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(TaskStatus::Cancelled)
+        .await;
+        super::finish(tx, r).await
     }
 
     /// Known tool ids (for plan validation).
@@ -474,4 +477,174 @@ pub(crate) async fn insert_plan(
     .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+/// `POST /tasks/{id}/resume`: a replacement plan, or parameter/tool overrides for steps.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeRequest {
+    #[serde(default)]
+    pub plan: Option<PlanSpec>,
+    #[serde(default)]
+    pub step_overrides: BTreeMap<String, StepOverride>,
+}
+
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepOverride {
+    #[serde(default)]
+    pub parameters: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    pub tool: Option<String>,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow, Serialize)]
+pub struct ReflectionRecord {
+    pub level: String,
+    pub step_key: Option<String>,
+    pub plan_version: i32,
+    pub round: i32,
+    pub is_fallback: bool,
+    pub body: Value,
+    pub raw: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow, Serialize)]
+pub struct EvaluationRecord {
+    pub round: i32,
+    pub plan_version: i32,
+    pub overall_score: f64,
+    pub completeness: f64,
+    pub correctness: f64,
+    pub efficiency: f64,
+    pub reliability: f64,
+    pub is_successful: bool,
+    pub successes: Value,
+    pub failures: Value,
+    pub improvement_suggestions: Value,
+    pub created_at: DateTime<Utc>,
+}
+
+impl Store {
+    /// Resume a task stopped in `needs_intervention`. With a plan: it becomes the next plan
+    /// version (unchanged succeeded steps are kept). Otherwise the overrides are merged into the
+    /// named steps and the failed steps run again with fresh retry counts. All or nothing.
+    pub async fn resume_task(&self, id: Uuid, r: &ResumeRequest) -> Result<TaskStatus> {
+        use super::decisions::{lock_task_row, replace_plan, set_task_status, start_evaluation};
+        let mut tx = self.pool.begin().await?;
+        let r: Result<()> = async {
+            let task = lock_task_row(&mut tx, id).await?;
+            if task.status != TaskStatus::NeedsIntervention.as_str() {
+                return Err(StoreError::Conflict(format!(
+                    "task {id} is {}; only a task in needs_intervention can be resumed",
+                    task.status
+                )));
+            }
+            let mut events = vec![NewEvent::new(
+                id,
+                event_kind::TASK_RESUMED,
+                json!({"stop_reason": task.stop_reason, "with_plan": r.plan.is_some(),
+                       "step_overrides": r.step_overrides.keys().collect::<Vec<_>>()}),
+            )];
+            sqlx::query(
+                "UPDATE tasks SET consecutive_failures = 0, stop_reason = NULL WHERE id = $1",
+            )
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+            if let Some(plan) = &r.plan {
+                let strategy = crate::recovery::Strategy::AdjustDependencies {
+                    adjustments: vec![],
+                };
+                replace_plan(&mut tx, &task, plan, &strategy, "resume", None, &mut events).await?;
+            } else {
+                let live: Vec<(Uuid, String)> = sqlx::query_as(
+                    "SELECT id, step_key FROM steps
+                     WHERE task_id = $1 AND plan_version = $2 AND status <> 'superseded'",
+                )
+                .bind(id)
+                .bind(task.plan_version)
+                .fetch_all(&mut *tx)
+                .await?;
+                let tools: Vec<String> = sqlx::query_scalar("SELECT id FROM tools")
+                    .fetch_all(&mut *tx)
+                    .await?;
+                for (key, o) in &r.step_overrides {
+                    let Some((step_id, _)) = live.iter().find(|(_, k)| k == key) else {
+                        return Err(StoreError::Invalid(format!(
+                            "step_overrides names step {key:?}, which is not in the current plan"
+                        )));
+                    };
+                    if let Some(t) = &o.tool
+                        && !tools.contains(t)
+                    {
+                        return Err(StoreError::Invalid(format!(
+                            "step_overrides.{key}.tool {t:?} is not a registered tool"
+                        )));
+                    }
+                    sqlx::query(
+                        "UPDATE steps SET param_overrides = param_overrides || $2,
+                                tool_override = coalesce($3, tool_override), updated_at = now()
+                         WHERE id = $1",
+                    )
+                    .bind(step_id)
+                    .bind(Value::Object(o.parameters.clone().unwrap_or_default()))
+                    .bind(&o.tool)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                let (rerun, open): (i64, i64) = sqlx::query_as(
+                    "WITH r AS (
+                         UPDATE steps SET status = 'ready', retry_count = 0, run_after = now(),
+                                finished_at = NULL, updated_at = now()
+                         WHERE task_id = $1 AND plan_version = $2 AND status = 'failed'
+                         RETURNING 1)
+                     SELECT (SELECT count(*) FROM r),
+                            (SELECT count(*) FROM steps WHERE task_id = $1 AND plan_version = $2
+                               AND status IN ('blocked', 'ready', 'running'))",
+                )
+                .bind(id)
+                .bind(task.plan_version)
+                .fetch_one(&mut *tx)
+                .await?;
+                if rerun == 0 && open == 0 {
+                    start_evaluation(&mut tx, id, None).await?;
+                } else {
+                    set_task_status(&mut tx, id, "running").await?;
+                    notify_ready(&mut tx).await?;
+                }
+            }
+            append_events(&mut tx, &events).await?;
+            Ok(())
+        }
+        .await;
+        super::finish(tx, r).await?;
+        let status: String = sqlx::query_scalar("SELECT status FROM tasks WHERE id = $1")
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await?;
+        parse_status(&status)
+    }
+
+    pub async fn list_reflections(&self, task_id: Uuid) -> Result<Vec<ReflectionRecord>> {
+        Ok(sqlx::query_as(
+            "SELECT level, step_key, plan_version, round, is_fallback, body, raw, created_at
+             FROM reflections WHERE task_id = $1 ORDER BY id",
+        )
+        .bind(task_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn list_evaluations(&self, task_id: Uuid) -> Result<Vec<EvaluationRecord>> {
+        Ok(sqlx::query_as(
+            "SELECT round, plan_version, overall_score, completeness, correctness, efficiency,
+                    reliability, is_successful, successes, failures, improvement_suggestions, created_at
+             FROM evaluations WHERE task_id = $1 ORDER BY id",
+        )
+        .bind(task_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
 }

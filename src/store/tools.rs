@@ -22,37 +22,40 @@ impl Store {
     /// Register an HTTP tool. An existing id is a conflict; alternatives must name known tools.
     pub async fn create_tool(&self, t: &NewTool) -> Result<ToolDef> {
         let mut tx = self.pool.begin().await?;
-        let known: Vec<String> = sqlx::query_scalar("SELECT id FROM tools WHERE id = ANY($1)")
+        let r = async {
+            let known: Vec<String> = sqlx::query_scalar("SELECT id FROM tools WHERE id = ANY($1)")
+                .bind(&t.alternatives)
+                .fetch_all(&mut *tx)
+                .await?;
+            if let Some(missing) = t.alternatives.iter().find(|a| !known.contains(a)) {
+                return Err(StoreError::Invalid(format!(
+                    "alternative tool {missing:?} is not registered"
+                )));
+            }
+            let row: Option<ToolDef> = sqlx::query_as(
+                "INSERT INTO tools (id, name, description, kind, endpoint, timeout_ms, input_schema,
+                                    output_params, alternatives, tags)
+                 VALUES ($1, $2, $3, 'http', $4, $5, $6, $7, $8, $9)
+                 ON CONFLICT (id) DO NOTHING
+                 RETURNING *",
+            )
+            .bind(&t.id)
+            .bind(&t.name)
+            .bind(&t.description)
+            .bind(&t.endpoint)
+            .bind(t.timeout_ms)
+            .bind(&t.input_schema)
+            .bind(&t.output_params)
             .bind(&t.alternatives)
-            .fetch_all(&mut *tx)
+            .bind(&t.tags)
+            .fetch_optional(&mut *tx)
             .await?;
-        if let Some(missing) = t.alternatives.iter().find(|a| !known.contains(a)) {
-            return Err(StoreError::Invalid(format!(
-                "alternative tool {missing:?} is not registered"
-            )));
+            let row =
+                row.ok_or_else(|| StoreError::Conflict(format!("tool {:?} already exists", t.id)))?;
+            Ok(row)
         }
-        let row: Option<ToolDef> = sqlx::query_as(
-            "INSERT INTO tools (id, name, description, kind, endpoint, timeout_ms, input_schema,
-                                output_params, alternatives, tags)
-             VALUES ($1, $2, $3, 'http', $4, $5, $6, $7, $8, $9)
-             ON CONFLICT (id) DO NOTHING
-             RETURNING *",
-        )
-        .bind(&t.id)
-        .bind(&t.name)
-        .bind(&t.description)
-        .bind(&t.endpoint)
-        .bind(t.timeout_ms)
-        .bind(&t.input_schema)
-        .bind(&t.output_params)
-        .bind(&t.alternatives)
-        .bind(&t.tags)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let row =
-            row.ok_or_else(|| StoreError::Conflict(format!("tool {:?} already exists", t.id)))?;
-        tx.commit().await?;
-        Ok(row)
+        .await;
+        super::finish(tx, r).await
     }
 
     pub async fn list_tools(&self) -> Result<Vec<ToolDef>> {
