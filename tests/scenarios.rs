@@ -1,0 +1,492 @@
+//! Recovery scenarios end to end: REST API, real worker, HTTP tools served by the test.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::{TestApp, ToolServer, register_tool, spawn_app};
+use serde_json::{Value, json};
+use trellis::brain::rules::RulesBrain;
+use trellis::brain::{Answer, Brain, BrainFuture, DecisionContext, PlanningContext, ToolSelection};
+use trellis::model::{PlanSpec, StepSpec};
+use trellis::recovery::{Evaluation, OverallReflection, StepReflection, Strategy};
+use uuid::Uuid;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+async fn attempts(app: &TestApp, id: Uuid) -> Vec<Value> {
+    app.get(&format!("/api/v1/tasks/{id}/attempts"))
+        .await
+        .1
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+async fn event_kinds(app: &TestApp, id: Uuid) -> Vec<String> {
+    let (_, e) = app.get(&format!("/api/v1/tasks/{id}/events")).await;
+    e.as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn one_step(tool: &str, params: Value) -> Value {
+    json!({"description": format!("uses {tool}"), "plan": {"steps": [{"id": "step_1", "tool": tool, "parameters": params}]}})
+}
+
+/// Flaky tool → tier 1 retries of the same tool until it works; evaluated, scored.
+#[tokio::test]
+async fn flaky_tool_recovers_at_tier_1() {
+    let app = spawn_app().await;
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(one_step("flaky", json!({"fail_times": 2})))
+        .await;
+    let t = app.wait_done(id, LIMIT).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(t["counters"]["single_step_repair_count"], 0);
+    assert_eq!(t["counters"]["task_replan_count"], 0);
+    let a = attempts(&app, id).await;
+    assert_eq!(
+        a.iter()
+            .map(|a| a["status"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["failed", "failed", "succeeded"]
+    );
+    assert!(a.iter().all(|a| a["tool"] == "flaky"));
+    let (_, refl) = app.get(&format!("/api/v1/tasks/{id}/reflections")).await;
+    assert_eq!(refl.as_array().unwrap().len(), 2);
+    assert_eq!(refl[0]["body"]["root_cause_category"], "tool_error");
+    assert_eq!(
+        refl[0]["body"]["suggested_action"]["type"],
+        "retry_with_params"
+    );
+    let (_, r) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(r["final_score"], 100.0);
+    let kinds = event_kinds(&app, id).await;
+    for k in [
+        "step_failed",
+        "step_reflected",
+        "retry_scheduled",
+        "evaluation_completed",
+        "task_succeeded",
+    ] {
+        assert!(kinds.iter().any(|x| x == k), "{k} missing from {kinds:?}");
+    }
+    w.stop().await;
+}
+
+/// A tool answering with `hints` → the step is retried with those parameters.
+#[tokio::test]
+async fn hinted_parameter_is_adjusted_and_retried() {
+    let app = spawn_app().await;
+    let server = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(|c| {
+            if c.parameters["city"] == "Paris" {
+                (200, json!({"output": {"forecast": "sun", "city": "Paris"}}))
+            } else {
+                (
+                    422,
+                    json!({"error": {"message": "unknown city", "category": "parameter_error",
+                                        "retryable": false, "hints": {"city": "Paris"}}}),
+                )
+            }
+        }),
+    )
+    .await;
+    register_tool(&app, "weather", &server.endpoint("weather"), json!({})).await;
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(one_step("weather", json!({"city": "Pariss", "days": 3})))
+        .await;
+    assert_eq!(app.wait_done(id, LIMIT).await["status"], "succeeded");
+    let calls = server.calls();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[1].parameters, json!({"city": "Paris", "days": 3}));
+    assert_eq!(calls[1].idempotency_key, format!("{id}:step_1:2"));
+    let a = attempts(&app, id).await;
+    assert_eq!(a[0]["error"]["category"], "parameter_error");
+    assert_eq!(a[1]["parameters"]["city"], "Paris");
+    let (_, refl) = app.get(&format!("/api/v1/tasks/{id}/reflections")).await;
+    assert_eq!(refl[0]["body"]["root_cause_category"], "parameter_error");
+    assert_eq!(
+        refl[0]["body"]["suggested_action"],
+        json!({"type": "retry_with_params", "data": {"city": "Paris"}})
+    );
+    w.stop().await;
+}
+
+/// A dead tool with a registered alternative → the alternative runs.
+#[tokio::test]
+async fn dead_tool_switches_to_its_alternative() {
+    let app = spawn_app().await;
+    let server = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(|c| match c.tool.as_str() {
+            "primary" => (503, json!({"error": {"message": "maintenance"}})),
+            _ => (200, json!({"output": {"served_by": c.tool}})),
+        }),
+    )
+    .await;
+    register_tool(&app, "backup", &server.endpoint("backup"), json!({})).await;
+    register_tool(
+        &app,
+        "primary",
+        &server.endpoint("primary"),
+        json!({"alternatives": ["backup"]}),
+    )
+    .await;
+    let w = app.worker(|_| {});
+    let id = app.submit(one_step("primary", json!({"q": 1}))).await;
+    assert_eq!(app.wait_done(id, LIMIT).await["status"], "succeeded");
+    let a = attempts(&app, id).await;
+    assert_eq!(
+        a.iter()
+            .map(|a| a["tool"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["primary", "backup"]
+    );
+    let (_, r) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(r["outputs"]["step_1"], json!({"served_by": "backup"}));
+    let calls: Vec<String> = server.calls().into_iter().map(|c| c.tool).collect();
+    assert_eq!(calls, ["primary", "backup"]);
+    w.stop().await;
+}
+
+/// 403 `external_error` → needs_intervention, with at most one call per allowed attempt
+/// (here: one call — it is not retryable and not recoverable).
+#[tokio::test]
+async fn forbidden_external_error_stops_for_a_human() {
+    let app = spawn_app().await;
+    let server = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(|_| {
+            (
+                403,
+                json!({"error": {"message": "forbidden by policy", "category": "external_error"}}),
+            )
+        }),
+    )
+    .await;
+    register_tool(&app, "vault", &server.endpoint("vault"), json!({})).await;
+    let w = app.worker(|_| {});
+    let id = app.submit(one_step("vault", json!({}))).await;
+    let t = app.wait_done(id, LIMIT).await;
+    assert_eq!(t["status"], "needs_intervention", "{t}");
+    assert!(
+        t["stop_reason"]
+            .as_str()
+            .unwrap()
+            .contains("forbidden by policy"),
+        "{t}"
+    );
+    assert_eq!(server.calls().len(), 1);
+    let (_, refl) = app.get(&format!("/api/v1/tasks/{id}/reflections")).await;
+    let levels: Vec<&str> = refl
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["level"].as_str().unwrap())
+        .collect();
+    assert_eq!(levels, ["step", "overall"]);
+    assert_eq!(refl[0]["body"]["is_recoverable"], false);
+    assert_eq!(refl[1]["body"]["should_replan"], false);
+    assert!(
+        event_kinds(&app, id)
+            .await
+            .contains(&"intervention_required".to_string())
+    );
+    w.stop().await;
+}
+
+/// A dead tool without an alternative ends within its limits: retries, a failed repair, one
+/// replan, retries again, then a stop — max_step_retries × (1 + max_task_replans) calls.
+#[tokio::test]
+async fn dead_tool_without_alternative_ends_within_its_limits() {
+    let app = spawn_app().await;
+    let server = ToolServer::start(Duration::ZERO, Arc::new(|_| (503, json!({})))).await;
+    register_tool(&app, "dead", &server.endpoint("dead"), json!({})).await;
+    let w = app.worker(|_| {});
+    let id = app.submit(one_step("dead", json!({}))).await;
+    let t = app.wait_done(id, LIMIT).await;
+    assert_eq!(t["status"], "needs_intervention", "{t}");
+    assert_eq!(server.calls().len(), 3 * (1 + 1));
+    assert_eq!(t["counters"]["single_step_repair_count"], 1);
+    assert_eq!(t["counters"]["task_replan_count"], 1);
+    assert_eq!(t["plan_version"], 2);
+    let keys: Vec<String> = server
+        .calls()
+        .into_iter()
+        .map(|c| c.idempotency_key)
+        .collect();
+    let unique: std::collections::HashSet<_> = keys.iter().collect();
+    assert_eq!(
+        unique.len(),
+        keys.len(),
+        "idempotency keys never repeat across plan versions"
+    );
+    w.stop().await;
+}
+
+/// A step failing past its retries after a successful predecessor → replan_from_step: the
+/// predecessor's result is kept and its tool is called exactly once overall.
+#[tokio::test]
+async fn replan_from_step_keeps_the_successful_predecessor() {
+    let app = spawn_app().await;
+    let server = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(|_| (200, json!({"output": {"token": "t-1"}}))),
+    )
+    .await;
+    register_tool(&app, "login", &server.endpoint("login"), json!({})).await;
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(
+            json!({"description": "login then flaky", "plan": {"steps": [
+                {"id": "step_1", "tool": "login"},
+                {"id": "step_2", "tool": "flaky", "dependencies": ["step_1"],
+                 "parameters": {"fail_times": 3, "token": "${step_1.output.token}"}}
+            ]}}),
+        )
+        .await;
+    let t = app.wait_done(id, LIMIT).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(server.calls().len(), 1, "the predecessor ran once");
+    assert_eq!(t["counters"]["task_replan_count"], 1);
+    assert_eq!(t["plan_version"], 2);
+    let (_, plan) = app.get(&format!("/api/v1/tasks/{id}/plan")).await;
+    assert_eq!(plan["origin"], "replan:replan_from_step");
+    assert_eq!(plan["history"].as_array().unwrap().len(), 1);
+    let (_, r) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(r["outputs"]["step_1"], json!({"token": "t-1"}));
+    assert_eq!(r["outputs"]["step_2"]["token"], "t-1");
+    let a = attempts(&app, id).await;
+    let s2: Vec<i64> = a
+        .iter()
+        .filter(|a| a["step_id"] == "step_2")
+        .map(|a| a["attempt"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        s2,
+        [1, 2, 3, 4],
+        "attempt numbers continue in the new plan version"
+    );
+    w.stop().await;
+}
+
+/// An optional step that fails for good is skipped (skip_steps) and the task still succeeds.
+#[tokio::test]
+async fn a_failed_optional_step_is_skipped() {
+    let app = spawn_app().await;
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(json!({"description": "optional", "plan": {"steps": [
+            {"id": "main", "tool": "echo", "parameters": {"v": 1}},
+            {"id": "extra", "tool": "fail", "optional": true, "parameters": {"message": "nope", "category": "external_error"}},
+            {"id": "after", "tool": "echo", "dependencies": ["extra", "main"]}
+        ]}}))
+        .await;
+    let t = app.wait_done(id, LIMIT).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    let (_, plan) = app.get(&format!("/api/v1/tasks/{id}/plan")).await;
+    assert_eq!(plan["origin"], "replan:skip_steps");
+    let status: Vec<(String, String)> = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_str().unwrap().to_string(),
+                s["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("main".into(), "succeeded".into()),
+            ("extra".into(), "skipped".into()),
+            ("after".into(), "succeeded".into())
+        ]
+    );
+    w.stop().await;
+}
+
+/// Acceptance 4: resume after intervention with a parameter override → the task succeeds.
+#[tokio::test]
+async fn resume_with_a_parameter_override_succeeds() {
+    let app = spawn_app().await;
+    let server = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(|c| {
+            if c.parameters["token"] == "good" {
+                (200, json!({"output": {"secret": 42}}))
+            } else {
+                (
+                    403,
+                    json!({"error": {"message": "bad token", "category": "external_error"}}),
+                )
+            }
+        }),
+    )
+    .await;
+    register_tool(&app, "vault", &server.endpoint("vault"), json!({})).await;
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(json!({"description": "needs a token", "plan": {"steps": [
+            {"id": "step_1", "tool": "echo", "parameters": {"v": 1}},
+            {"id": "step_2", "tool": "vault", "dependencies": ["step_1"], "parameters": {"token": "bad"}}
+        ]}}))
+        .await;
+    assert_eq!(
+        app.wait_done(id, LIMIT).await["status"],
+        "needs_intervention"
+    );
+
+    // bad resumes change nothing
+    let before = app.store().row_counts().await.unwrap();
+    let (s, v) = app
+        .post(
+            &format!("/api/v1/tasks/{id}/resume"),
+            &json!({"step_overrides": {"nope": {"parameters": {}}}}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 422, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("nope"));
+    let (s, _) = app
+        .post(
+            &format!("/api/v1/tasks/{id}/resume"),
+            &json!({"step_overrides": {"step_2": {"tool": "ghost"}}}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 422);
+    let (s, _) = app
+        .post(
+            &format!("/api/v1/tasks/{id}/resume"),
+            &json!({"plan": {"steps": []}}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 422);
+    assert_eq!(before, app.store().row_counts().await.unwrap());
+    assert_eq!(
+        app.get(&format!("/api/v1/tasks/{id}")).await.1["status"],
+        "needs_intervention"
+    );
+
+    let (s, v) = app
+        .post(
+            &format!("/api/v1/tasks/{id}/resume"),
+            &json!({"step_overrides": {"step_2": {"parameters": {"token": "good"}}}}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200, "{v}");
+    let t = app.wait_done(id, LIMIT).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    let (_, r) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(r["outputs"]["step_2"], json!({"secret": 42}));
+    assert_eq!(server.calls().len(), 2);
+    let (s, _) = app
+        .post(&format!("/api/v1/tasks/{id}/resume"), &json!({}))
+        .await;
+    assert_eq!(s.as_u16(), 409, "only needs_intervention can be resumed");
+    assert!(
+        event_kinds(&app, id)
+            .await
+            .contains(&"task_resumed".to_string())
+    );
+    w.stop().await;
+}
+
+/// A brain that scores the first round low and the second high (the round loop).
+#[derive(Debug, Default)]
+struct TwoRoundBrain {
+    evaluations: AtomicUsize,
+}
+
+impl Brain for TwoRoundBrain {
+    fn name(&self) -> &'static str {
+        "two-rounds"
+    }
+    fn select_tools<'a>(&'a self, c: &'a PlanningContext) -> BrainFuture<'a, ToolSelection> {
+        RulesBrain.select_tools(c)
+    }
+    fn plan<'a>(&'a self, c: &'a PlanningContext) -> BrainFuture<'a, PlanSpec> {
+        RulesBrain.plan(c)
+    }
+    fn reflect_step<'a>(&'a self, c: &'a DecisionContext) -> BrainFuture<'a, StepReflection> {
+        RulesBrain.reflect_step(c)
+    }
+    fn repair_step<'a>(&'a self, c: &'a DecisionContext) -> BrainFuture<'a, StepSpec> {
+        RulesBrain.repair_step(c)
+    }
+    fn reflect_overall<'a>(&'a self, _: &'a DecisionContext) -> BrainFuture<'a, OverallReflection> {
+        Box::pin(async {
+            Ok(Answer {
+                value: OverallReflection {
+                    should_replan: true,
+                    root_causes: vec!["answer too short".into()],
+                    incorrect_assumptions: vec![],
+                    alternative_approaches: vec![],
+                    lessons_learned: vec![],
+                    stop_reason: String::new(),
+                    replanning_strategy: Some(Strategy::FullReplan),
+                },
+                raw: Some("{\"should_replan\": true}".into()),
+            })
+        })
+    }
+    fn replan<'a>(&'a self, c: &'a DecisionContext) -> BrainFuture<'a, PlanSpec> {
+        RulesBrain.replan(c)
+    }
+    fn evaluate<'a>(&'a self, c: &'a DecisionContext) -> BrainFuture<'a, Evaluation> {
+        let n = self.evaluations.fetch_add(1, Ordering::SeqCst);
+        let mut e = RulesBrain::evaluate(c);
+        e.overall_score = if n == 0 { 40.0 } else { 95.0 };
+        Box::pin(async move { Ok(Answer::plain(e)) })
+    }
+}
+
+/// The round loop: an unsuccessful evaluation → overall reflection → replan → next round.
+#[tokio::test]
+async fn an_unsuccessful_evaluation_starts_another_round() {
+    let app = spawn_app().await;
+    let w = app.worker(|c| c.brain = Arc::new(TwoRoundBrain::default()));
+    let id = app.submit(one_step("echo", json!({"v": 1}))).await;
+    let t = app.wait_done(id, LIMIT).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(t["round"], 2);
+    assert_eq!(t["plan_version"], 2);
+    assert_eq!(
+        t["counters"]["task_replan_count"], 0,
+        "round-loop replans are counted as rounds"
+    );
+    let (_, r) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(
+        (r["final_score"].clone(), r["total_rounds"].clone()),
+        (json!(95.0), json!(2))
+    );
+    let (_, evals) = app.get(&format!("/api/v1/tasks/{id}/evaluations")).await;
+    let scores: Vec<(f64, bool)> = evals
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["overall_score"].as_f64().unwrap(),
+                e["is_successful"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(scores, [(40.0, false), (95.0, true)]);
+    assert_eq!(
+        attempts(&app, id).await.len(),
+        2,
+        "full replan ran the step again"
+    );
+    w.stop().await;
+}
