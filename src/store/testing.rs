@@ -121,3 +121,87 @@ impl Store {
         )
     }
 }
+
+impl Store {
+    /// Make every running decision of a task look abandoned (its worker died).
+    pub async fn expire_decision_leases(&self, task_id: Uuid) -> Result<u64> {
+        Ok(sqlx::query(
+            "UPDATE decisions SET lease_expires_at = now() - interval '1 second'
+             WHERE task_id = $1 AND status = 'running'",
+        )
+        .bind(task_id)
+        .execute(&self.pool)
+        .await?
+        .rows_affected())
+    }
+
+    /// Decisions of a task by status.
+    pub async fn decision_counts(&self, task_id: Uuid) -> Result<BTreeMap<String, i64>> {
+        let rows: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT status, count(*) FROM decisions WHERE task_id = $1 GROUP BY status",
+        )
+        .bind(task_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().collect())
+    }
+}
+
+/// The numbers a recovery must reach whatever happened to its workers (see tests/durability.rs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecoveryFingerprint {
+    pub status: String,
+    pub plan_version: i32,
+    pub round: i32,
+    pub task_replan_count: i32,
+    pub single_step_repair_count: i32,
+    pub consecutive_failures: i32,
+    /// Failed attempts, not counting those lost with a worker.
+    pub tool_failures: i64,
+    pub reflections: i64,
+    pub recoveries: Vec<(i32, String)>,
+    /// (step key, plan version, retry_count, status) of every step row.
+    pub steps: Vec<(String, i32, i32, String)>,
+}
+
+impl Store {
+    pub async fn recovery_fingerprint(&self, task_id: Uuid) -> Result<RecoveryFingerprint> {
+        let t = self.get_task(task_id).await?;
+        let tool_failures: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM attempts WHERE task_id = $1 AND status = 'failed'
+               AND error_category IS DISTINCT FROM 'worker_lost'",
+        )
+        .bind(task_id)
+        .fetch_one(&self.pool)
+        .await?;
+        let reflections: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM reflections WHERE task_id = $1")
+                .bind(task_id)
+                .fetch_one(&self.pool)
+                .await?;
+        let recoveries: Vec<(i32, String)> =
+            sqlx::query_as("SELECT tier, action FROM recoveries WHERE task_id = $1 ORDER BY id")
+                .bind(task_id)
+                .fetch_all(&self.pool)
+                .await?;
+        let steps: Vec<(String, i32, i32, String)> = sqlx::query_as(
+            "SELECT step_key, plan_version, retry_count, status FROM steps WHERE task_id = $1
+             ORDER BY plan_version, position, created_at",
+        )
+        .bind(task_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(RecoveryFingerprint {
+            status: t.status,
+            plan_version: t.plan_version,
+            round: t.round,
+            task_replan_count: t.task_replan_count,
+            single_step_repair_count: t.single_step_repair_count,
+            consecutive_failures: t.consecutive_failures,
+            tool_failures,
+            reflections,
+            recoveries,
+            steps,
+        })
+    }
+}

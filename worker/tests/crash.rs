@@ -253,3 +253,88 @@ async fn sigterm_lets_in_flight_steps_finish_within_the_grace_period() {
     assert_eq!(attempts.len(), 2, "the draining worker started nothing new");
     assert_eq!(store.count_steps("running").await.unwrap(), 0);
 }
+
+/// Issue 3, acceptance 3, with real processes: `kill -9` the worker twice while a dead tool
+/// goes through the whole recovery; after restarts, the counters are those of an
+/// uninterrupted run.
+#[tokio::test]
+async fn kill_9_during_recovery_keeps_counters_exact() {
+    let db = fresh_db().await;
+    let store = db.store.clone();
+    let server =
+        ToolServer::start(Duration::from_millis(150), Arc::new(|_| (503, json!({})))).await;
+    store
+        .create_tool(&NewTool {
+            id: "dead".into(),
+            name: "dead".into(),
+            description: "always 503".into(),
+            endpoint: server.endpoint("dead"),
+            timeout_ms: 10_000,
+            input_schema: json!({}),
+            output_params: vec![],
+            alternatives: vec![],
+            tags: vec![],
+        })
+        .await
+        .unwrap();
+    let t = store
+        .submit_task(&new_task(json!([{"id": "step_1", "tool": "dead"}])))
+        .await
+        .unwrap();
+    let env: &[(&str, &str)] = &[
+        ("APP_WORKER__LEASE_SECS", "1"),
+        ("APP_WORKER__RETRY_BACKOFF_MS", "50"),
+    ];
+    let failures = |n: i64| {
+        let store = store.clone();
+        let id = t.task_id;
+        async move {
+            wait_for(
+                &format!("{n} tool failures"),
+                Duration::from_secs(60),
+                || async {
+                    (store.recovery_fingerprint(id).await.unwrap().tool_failures >= n).then_some(())
+                },
+            )
+            .await
+        }
+    };
+    let mut w1 = WorkerProc::start(&db, env);
+    failures(1).await;
+    w1.signal(libc::SIGKILL);
+    w1.wait_exit(Duration::from_secs(10)).await;
+    let mut w2 = WorkerProc::start(&db, env);
+    failures(4).await;
+    w2.signal(libc::SIGKILL);
+    w2.wait_exit(Duration::from_secs(10)).await;
+    let _w3 = WorkerProc::start(&db, env);
+    wait_for("the task to end", Duration::from_secs(60), || async {
+        let s = store.get_task(t.task_id).await.unwrap().status;
+        (s == "needs_intervention" || s == "failed" || s == "succeeded").then_some(())
+    })
+    .await;
+    let fp = store.recovery_fingerprint(t.task_id).await.unwrap();
+    assert_eq!(fp.status, "needs_intervention", "{fp:?}");
+    assert_eq!(
+        (fp.task_replan_count, fp.single_step_repair_count),
+        (1, 1),
+        "{fp:?}"
+    );
+    assert_eq!(fp.tool_failures, 6, "{fp:?}");
+    assert_eq!(fp.plan_version, 2);
+    assert_eq!(fp.consecutive_failures, 3);
+    let actions: Vec<&str> = fp.recoveries.iter().map(|(_, a)| a.as_str()).collect();
+    assert_eq!(
+        actions,
+        [
+            "retry_with_params",
+            "retry_with_params",
+            "repair_failed",
+            "replan:replan_from_step",
+            "retry_with_params",
+            "retry_with_params",
+            "intervention"
+        ],
+        "{fp:?}"
+    );
+}
