@@ -581,9 +581,8 @@ mod tests {
                             let got = after_step_reflection(&c, &r, |t| t == "alt", B);
                             let retries_left = retry < 3 && consecutive < 3;
                             let tier1 = retries_left
-                                && matches!(action, StepAction::RetryWithParams(_))
-                                || retries_left
-                                    && *action == StepAction::RetryWithTool("alt".into());
+                                && (matches!(action, StepAction::RetryWithParams(_))
+                                    || *action == StepAction::RetryWithTool("alt".into()));
                             let expect = if tier1 {
                                 "tier1"
                             } else if recoverable && repairs < 1 {

@@ -57,7 +57,8 @@ pub fn app(state: AppState) -> Router {
         .route("/tasks/{id}/evaluations", get(get_evaluations))
         .route("/tools", post(create_tool).get(list_tools))
         .route("/tools/{id}", get(get_tool).delete(delete_tool))
-        .route("/stats", get(stats));
+        .route("/stats", get(stats))
+        .route("/stats/recovery", get(recovery_stats));
     Router::new()
         .nest("/api/v1", v1)
         .route("/health", get(health))
@@ -650,6 +651,18 @@ async fn delete_tool(
 async fn stats(State(st): State<AppState>) -> Result<Json<Value>, ApiError> {
     let (tasks, steps) = st.store.stats().await?;
     Ok(Json(json!({"tasks": tasks, "steps": steps})))
+}
+
+/// The four recovery-statistics views (docs/sql-reporting.md).
+async fn recovery_stats(State(st): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let mut out = serde_json::Map::new();
+    for view in crate::store::reports::ReportView::ALL {
+        out.insert(
+            view.name().into(),
+            Value::Array(st.store.report(view).await?),
+        );
+    }
+    Ok(Json(Value::Object(out)))
 }
 
 async fn health() -> Json<Value> {

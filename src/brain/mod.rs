@@ -319,3 +319,43 @@ pub fn from_settings(s: &crate::config::Settings) -> std::sync::Arc<dyn Brain> {
     }
     std::sync::Arc::new(rules::RulesBrain)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::DecisionKind;
+
+    /// `decisions.kind` CHECK lists exactly the decision kinds; the state-machine doc names the
+    /// decision statuses of the `decisions.status` CHECK.
+    #[test]
+    fn decision_kinds_match_the_schema_and_docs() {
+        let sql = include_str!("../../migrations/20261122000002_recovery.sql");
+        let flat: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        let kinds = [
+            DecisionKind::StepReflection,
+            DecisionKind::StepRepair,
+            DecisionKind::OverallReflection,
+            DecisionKind::Replan,
+            DecisionKind::Evaluation,
+        ];
+        let list = kinds
+            .iter()
+            .map(|k| format!("'{}'", k.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        assert!(
+            flat.contains(&format!("kind IN ({list})")),
+            "decisions.kind CHECK drifted"
+        );
+        for k in kinds {
+            assert_eq!(DecisionKind::parse(k.as_str()), Some(k));
+        }
+        let doc = include_str!("../../docs/state-machine.md");
+        for status in ["pending", "running", "done", "cancelled"] {
+            assert!(flat.contains(&format!("'{status}'")));
+            assert!(
+                doc.contains(&format!("`{status}`")),
+                "{status} missing from the doc"
+            );
+        }
+    }
+}

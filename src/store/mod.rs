@@ -13,6 +13,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 pub mod decisions;
+pub mod reports;
 pub mod steps;
 pub mod tasks;
 pub mod testing;
