@@ -118,7 +118,14 @@ fn free_port() -> Result<u16, DevPgError> {
 
 impl TempPostgres {
     /// initdb + start a server on a free loopback port; waits until it accepts connections.
+    /// Tuned for tests: `fsync=off`.
     pub fn start() -> Result<Self, DevPgError> {
+        Self::start_with(&[("fsync", "off"), ("full_page_writes", "off")])
+    }
+
+    /// Like [`TempPostgres::start`], with the given server settings (`-c name=value`); the
+    /// benchmark uses durable commits (`fsync=on`, `synchronous_commit=on`).
+    pub fn start_with(settings: &[(&str, &str)]) -> Result<Self, DevPgError> {
         let bindir = find_bindir()?;
         let ident = server_identity()?;
         let dir =
@@ -159,14 +166,15 @@ impl TempPostgres {
                 "-c",
                 "listen_addresses=127.0.0.1",
                 "-c",
-                "fsync=off",
-                "-c",
-                "full_page_writes=off",
-                "-c",
                 "max_connections=400",
                 "-c",
                 "log_min_messages=warning",
             ])
+            .args(
+                settings
+                    .iter()
+                    .flat_map(|(k, v)| ["-c".to_string(), format!("{k}={v}")]),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

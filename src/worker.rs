@@ -79,6 +79,62 @@ enum Held {
 /// Leases this worker holds, so a drain can release what did not finish.
 type InFlight = Arc<Mutex<HashMap<Uuid, Held>>>;
 
+type CompletionReply = tokio::sync::oneshot::Sender<Result<Option<ClaimedDecision>, StoreError>>;
+
+/// Collects successful steps and records them in batches: one transaction (one commit) for all
+/// the completions that arrived while the previous batch was being written.
+#[derive(Clone)]
+pub struct Completer {
+    tx: tokio::sync::mpsc::UnboundedSender<(StepSuccess, CompletionReply)>,
+}
+
+impl Completer {
+    pub const MAX_BATCH: usize = 64;
+
+    pub fn start(store: Store, lease_secs: f64) -> (Self, tokio::task::JoinHandle<()>) {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(StepSuccess, CompletionReply)>();
+        let handle = tokio::spawn(async move {
+            while let Some(first) = rx.recv().await {
+                let mut batch = vec![first];
+                while batch.len() < Self::MAX_BATCH {
+                    match rx.try_recv() {
+                        Ok(item) => batch.push(item),
+                        Err(_) => break,
+                    }
+                }
+                let (items, replies): (Vec<StepSuccess>, Vec<CompletionReply>) =
+                    batch.into_iter().unzip();
+                match store.complete_steps(&items, lease_secs).await {
+                    Ok(results) => {
+                        for (reply, r) in replies.into_iter().zip(results) {
+                            let _ = reply.send(r);
+                        }
+                    }
+                    Err(e) => {
+                        // the batch rolled back: record each step on its own (with retries)
+                        tracing::warn!(error = %e, size = items.len(), "batched completion failed; completing one by one");
+                        for (s, reply) in items.into_iter().zip(replies) {
+                            let r = with_retries(|| store.complete_step(&s, lease_secs)).await;
+                            let _ = reply.send(r);
+                        }
+                    }
+                }
+            }
+        });
+        (Self { tx }, handle)
+    }
+
+    /// Record a success; resolves when its batch is committed.
+    pub async fn complete(&self, s: StepSuccess) -> Result<Option<ClaimedDecision>, StoreError> {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        if self.tx.send((s, reply)).is_err() {
+            return Err(StoreError::Invalid("the completer has stopped".into()));
+        }
+        rx.await
+            .unwrap_or_else(|_| Err(StoreError::Invalid("the completer has stopped".into())))
+    }
+}
+
 /// Run a worker until `shutdown` is cancelled, then drain: no new claims; in-flight steps get
 /// `shutdown_grace` to finish, the rest are released without burning an attempt.
 pub async fn run(
@@ -113,6 +169,7 @@ pub async fn run(
     ));
 
     let runner = ToolRunner::new();
+    let (completer, completer_task) = Completer::start(store.clone(), cfg.lease.as_secs_f64());
     let sem = Arc::new(Semaphore::new(cfg.concurrency));
     let in_flight: InFlight = Arc::default();
     let mut running: JoinSet<()> = JoinSet::new();
@@ -174,15 +231,16 @@ pub async fn run(
                             .lock()
                             .expect("in-flight lock")
                             .insert(step.id, Held::Step(step.fence()));
-                        let (store, runner, in_flight, cfg) = (
+                        let (store, runner, in_flight, cfg, completer) = (
                             store.clone(),
                             runner.clone(),
                             in_flight.clone(),
                             cfg.clone(),
+                            completer.clone(),
                         );
                         running.spawn(async move {
                             let id = step.id;
-                            let next = execute(&store, &runner, &cfg, step).await;
+                            let next = execute(&store, &runner, &completer, &cfg, step).await;
                             in_flight.lock().expect("in-flight lock").remove(&id);
                             run_decisions(&store, &cfg, &in_flight, next).await;
                             drop(permit);
@@ -234,6 +292,8 @@ pub async fn run(
     }
     background.cancel();
     while helpers.join_next().await.is_some() {}
+    drop(completer);
+    let _ = completer_task.await;
     store.stop_worker(cfg.id).await?;
     tracing::info!(worker_id = %cfg.id, drained, "worker stopped");
     Ok(())
@@ -332,6 +392,7 @@ struct Ran {
 async fn execute(
     store: &Store,
     runner: &ToolRunner,
+    completer: &Completer,
     cfg: &WorkerConfig,
     step: ClaimedStep,
 ) -> Option<ClaimedDecision> {
@@ -347,9 +408,7 @@ async fn execute(
                 output: out.output,
                 output_params: out.output_params,
             };
-            with_retries(|| store.complete_step(&s, cfg.lease.as_secs_f64()))
-                .await
-                .map(|d| ("succeeded", d))
+            completer.complete(s).await.map(|d| ("succeeded", d))
         }
         Err(failure) => {
             let f = StepFailure {

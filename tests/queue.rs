@@ -246,3 +246,65 @@ async fn four_workers_claim_each_of_2000_steps_exactly_once() {
         w.stop().await;
     }
 }
+
+/// A batch of completions commits the live ones and skips the one whose lease was taken over.
+#[tokio::test]
+async fn a_completion_batch_skips_only_the_fenced_step() {
+    let db = fresh_db().await;
+    let store = &db.store;
+    let t = store
+        .submit_task(&task(json!([
+            {"id": "a", "tool": "echo"}, {"id": "b", "tool": "echo"}, {"id": "c", "tool": "echo"},
+            {"id": "d", "tool": "echo", "dependencies": ["a", "c"]}
+        ])))
+        .await
+        .unwrap();
+    let w = Uuid::now_v7();
+    let held = store.claim_steps(&claim(w, 10)).await.unwrap();
+    assert_eq!(held.len(), 3);
+    // b's lease is taken over
+    store.expire_lease(held[1].id).await.unwrap();
+    store.rescue_expired(10, POLICY).await.unwrap();
+    let items: Vec<StepSuccess> = held
+        .iter()
+        .map(|s| StepSuccess {
+            fence: s.fence(),
+            worker_id: w,
+            tool: "echo".into(),
+            parameters: json!({}),
+            output: json!({"from": s.step_key}),
+            output_params: serde_json::Map::from_iter([(s.step_key.clone(), json!(1))]),
+        })
+        .collect();
+    let results = store.complete_steps(&items, 30.0).await.unwrap();
+    assert!(matches!(results[0], Ok(None)));
+    assert!(matches!(results[1], Err(StoreError::Fenced)));
+    assert!(matches!(results[2], Ok(None)));
+    let steps = store.list_steps(t.task_id).await.unwrap();
+    let status: Vec<(&str, &str)> = steps
+        .iter()
+        .map(|s| (s.step_key.as_str(), s.status.as_str()))
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("a", "succeeded"),
+            ("b", "ready"),
+            ("c", "succeeded"),
+            ("d", "ready")
+        ]
+    );
+    let task = store.get_task(t.task_id).await.unwrap();
+    assert_eq!(
+        task.runtime_metadata,
+        json!({"a": 1, "c": 1}),
+        "only live steps' output params"
+    );
+    let attempts = store.list_attempts(t.task_id).await.unwrap();
+    let ok: Vec<&str> = attempts
+        .iter()
+        .filter(|a| a.status == "succeeded")
+        .map(|a| a.step_key.as_str())
+        .collect();
+    assert_eq!(ok, ["a", "c"]);
+}

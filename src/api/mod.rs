@@ -268,7 +268,7 @@ async fn get_task(
             "max_concurrent_steps": t.max_concurrent_steps,
         },
         "steps": {
-            "total": counts.values().sum::<i64>(),
+            "total": counts.values().sum::<i64>() - n("superseded"),
             "succeeded": n("succeeded"),
             "failed": n("failed"),
             "running": n("running"),

@@ -283,108 +283,31 @@ impl Store {
 
     /// Record a successful attempt; promote dependents whose dependencies are all done; when
     /// nothing of the plan is left, start its evaluation (returned, leased to this worker).
-    /// One transaction, fenced.
+    /// One transaction, fenced. (The one-item case of [`Store::complete_steps`].)
     pub async fn complete_step(
         &self,
         s: &StepSuccess,
         lease_secs: f64,
     ) -> Result<Option<ClaimedDecision>> {
+        self.complete_steps(std::slice::from_ref(s), lease_secs)
+            .await?
+            .pop()
+            .expect("one result per item")
+    }
+
+    /// Complete many steps in one transaction with a fixed number of statements, whatever the
+    /// batch size: lock their tasks (in id order, so concurrent batches cannot deadlock), mark
+    /// every step whose lease still holds `succeeded` (fenced `UPDATE … FROM unnest`), insert
+    /// their attempts, merge output params into runtime metadata, promote blocked steps whose
+    /// dependencies are all done, and start the evaluation of every task whose plan is done.
+    /// A step whose lease was taken over gets `Err(Fenced)` and changes nothing.
+    pub async fn complete_steps(
+        &self,
+        items: &[StepSuccess],
+        lease_secs: f64,
+    ) -> Result<Vec<Result<Option<ClaimedDecision>>>> {
         let mut tx = self.pool.begin().await?;
-        let r = async {
-            let task = lock_task_row(&mut tx, s.fence.task_id).await?;
-            let step = lock_running_step(&mut tx, &s.fence, false).await?;
-            let attempt = step.attempts + 1;
-            sqlx::query(
-                "UPDATE steps SET status = 'succeeded', output = $2, error = NULL, attempts = $3,
-                        lease_owner = NULL, lease_expires_at = NULL, finished_at = now(), updated_at = now()
-                 WHERE id = $1",
-            )
-            .bind(s.fence.step_id)
-            .bind(&s.output)
-            .bind(attempt)
-            .execute(&mut *tx)
-            .await?;
-            insert_attempt(
-                &mut tx,
-                &NewAttempt {
-                    fence: &s.fence,
-                    step: &step,
-                    attempt,
-                    tool: &s.tool,
-                    parameters: &s.parameters,
-                    succeeded: true,
-                    output: Some(&s.output),
-                    error: None,
-                    worker_id: Some(s.worker_id),
-                },
-            )
-            .await?;
-            let mut events = vec![NewEvent::new(
-                s.fence.task_id,
-                event_kind::STEP_COMPLETED,
-                json!({"step_id": step.step_key, "attempt": attempt, "tool": s.tool}),
-            )];
-            let mut next = None;
-            // a step of a replaced plan, or of a task that stopped running, only records its result
-            if task.status == "running" && step.plan_version == task.plan_version {
-                sqlx::query(
-                    "UPDATE tasks SET consecutive_failures = 0, runtime_metadata = runtime_metadata || $2,
-                            updated_at = now()
-                     WHERE id = $1",
-                )
-                .bind(s.fence.task_id)
-                .bind(Value::Object(s.output_params.clone()))
-                .execute(&mut *tx)
-                .await?;
-                let promoted: Vec<String> = sqlx::query_scalar(
-                    r#"
-                    UPDATE steps d SET status = 'ready', run_after = now(), updated_at = now()
-                    WHERE d.task_id = $1 AND d.plan_version = $2 AND d.status = 'blocked'
-                      AND $3 = ANY(d.dependencies)
-                      AND NOT EXISTS (
-                          SELECT 1 FROM steps p
-                          WHERE p.task_id = d.task_id AND p.plan_version = d.plan_version
-                            AND p.step_key = ANY(d.dependencies)
-                            AND p.status NOT IN ('succeeded', 'skipped', 'superseded'))
-                    RETURNING d.step_key
-                    "#,
-                )
-                .bind(s.fence.task_id)
-                .bind(step.plan_version)
-                .bind(&step.step_key)
-                .fetch_all(&mut *tx)
-                .await?;
-                let (open, ready): (i64, i64) = sqlx::query_as(
-                    "SELECT count(*) FILTER (WHERE status IN ('blocked', 'ready', 'running', 'failed')),
-                            count(*) FILTER (WHERE status = 'ready')
-                     FROM steps WHERE task_id = $1 AND plan_version = $2",
-                )
-                .bind(s.fence.task_id)
-                .bind(step.plan_version)
-                .fetch_one(&mut *tx)
-                .await?;
-                if !promoted.is_empty() {
-                    events[0].payload["promoted"] = json!(promoted);
-                }
-                if open == 0 {
-                    next = start_evaluation(
-                        &mut tx,
-                        task.id,
-                        Some(Lease {
-                            worker_id: s.worker_id,
-                            lease_secs,
-                        }),
-                    )
-                    .await?;
-                } else if ready > 0 {
-                    // promoted steps, or room freed under the task's concurrency cap
-                    notify_ready(&mut tx).await?;
-                }
-            }
-            append_events(&mut tx, &events).await?;
-            Ok(next)
-        }
-        .await;
+        let r = complete_batch(&mut tx, items, lease_secs).await;
         super::finish(tx, r).await
     }
 
@@ -492,6 +415,229 @@ impl Store {
         }
         Ok(rescued)
     }
+}
+
+#[derive(sqlx::FromRow)]
+struct DoneStep {
+    id: Uuid,
+    task_id: Uuid,
+    step_key: String,
+    plan_version: i32,
+    attempts: i32,
+    started_at: Option<DateTime<Utc>>,
+}
+
+async fn complete_batch(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    items: &[StepSuccess],
+    lease_secs: f64,
+) -> Result<Vec<Result<Option<ClaimedDecision>>>> {
+    let mut task_ids: Vec<Uuid> = items.iter().map(|s| s.fence.task_id).collect();
+    task_ids.sort();
+    task_ids.dedup();
+    let tasks: Vec<(Uuid, String, i32)> = sqlx::query_as(
+        "SELECT id, status, plan_version FROM tasks WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
+    )
+    .bind(&task_ids)
+    .fetch_all(&mut **tx)
+    .await?;
+    let task_state: HashMap<Uuid, (String, i32)> =
+        tasks.into_iter().map(|(id, st, v)| (id, (st, v))).collect();
+
+    let ids: Vec<Uuid> = items.iter().map(|s| s.fence.step_id).collect();
+    let task_of: Vec<Uuid> = items.iter().map(|s| s.fence.task_id).collect();
+    let tokens: Vec<i64> = items.iter().map(|s| s.fence.lease_token).collect();
+    let outputs: Vec<Value> = items.iter().map(|s| s.output.clone()).collect();
+    let done: Vec<DoneStep> = sqlx::query_as(
+        r#"
+        UPDATE steps s
+        SET status = 'succeeded', output = i.output, error = NULL, attempts = s.attempts + 1,
+            lease_owner = NULL, lease_expires_at = NULL, finished_at = now(), updated_at = now()
+        FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::jsonb[]) AS i(step_id, task_id, token, output)
+        WHERE s.id = i.step_id AND s.task_id = i.task_id AND s.lease_token = i.token AND s.status = 'running'
+        RETURNING s.id, s.task_id, s.step_key, s.plan_version, s.attempts, s.started_at
+        "#,
+    )
+    .bind(&ids)
+    .bind(&task_of)
+    .bind(&tokens)
+    .bind(&outputs)
+    .fetch_all(&mut **tx)
+    .await?;
+    let done_by_id: HashMap<Uuid, &DoneStep> = done.iter().map(|d| (d.id, d)).collect();
+    let done_items: Vec<(&StepSuccess, &DoneStep)> = items
+        .iter()
+        .filter_map(|s| done_by_id.get(&s.fence.step_id).map(|d| (s, *d)))
+        .collect();
+    if done_items.is_empty() {
+        return Ok(items.iter().map(|_| Err(StoreError::Fenced)).collect());
+    }
+
+    // attempts, one statement
+    sqlx::query(
+        r#"
+        INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, parameters,
+                              status, output, worker_id, started_at, finished_at)
+        SELECT a.task_id, a.step_id, a.step_key, a.plan_version, a.attempt, a.tool, a.parameters,
+               'succeeded', a.output, a.worker_id, coalesce(a.started_at, now()), now()
+        FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::text[], $7::jsonb[],
+                    $8::jsonb[], $9::uuid[], $10::timestamptz[])
+             AS a(task_id, step_id, step_key, plan_version, attempt, tool, parameters, output, worker_id, started_at)
+        "#,
+    )
+    .bind(done_items.iter().map(|(_, d)| d.task_id).collect::<Vec<_>>())
+    .bind(done_items.iter().map(|(_, d)| d.id).collect::<Vec<_>>())
+    .bind(done_items.iter().map(|(_, d)| d.step_key.clone()).collect::<Vec<_>>())
+    .bind(done_items.iter().map(|(_, d)| d.plan_version).collect::<Vec<_>>())
+    .bind(done_items.iter().map(|(_, d)| d.attempts).collect::<Vec<_>>())
+    .bind(done_items.iter().map(|(s, _)| s.tool.clone()).collect::<Vec<_>>())
+    .bind(done_items.iter().map(|(s, _)| s.parameters.clone()).collect::<Vec<_>>())
+    .bind(done_items.iter().map(|(s, _)| s.output.clone()).collect::<Vec<_>>())
+    .bind(done_items.iter().map(|(s, _)| s.worker_id).collect::<Vec<_>>())
+    .bind(done_items.iter().map(|(_, d)| d.started_at).collect::<Vec<_>>())
+    .execute(&mut **tx)
+    .await?;
+
+    let mut events: Vec<NewEvent> = done_items
+        .iter()
+        .map(|(s, d)| {
+            NewEvent::new(
+                d.task_id,
+                event_kind::STEP_COMPLETED,
+                json!({"step_id": d.step_key, "attempt": d.attempts, "tool": s.tool}),
+            )
+        })
+        .collect();
+
+    // Steps of a replaced plan, or of a task that stopped running, only record their result.
+    let mut active: Vec<(Uuid, i32)> = Vec::new();
+    let mut params: HashMap<Uuid, Map<String, Value>> = HashMap::new();
+    for (s, d) in &done_items {
+        let Some((status, version)) = task_state.get(&d.task_id) else {
+            continue;
+        };
+        if status == "running" && *version == d.plan_version {
+            if !active.iter().any(|(t, _)| *t == d.task_id) {
+                active.push((d.task_id, d.plan_version));
+            }
+            params
+                .entry(d.task_id)
+                .or_default()
+                .extend(s.output_params.clone());
+        }
+    }
+    let mut decisions: HashMap<Uuid, ClaimedDecision> = HashMap::new();
+    if !active.is_empty() {
+        let active_ids: Vec<Uuid> = active.iter().map(|(t, _)| *t).collect();
+        let active_versions: Vec<i32> = active.iter().map(|(_, v)| *v).collect();
+        sqlx::query(
+            "UPDATE tasks t SET consecutive_failures = 0, runtime_metadata = t.runtime_metadata || m.params,
+                    updated_at = now()
+             FROM unnest($1::uuid[], $2::jsonb[]) AS m(id, params)
+             WHERE t.id = m.id",
+        )
+        .bind(&active_ids)
+        .bind(
+            active_ids
+                .iter()
+                .map(|t| Value::Object(params.remove(t).unwrap_or_default()))
+                .collect::<Vec<_>>(),
+        )
+        .execute(&mut **tx)
+        .await?;
+        let promoted: Vec<(Uuid, String)> = sqlx::query_as(
+            r#"
+            UPDATE steps d SET status = 'ready', run_after = now(), updated_at = now()
+            FROM unnest($1::uuid[], $2::int[]) AS a(task_id, plan_version)
+            WHERE d.task_id = a.task_id AND d.plan_version = a.plan_version AND d.status = 'blocked'
+              AND NOT EXISTS (
+                  SELECT 1 FROM steps p
+                  WHERE p.task_id = d.task_id AND p.plan_version = d.plan_version
+                    AND p.step_key = ANY(d.dependencies)
+                    AND p.status NOT IN ('succeeded', 'skipped', 'superseded'))
+            RETURNING d.task_id, d.step_key
+            "#,
+        )
+        .bind(&active_ids)
+        .bind(&active_versions)
+        .fetch_all(&mut **tx)
+        .await?;
+        for (task_id, key) in &promoted {
+            if let Some(e) = events
+                .iter_mut()
+                .rev()
+                .find(|e| e.task_id == *task_id && e.kind == event_kind::STEP_COMPLETED)
+            {
+                let list = e.payload["promoted"].as_array_mut();
+                match list {
+                    Some(l) => l.push(json!(key)),
+                    None => e.payload["promoted"] = json!([key]),
+                }
+            }
+        }
+        let counts: Vec<(Uuid, i64, i64)> = sqlx::query_as(
+            r#"
+            SELECT s.task_id,
+                   count(*) FILTER (WHERE s.status IN ('blocked', 'ready', 'running', 'failed')),
+                   count(*) FILTER (WHERE s.status = 'ready')
+            FROM steps s JOIN unnest($1::uuid[], $2::int[]) AS a(task_id, plan_version)
+              ON s.task_id = a.task_id AND s.plan_version = a.plan_version
+            GROUP BY s.task_id
+            "#,
+        )
+        .bind(&active_ids)
+        .bind(&active_versions)
+        .fetch_all(&mut **tx)
+        .await?;
+        let mut any_ready = false;
+        for (task_id, open, ready) in counts {
+            any_ready |= ready > 0;
+            if open == 0 {
+                // the worker that finished the plan runs its evaluation
+                let worker_id = done_items
+                    .iter()
+                    .rev()
+                    .find(|(_, d)| d.task_id == task_id)
+                    .map(|(s, _)| s.worker_id)
+                    .expect("an active task has a completed step");
+                if let Some(d) = start_evaluation(
+                    tx,
+                    task_id,
+                    Some(Lease {
+                        worker_id,
+                        lease_secs,
+                    }),
+                )
+                .await?
+                {
+                    decisions.insert(task_id, d);
+                }
+            }
+        }
+        if any_ready {
+            // promoted steps, or room freed under a task's concurrency cap
+            notify_ready(tx).await?;
+        }
+    }
+    append_events(tx, &events).await?;
+
+    // one result per item; a task's evaluation goes to the last of its items in the batch
+    let mut out: Vec<Result<Option<ClaimedDecision>>> = Vec::with_capacity(items.len());
+    for (i, s) in items.iter().enumerate() {
+        if !done_by_id.contains_key(&s.fence.step_id) {
+            out.push(Err(StoreError::Fenced));
+            continue;
+        }
+        let last_of_task = !items[i + 1..].iter().any(|o| {
+            o.fence.task_id == s.fence.task_id && done_by_id.contains_key(&o.fence.step_id)
+        });
+        out.push(Ok(if last_of_task {
+            decisions.remove(&s.fence.task_id)
+        } else {
+            None
+        }));
+    }
+    Ok(out)
 }
 
 /// Lock the step row if it still carries this lease. `require_expired` adds the lease deadline

@@ -1,0 +1,628 @@
+//! `trellis-bench`: every scenario of BENCHMARKS.md on one PostgreSQL server with durable
+//! commits (`fsync=on`, `synchronous_commit=on`), ratios measured in the same run.
+//!
+//! `cargo run --release -p trellis-bench [-- --json] [-- --quick]`
+//! With `DATABASE_URL` set it uses that server (the role must be able to CREATE DATABASE);
+//! otherwise it starts a throwaway cluster from the local PostgreSQL binaries.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use trellis::config::Settings;
+use trellis::devpg::{TempPostgres, find_bindir};
+use trellis::model::PlanSpec;
+use trellis::store::Store;
+use trellis::store::tasks::{Limits, NewTask};
+use trellis::testkit::with_database;
+use trellis::worker::{self, WorkerConfig};
+use uuid::Uuid;
+
+struct Sizes {
+    /// Concurrency of each worker (Trellis and apalis alike) in the throughput scenarios.
+    concurrency: usize,
+    tasks: usize,
+    steps: usize,
+    workers: usize,
+    latency_samples: usize,
+    recovery_samples: usize,
+    history_tasks: i64,
+    pgbench_secs: u32,
+}
+
+#[derive(Debug, Clone)]
+struct Row {
+    figure: &'static str,
+    value: f64,
+    unit: &'static str,
+    target: &'static str,
+    met: bool,
+    detail: String,
+}
+
+struct Bench {
+    admin: String,
+    bindir: Option<PathBuf>,
+    sizes: Sizes,
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let idx = ((p / 100.0) * (v.len() - 1) as f64).round() as usize;
+    v[idx.min(v.len() - 1)]
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    percentile(&mut v, 50.0)
+}
+
+impl Bench {
+    async fn fresh(&self, name: &str) -> Result<(Store, String)> {
+        let db = format!("bench_{name}_{}", Uuid::new_v4().simple());
+        let admin = Store::connect(&self.admin, 2, Duration::from_secs(30)).await?;
+        admin.create_database(&db).await?;
+        admin.pool().close().await;
+        let url = with_database(&self.admin, &db);
+        let store = Store::connect(&url, 40, Duration::from_secs(30)).await?;
+        store.migrate().await?;
+        Ok((store, url))
+    }
+
+    fn limits(sequential: bool) -> Limits {
+        let mut l = Limits::from_settings(&Settings::default());
+        if sequential {
+            l.max_concurrent_steps = 1;
+        }
+        l
+    }
+
+    async fn submit(store: &Store, steps: Value, sequential: bool) -> Result<Uuid> {
+        let plan: PlanSpec = serde_json::from_value(json!({ "steps": steps }))?;
+        Ok(store
+            .submit_task(&NewTask {
+                description: "bench".into(),
+                metadata: json!({}),
+                context: json!({}),
+                priority: 0,
+                idempotency_key: None,
+                limits: Self::limits(sequential),
+                plan,
+            })
+            .await?
+            .task_id)
+    }
+
+    fn worker_cfg(tweak: impl FnOnce(&mut WorkerConfig)) -> WorkerConfig {
+        let mut s = Settings::default();
+        s.worker.poll_ms = std::env::var("BENCH_POLL_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200);
+        let mut cfg = WorkerConfig::from_settings(&s);
+        tweak(&mut cfg);
+        cfg
+    }
+
+    /// Start `n` in-process workers, each with its own connection pool.
+    async fn workers(
+        &self,
+        url: &str,
+        n: usize,
+        tweak: impl Fn(&mut WorkerConfig),
+    ) -> Result<Workers> {
+        let stop = CancellationToken::new();
+        let mut handles = Vec::new();
+        for _ in 0..n {
+            let store = Store::connect(url, 40, Duration::from_secs(30)).await?;
+            let cfg = Self::worker_cfg(&tweak);
+            handles.push(tokio::spawn(worker::run(store, cfg, stop.clone())));
+        }
+        Ok(Workers { stop, handles })
+    }
+
+    async fn wait_succeeded(store: &Store, n: i64, limit: Duration) -> Result<Duration> {
+        let start = Instant::now();
+        loop {
+            if store.count_tasks("succeeded").await? >= n {
+                return Ok(start.elapsed());
+            }
+            if start.elapsed() > limit {
+                bail!("timed out waiting for {n} tasks to succeed");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    async fn enqueue_echo(&self, store: &Store) -> Result<()> {
+        for _ in 0..self.sizes.tasks {
+            let steps: Vec<Value> = (1..=self.sizes.steps)
+                .map(|i| json!({"id": format!("s{i}"), "tool": "echo", "parameters": {"i": i}}))
+                .collect();
+            Self::submit(store, Value::Array(steps), false).await?;
+        }
+        Ok(())
+    }
+
+    /// Scenario 1 (and 6): enqueue N × M echo steps, then start W workers; steps/s until done.
+    async fn throughput(&self, store: &Store, url: &str) -> Result<f64> {
+        self.enqueue_echo(store).await?;
+        let before = store.count_tasks("succeeded").await?;
+        let c = self.sizes.concurrency;
+        let w = self
+            .workers(url, self.sizes.workers, |cfg| {
+                cfg.concurrency = c;
+                cfg.claim_batch = c;
+            })
+            .await?;
+        let elapsed = Self::wait_succeeded(
+            store,
+            before + self.sizes.tasks as i64,
+            Duration::from_secs(300),
+        )
+        .await?;
+        w.stop().await;
+        Ok((self.sizes.tasks * self.sizes.steps) as f64 / elapsed.as_secs_f64())
+    }
+
+    fn pgbench(&self, url: &str) -> Result<f64> {
+        let bin = self
+            .bindir
+            .as_ref()
+            .map(|d| d.join("pgbench"))
+            .unwrap_or_else(|| PathBuf::from("pgbench"));
+        let init = Command::new(&bin)
+            .args(["-i", "-q", "-s", "1", url])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .context("running pgbench -i")?;
+        if !init.status.success() {
+            bail!(
+                "pgbench -i failed: {}",
+                String::from_utf8_lossy(&init.stderr)
+            );
+        }
+        let run = Command::new(&bin)
+            .args([
+                "-N",
+                "-c",
+                "8",
+                "-j",
+                "2",
+                "-n",
+                "-T",
+                &self.sizes.pgbench_secs.to_string(),
+                url,
+            ])
+            .output()
+            .context("running pgbench -N")?;
+        let out = String::from_utf8_lossy(&run.stdout);
+        out.lines()
+            .find_map(|l| {
+                l.strip_prefix("tps = ")
+                    .and_then(|r| r.split_whitespace().next())
+                    .and_then(|n| n.parse::<f64>().ok())
+            })
+            .with_context(|| format!("no tps in pgbench output: {out}"))
+    }
+
+    /// Scenario 2: apalis-postgres burning the same number of no-op jobs, same workers.
+    async fn apalis(&self, url: &str) -> Result<f64> {
+        use apalis::prelude::*;
+        use apalis_postgres::{PgPool, PostgresStorage};
+        use futures::StreamExt;
+
+        let store = Store::connect(url, 4, Duration::from_secs(30)).await?;
+        let pool = PgPool::connect(url).await?;
+        PostgresStorage::setup(&pool).await?;
+        let total = self.sizes.tasks * self.sizes.steps;
+        let mut backend = PostgresStorage::new(&pool);
+        let mut items = futures::stream::iter(0..total as u64).map(|i| TaskBuilder::new(i).build());
+        backend.push_all(&mut items).await?;
+
+        async fn noop(_job: u64) -> Result<(), BoxDynError> {
+            Ok(())
+        }
+        let stop = CancellationToken::new();
+        let start = Instant::now();
+        let mut runs = Vec::new();
+        for i in 0..self.sizes.workers {
+            let pool = PgPool::connect(url).await?;
+            let backend = PostgresStorage::new(&pool);
+            let worker = WorkerBuilder::new(format!("bench-{i}"))
+                .backend(backend)
+                .concurrency(self.sizes.concurrency)
+                .build(noop);
+            let stop = stop.clone();
+            runs.push(async move {
+                let _ = worker
+                    .run_until(async move {
+                        stop.cancelled().await;
+                        Ok::<(), std::io::Error>(())
+                    })
+                    .await;
+            });
+        }
+        // the workers run inside this task (apalis's worker future is not Send-friendly for
+        // tokio::spawn); the watcher ends the race
+        let watch = async {
+            loop {
+                if store.apalis_done().await? >= total as i64 {
+                    return Ok::<Duration, anyhow::Error>(start.elapsed());
+                }
+                if start.elapsed() > Duration::from_secs(300) {
+                    bail!("apalis-postgres did not finish {total} jobs in 300 s");
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        let all = futures::future::join_all(runs);
+        tokio::pin!(all);
+        let elapsed = tokio::select! {
+            r = watch => r?,
+            _ = &mut all => bail!("apalis workers stopped early"),
+        };
+        stop.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(10), all).await;
+        Ok(total as f64 / elapsed.as_secs_f64())
+    }
+
+    /// Scenario 3: idle worker; one-step tasks one at a time; submit → step started.
+    async fn latency(&self) -> Result<(f64, f64)> {
+        let (store, url) = self.fresh("latency").await?;
+        let w = self.workers(&url, 1, |_| {}).await?;
+        tokio::time::sleep(Duration::from_millis(300)).await; // let the worker go idle
+        for i in 0..self.sizes.latency_samples {
+            Self::submit(
+                &store,
+                json!([{"id": "s1", "tool": "echo", "parameters": {"i": i}}]),
+                false,
+            )
+            .await?;
+            Self::wait_succeeded(&store, i as i64 + 1, Duration::from_secs(30)).await?;
+        }
+        w.stop().await;
+        let mut l = store.start_latencies_ms().await?;
+        Ok((percentile(&mut l, 50.0), percentile(&mut l, 99.0)))
+    }
+
+    /// Scenario 4: 5 independent 100 ms steps, then 5 depending on them; parallel vs sequential.
+    async fn dag(&self) -> Result<(f64, f64)> {
+        let (store, url) = self.fresh("dag").await?;
+        let w = self.workers(&url, 1, |_| {}).await?;
+        let mut steps: Vec<Value> = (1..=5)
+            .map(|i| json!({"id": format!("a{i}"), "tool": "sleep", "parameters": {"ms": 100}}))
+            .collect();
+        let firsts: Vec<String> = (1..=5).map(|i| format!("a{i}")).collect();
+        steps.extend((1..=5).map(|i| json!({"id": format!("b{i}"), "tool": "sleep", "dependencies": firsts, "parameters": {"ms": 100}})));
+        let mut done = 0;
+        for sequential in [false, true, false, true, false, true] {
+            Self::submit(&store, Value::Array(steps.clone()), sequential).await?;
+            done += 1;
+            Self::wait_succeeded(&store, done, Duration::from_secs(60)).await?;
+        }
+        w.stop().await;
+        let d = store.task_durations_ms().await?;
+        let par = median(d.iter().step_by(2).copied().collect());
+        let seq = median(d.iter().skip(1).step_by(2).copied().collect());
+        Ok((par, seq))
+    }
+
+    /// Scenario 5: a step failing once with a retryable error, no backoff: failure → retry start.
+    async fn recovery(&self) -> Result<f64> {
+        let (store, url) = self.fresh("recovery").await?;
+        let w = self
+            .workers(&url, 1, |c| {
+                c.policy.backoff.base_ms = 0;
+                c.policy.backoff.max_ms = 0;
+            })
+            .await?;
+        for i in 0..self.sizes.recovery_samples {
+            Self::submit(
+                &store,
+                json!([{"id": "s1", "tool": "flaky", "parameters": {"fail_times": 1}}]),
+                false,
+            )
+            .await?;
+            Self::wait_succeeded(&store, i as i64 + 1, Duration::from_secs(30)).await?;
+        }
+        w.stop().await;
+        Ok(median(store.retry_gaps_ms().await?))
+    }
+
+    /// Scenario 7: peak RSS of a worker process running 64 concurrent sleep steps.
+    async fn memory(&self) -> Result<f64> {
+        let (store, url) = self.fresh("memory").await?;
+        let exe = std::env::current_exe()?;
+        let mut child = Command::new(exe)
+            .args(["--as-worker", &url, "64"])
+            .stdin(Stdio::null())
+            .spawn()
+            .context("starting the worker child")?;
+        for _ in 0..8 {
+            let steps: Vec<Value> = (1..=8)
+                .map(
+                    |i| json!({"id": format!("s{i}"), "tool": "sleep", "parameters": {"ms": 1500}}),
+                )
+                .collect();
+            Self::submit(&store, Value::Array(steps), false).await?;
+        }
+        Self::wait_succeeded(&store, 8, Duration::from_secs(60)).await?;
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()))?;
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let _ = child.wait();
+        let kb: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .context("no VmHWM in /proc status")?;
+        Ok(kb / 1024.0)
+    }
+}
+
+struct Workers {
+    stop: CancellationToken,
+    handles: Vec<tokio::task::JoinHandle<Result<(), trellis::store::StoreError>>>,
+}
+
+impl Workers {
+    async fn stop(self) {
+        self.stop.cancel();
+        for h in self.handles {
+            let _ = h.await;
+        }
+    }
+}
+
+async fn as_worker(url: &str, concurrency: usize) -> Result<()> {
+    let store = Store::connect(url, 20, Duration::from_secs(30)).await?;
+    let cfg = Bench::worker_cfg(|c| {
+        c.concurrency = concurrency;
+        c.claim_batch = concurrency;
+    });
+    let stop = CancellationToken::new();
+    let s = stop.clone();
+    tokio::spawn(async move {
+        trellis::shutdown_signal().await;
+        s.cancel();
+    });
+    worker::run(store, cfg, stop).await?;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--as-worker") {
+        let url = args.get(1).context("--as-worker URL CONCURRENCY")?;
+        let n = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(64);
+        return as_worker(url, n).await;
+    }
+    let json_out = args.iter().any(|a| a == "--json");
+    let quick = args.iter().any(|a| a == "--quick");
+    let sizes = if quick {
+        Sizes {
+            concurrency: env_usize("BENCH_CONCURRENCY", 32),
+            tasks: 50,
+            steps: 10,
+            workers: 2,
+            latency_samples: 50,
+            recovery_samples: 20,
+            history_tasks: 10_000,
+            pgbench_secs: 5,
+        }
+    } else {
+        Sizes {
+            concurrency: env_usize("BENCH_CONCURRENCY", 32),
+            tasks: 400,
+            steps: 10,
+            workers: 2,
+            latency_samples: 200,
+            recovery_samples: 50,
+            history_tasks: 100_000,
+            pgbench_secs: 10,
+        }
+    };
+    trellis::init_tracing();
+    let mut _cluster = None;
+    let admin = match std::env::var("DATABASE_URL") {
+        Ok(u) if !u.is_empty() => u,
+        _ => {
+            eprintln!("starting a throwaway PostgreSQL (fsync=on, synchronous_commit=on)…");
+            let pg = tokio::task::spawn_blocking(|| {
+                TempPostgres::start_with(&[
+                    ("fsync", "on"),
+                    ("synchronous_commit", "on"),
+                    ("shared_buffers", "256MB"),
+                    ("shared_preload_libraries", "pg_stat_statements"),
+                ])
+            })
+            .await??;
+            let url = pg.url();
+            _cluster = Some(pg);
+            url
+        }
+    };
+    let b = Bench {
+        admin,
+        bindir: find_bindir().ok(),
+        sizes,
+    };
+    if args.iter().any(|a| a == "--profile") {
+        // scenario 1 only, then the statements that took the database's time
+        let (store, url) = b.fresh("profile").await?;
+        store.enable_statement_stats().await?;
+        let tput = b.throughput(&store, &url).await?;
+        println!(
+            "{tput:.0} steps/s for {} steps",
+            b.sizes.tasks * b.sizes.steps
+        );
+        for (calls, total_ms, query) in store.statement_stats(25).await? {
+            println!(
+                "{calls:>8} calls {total_ms:>10.1} ms  {}",
+                query
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .chars()
+                    .take(150)
+                    .collect::<String>()
+            );
+        }
+        return Ok(());
+    }
+    let s = &b.sizes;
+    let mut rows = Vec::new();
+    let total_steps = s.tasks * s.steps;
+
+    eprintln!(
+        "[1/7] throughput: {} tasks × {} echo steps, {} workers × {}…",
+        s.tasks, s.steps, s.workers, s.concurrency
+    );
+    let (store1, url1) = b.fresh("throughput").await?;
+    let tput = b.throughput(&store1, &url1).await?;
+    eprintln!("      pgbench -N -c 8 for {} s…", s.pgbench_secs);
+    let (_, pgb_url) = b.fresh("pgbench").await?;
+    let ceiling = b.pgbench(&pgb_url)?;
+    rows.push(Row {
+        figure: "no-op steps/s ÷ pgbench -N ceiling (2 workers)",
+        value: tput / ceiling,
+        unit: "×",
+        target: "≥ 1.5",
+        met: tput / ceiling >= 1.5,
+        detail: format!("{tput:.0} steps/s vs {ceiling:.0} TPS"),
+    });
+
+    eprintln!(
+        "[2/7] apalis-postgres: {total_steps} no-op jobs, {} workers × {}…",
+        s.workers, s.concurrency
+    );
+    let (_, apalis_url) = b.fresh("apalis").await?;
+    let peer = b.apalis(&apalis_url).await?;
+    rows.push(Row {
+        figure: "Trellis ÷ apalis-postgres no-op throughput",
+        value: tput / peer,
+        unit: "×",
+        target: "≥ 3",
+        met: tput / peer >= 3.0,
+        detail: format!("{tput:.0} steps/s vs {peer:.0} jobs/s"),
+    });
+
+    eprintln!(
+        "[3/7] latency: {} one-step tasks, idle worker…",
+        s.latency_samples
+    );
+    let (p50, p99) = b.latency().await?;
+    rows.push(Row {
+        figure: "submit → start latency p50, idle",
+        value: p50,
+        unit: "ms",
+        target: "≤ 5",
+        met: p50 <= 5.0,
+        detail: String::new(),
+    });
+    rows.push(Row {
+        figure: "submit → start latency p99, idle",
+        value: p99,
+        unit: "ms",
+        target: "≤ 25",
+        met: p99 <= 25.0,
+        detail: String::new(),
+    });
+
+    eprintln!("[4/7] DAG: 5 + 5 steps of 100 ms, parallel vs sequential…");
+    let (par, seq) = b.dag().await?;
+    rows.push(Row {
+        figure: "DAG parallel speedup (scenario 4)",
+        value: seq / par,
+        unit: "×",
+        target: "≥ 4.5",
+        met: seq / par >= 4.5,
+        detail: format!("parallel {par:.0} ms, sequential {seq:.0} ms"),
+    });
+
+    eprintln!(
+        "[5/7] recovery overhead: {} steps failing once…",
+        s.recovery_samples
+    );
+    let gap = b.recovery().await?;
+    rows.push(Row {
+        figure: "recovery overhead p50 (failure → retry started)",
+        value: gap,
+        unit: "ms",
+        target: "≤ 10",
+        met: gap <= 10.0,
+        detail: "through step reflection (rules brain), tier 1".into(),
+    });
+
+    eprintln!(
+        "[6/7] history: loading {} finished steps…",
+        s.history_tasks * 10
+    );
+    let (store6, url6) = b.fresh("history").await?;
+    let load = Instant::now();
+    store6.load_history(s.history_tasks, 10).await?;
+    let loaded = store6.count_all_steps().await?;
+    eprintln!(
+        "      loaded {loaded} steps in {:.0} s; throughput again…",
+        load.elapsed().as_secs_f64()
+    );
+    let tput_hist = b.throughput(&store6, &url6).await?;
+    rows.push(Row {
+        figure: "throughput after 1M finished steps ÷ empty",
+        value: tput_hist / tput,
+        unit: "×",
+        target: "≥ 0.8",
+        met: tput_hist / tput >= 0.8,
+        detail: format!("{tput_hist:.0} vs {tput:.0} steps/s, {loaded} steps in the table"),
+    });
+
+    eprintln!("[7/7] memory: worker process with 64 concurrent sleep steps…");
+    let rss = b.memory().await?;
+    rows.push(Row {
+        figure: "worker peak RSS at 64 concurrent steps",
+        value: rss,
+        unit: "MB",
+        target: "≤ 60",
+        met: rss <= 60.0,
+        detail: String::new(),
+    });
+
+    if json_out {
+        let v: Vec<Value> = rows
+            .iter()
+            .map(|r| json!({"figure": r.figure, "value": r.value, "unit": r.unit, "target": r.target, "met": r.met, "detail": r.detail}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("| figure | measured | target | met | detail |");
+        println!("|---|---|---|---|---|");
+        for r in &rows {
+            println!(
+                "| {} | {:.2} {} | {} | {} | {} |",
+                r.figure,
+                r.value,
+                r.unit,
+                r.target,
+                if r.met { "yes" } else { "no" },
+                r.detail
+            );
+        }
+    }
+    Ok(())
+}

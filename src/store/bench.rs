@@ -1,0 +1,132 @@
+//! Statements the benchmark (`bench/`) uses to measure from the database's own clock, to
+//! preload history, and to watch the apalis-postgres peer it is compared against.
+
+use super::{Result, Store};
+
+impl Store {
+    /// Submit → first attempt started, per task, in milliseconds (database clock).
+    pub async fn start_latencies_ms(&self) -> Result<Vec<f64>> {
+        Ok(sqlx::query_scalar(
+            "SELECT (extract(epoch FROM (min(a.started_at) - t.created_at)) * 1000)::float8
+             FROM tasks t JOIN attempts a ON a.task_id = t.id GROUP BY t.id, t.created_at",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Failed attempt finished → next attempt of the same step started, in milliseconds.
+    pub async fn retry_gaps_ms(&self) -> Result<Vec<f64>> {
+        Ok(sqlx::query_scalar(
+            "SELECT (extract(epoch FROM (n.started_at - f.finished_at)) * 1000)::float8
+             FROM attempts f
+             JOIN attempts n ON n.task_id = f.task_id AND n.step_key = f.step_key AND n.attempt = f.attempt + 1
+             WHERE f.status = 'failed'",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Created → finished, per finished task, in milliseconds.
+    pub async fn task_durations_ms(&self) -> Result<Vec<f64>> {
+        Ok(sqlx::query_scalar(
+            "SELECT (extract(epoch FROM (finished_at - created_at)) * 1000)::float8
+             FROM tasks WHERE finished_at IS NOT NULL ORDER BY created_at",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Preload finished history: `tasks` succeeded tasks of `steps_per_task` echo steps each,
+    /// with their plans, attempts and events, as a long-running deployment would hold.
+    pub async fn load_history(&self, tasks: i64, steps_per_task: i64) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO tasks (id, description, status, plan_version, max_step_retries,
+                 max_single_step_repairs, max_task_replans, max_consecutive_failures,
+                 max_reflection_rounds, max_concurrent_steps, final_score, event_seq,
+                 created_at, updated_at, finished_at)
+             SELECT gen_random_uuid(), 'history ' || i, 'succeeded', 1, 3, 1, 1, 3, 5, 8, 100, 2,
+                    now() - interval '1 day', now() - interval '1 day', now() - interval '1 day'
+             FROM generate_series(1, $1) AS i",
+        )
+        .bind(tasks)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO plans (task_id, version, origin, steps)
+             SELECT id, 1, 'initial', '[]'::jsonb FROM tasks WHERE status = 'succeeded'",
+        )
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO steps (id, task_id, plan_version, step_key, position, tool, status, attempts,
+                                output, finished_at, created_at, updated_at)
+             SELECT gen_random_uuid(), t.id, 1, 's' || k, k, 'echo', 'succeeded', 1, '{}'::jsonb,
+                    t.finished_at, t.created_at, t.finished_at
+             FROM tasks t CROSS JOIN generate_series(1, $1) AS k
+             WHERE t.status = 'succeeded'",
+        )
+        .bind(steps_per_task)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, status,
+                                   output, started_at, finished_at)
+             SELECT task_id, id, step_key, 1, 1, 'echo', 'succeeded', '{}'::jsonb, finished_at, finished_at
+             FROM steps WHERE status = 'succeeded'",
+        )
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO events (task_id, seq, kind, payload, at)
+             SELECT id, s, CASE s WHEN 1 THEN 'task_submitted' ELSE 'task_succeeded' END, '{}'::jsonb, finished_at
+             FROM tasks CROSS JOIN generate_series(1, 2) AS s WHERE status = 'succeeded'",
+        )
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        sqlx::query("ANALYZE").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Steps in the tables (any status).
+    pub async fn count_all_steps(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar("SELECT count(*) FROM steps")
+            .fetch_one(&self.pool)
+            .await?)
+    }
+
+    /// Jobs apalis-postgres has finished (the benchmark's peer; its own schema).
+    pub async fn apalis_done(&self) -> Result<i64> {
+        Ok(
+            sqlx::query_scalar("SELECT count(*) FROM apalis.jobs WHERE status = 'Done'")
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+}
+
+impl Store {
+    /// Reset `pg_stat_statements` (the server must preload it); for `trellis-bench --profile`.
+    pub async fn enable_statement_stats(&self) -> Result<()> {
+        sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            .execute(&self.pool)
+            .await?;
+        sqlx::query("SELECT pg_stat_statements_reset()")
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The statements that took the most time: (calls, total ms, text).
+    pub async fn statement_stats(&self, limit: i64) -> Result<Vec<(i64, f64, String)>> {
+        Ok(sqlx::query_as(
+            "SELECT calls, total_exec_time, query FROM pg_stat_statements
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+             ORDER BY calls DESC LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+}
