@@ -133,10 +133,16 @@ impl Bench {
         Ok(Workers { stop, handles })
     }
 
+    /// Wait until no task is unfinished and `n` have succeeded in all (checks the cheap
+    /// unfinished count first: the succeeded count grows with history).
     async fn wait_succeeded(store: &Store, n: i64, limit: Duration) -> Result<Duration> {
         let start = Instant::now();
         loop {
-            if store.count_tasks("succeeded").await? >= n {
+            if store.count_unfinished_tasks().await? == 0 {
+                let ok = store.count_tasks("succeeded").await?;
+                if ok < n {
+                    bail!("only {ok} of {n} tasks succeeded");
+                }
                 return Ok(start.elapsed());
             }
             if start.elapsed() > limit {
@@ -466,6 +472,10 @@ async fn main() -> Result<()> {
     if args.iter().any(|a| a == "--profile") {
         // scenario 1 only, then the statements that took the database's time
         let (store, url) = b.fresh("profile").await?;
+        let history = env_usize("BENCH_HISTORY_TASKS", 0) as i64;
+        if history > 0 {
+            store.load_history(history, 10).await?;
+        }
         store.enable_statement_stats().await?;
         let tput = b.throughput(&store, &url).await?;
         println!(

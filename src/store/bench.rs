@@ -123,10 +123,23 @@ impl Store {
         Ok(sqlx::query_as(
             "SELECT calls, total_exec_time, query FROM pg_stat_statements
              WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-             ORDER BY calls DESC LIMIT $1",
+             ORDER BY total_exec_time DESC LIMIT $1",
         )
         .bind(limit)
         .fetch_all(&self.pool)
+        .await?)
+    }
+}
+
+impl Store {
+    /// Tasks not yet in a terminal or stopped state (bounded by the status index, however much
+    /// history the table holds).
+    pub async fn count_unfinished_tasks(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar(
+            "SELECT count(*) FROM tasks
+             WHERE status IN ('pending', 'planning', 'running', 'reflecting', 'replanning', 'evaluating')",
+        )
+        .fetch_one(&self.pool)
         .await?)
     }
 }

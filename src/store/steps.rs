@@ -135,7 +135,10 @@ impl Store {
             r#"
             SELECT t.id FROM tasks t
             WHERE t.status = 'running'
-              AND t.id IN (SELECT s.task_id FROM steps s WHERE s.status = 'ready' AND s.run_after <= now())
+              -- correlated probes with LIMIT 1 stay index lookups per task (a semi-join here
+              -- degenerates into rescanning every ready step for every running task)
+              AND (SELECT true FROM steps s
+                   WHERE s.task_id = t.id AND s.status = 'ready' AND s.run_after <= now() LIMIT 1)
               AND t.max_concurrent_steps
                   > (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running')
             ORDER BY t.priority DESC, t.created_at, t.id
@@ -170,7 +173,7 @@ impl Store {
             )
             UPDATE steps s
             SET status = 'running', lease_owner = $3, lease_token = s.lease_token + 1,
-                lease_expires_at = now() + make_interval(secs => $4), started_at = now(), updated_at = now()
+                lease_expires_at = now() + make_interval(secs => $4), started_at = clock_timestamp(), updated_at = now()
             FROM picked
             WHERE s.id = picked.id AND s.status = 'ready'
             RETURNING s.id, s.task_id, s.plan_version, s.step_key, coalesce(s.tool_override, s.tool) AS tool,
@@ -452,7 +455,7 @@ async fn complete_batch(
         r#"
         UPDATE steps s
         SET status = 'succeeded', output = i.output, error = NULL, attempts = s.attempts + 1,
-            lease_owner = NULL, lease_expires_at = NULL, finished_at = now(), updated_at = now()
+            lease_owner = NULL, lease_expires_at = NULL, finished_at = clock_timestamp(), updated_at = now()
         FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::jsonb[]) AS i(step_id, task_id, token, output)
         WHERE s.id = i.step_id AND s.task_id = i.task_id AND s.lease_token = i.token AND s.status = 'running'
         RETURNING s.id, s.task_id, s.step_key, s.plan_version, s.attempts, s.started_at
@@ -479,7 +482,7 @@ async fn complete_batch(
         INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, parameters,
                               status, output, worker_id, started_at, finished_at)
         SELECT a.task_id, a.step_id, a.step_key, a.plan_version, a.attempt, a.tool, a.parameters,
-               'succeeded', a.output, a.worker_id, coalesce(a.started_at, now()), now()
+               'succeeded', a.output, a.worker_id, coalesce(a.started_at, now()), clock_timestamp()
         FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::text[], $7::jsonb[],
                     $8::jsonb[], $9::uuid[], $10::timestamptz[])
              AS a(task_id, step_id, step_key, plan_version, attempt, tool, parameters, output, worker_id, started_at)
@@ -683,7 +686,7 @@ async fn insert_attempt(
     Ok(sqlx::query_scalar(
         "INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, parameters,
                                status, output, error, error_category, worker_id, started_at, finished_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()), now())
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()), clock_timestamp())
          RETURNING id",
     )
     .bind(a.fence.task_id)
