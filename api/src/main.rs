@@ -1,8 +1,6 @@
 //! `trellis-api`: the HTTP API. `--dev` starts a throwaway PostgreSQL when `DATABASE_URL` is not
 //! set and runs an in-process worker too.
 
-use std::time::Duration;
-
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 use trellis::api::{AppState, app};
@@ -41,18 +39,9 @@ async fn main() -> anyhow::Result<()> {
         settings.database.url = Some(pg.url());
         _dev_pg = Some(pg);
     }
-    let url = settings
-        .database_url()
-        .context("configuration")?
-        .to_string();
-    let store = Store::connect(
-        &url,
-        settings.database.max_connections,
-        Duration::from_secs(settings.database.acquire_timeout_secs),
-    )
-    .await
-    .context("connecting to PostgreSQL")?;
-    store.migrate().await.context("applying migrations")?;
+    let store = Store::open(&settings)
+        .await
+        .context("connecting to PostgreSQL and applying migrations")?;
 
     let addr = format!("{}:{}", settings.server.host, settings.server.port);
     let listener = tokio::net::TcpListener::bind(&addr)

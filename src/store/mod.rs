@@ -67,6 +67,22 @@ impl Store {
         Ok(Self { pool })
     }
 
+    /// Connect with the configured URL and pool settings, then apply migrations: what both
+    /// binaries do at start.
+    pub async fn open(settings: &crate::config::Settings) -> Result<Self> {
+        let url = settings
+            .database_url()
+            .map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let store = Self::connect(
+            url,
+            settings.database.max_connections,
+            Duration::from_secs(settings.database.acquire_timeout_secs),
+        )
+        .await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
     pub fn from_pool(pool: PgPool) -> Self {
         Self { pool }
     }

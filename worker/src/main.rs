@@ -2,8 +2,6 @@
 //! SIGTERM/SIGINT drain it: no new claims, in-flight steps finish within the grace period or are
 //! released without burning an attempt.
 
-use std::time::Duration;
-
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 use trellis::config::Settings;
@@ -23,18 +21,9 @@ async fn main() -> anyhow::Result<()> {
     }
     trellis::init_tracing();
     let settings = Settings::load().context("loading configuration")?;
-    let url = settings
-        .database_url()
-        .context("configuration")?
-        .to_string();
-    let store = Store::connect(
-        &url,
-        settings.database.max_connections,
-        Duration::from_secs(settings.database.acquire_timeout_secs),
-    )
-    .await
-    .context("connecting to PostgreSQL")?;
-    store.migrate().await.context("applying migrations")?;
+    let store = Store::open(&settings)
+        .await
+        .context("connecting to PostgreSQL and applying migrations")?;
 
     let cfg = WorkerConfig::from_settings(&settings);
     println!("worker {} started", cfg.id);
