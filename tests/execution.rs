@@ -410,3 +410,83 @@ async fn cancel_while_running_starts_nothing_more() {
     assert_eq!(attempts.as_array().unwrap().len(), 1, "b never ran");
     worker.stop().await;
 }
+
+fn parse_sse(body: &str) -> Vec<(i64, String, Value)> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let mut id = None;
+            let mut event = None;
+            let mut data = None;
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id: ") {
+                    id = v.parse::<i64>().ok();
+                } else if let Some(v) = line.strip_prefix("event: ") {
+                    event = Some(v.to_string());
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    data = serde_json::from_str::<Value>(v).ok();
+                }
+            }
+            Some((id?, event?, data?))
+        })
+        .collect()
+}
+
+/// `Accept: text/event-stream` streams the events live (id = seq, event = kind) and ends once the
+/// task is finished; `Last-Event-ID` resumes after a given sequence number.
+#[tokio::test]
+async fn events_stream_live_over_sse_and_resume() {
+    let app = spawn_app().await;
+    let worker = app.worker(|_| {});
+    let id = app
+        .submit(json!({"description": "sse", "plan": {"steps": [
+            {"id": "a", "tool": "sleep", "parameters": {"ms": 200}},
+            {"id": "b", "tool": "echo", "dependencies": ["a"]}]}}))
+        .await;
+    // opened while the task runs; the body ends by itself when the task is finished
+    let r = app
+        .http
+        .get(app.url(&format!("/api/v1/tasks/{id}/events")))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let live = parse_sse(&r.text().await.unwrap());
+    let kinds: Vec<&str> = live.iter().map(|(_, k, _)| k.as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"task_submitted"));
+    assert_eq!(kinds.last(), Some(&"task_succeeded"));
+    let ids: Vec<i64> = live.iter().map(|(i, _, _)| *i).collect();
+    assert_eq!(ids, (1..=ids.len() as i64).collect::<Vec<_>>());
+    assert_eq!(live[0].2["kind"], "task_submitted");
+    // the same events as the JSON list
+    let (_, list) = app.get(&format!("/api/v1/tasks/{id}/events")).await;
+    assert_eq!(list.as_array().unwrap().len(), live.len());
+
+    let r = app
+        .http
+        .get(app.url(&format!("/api/v1/tasks/{id}/events")))
+        .header("accept", "text/event-stream")
+        .header("last-event-id", "3")
+        .send()
+        .await
+        .unwrap();
+    let resumed = parse_sse(&r.text().await.unwrap());
+    assert_eq!(resumed.first().map(|e| e.0), Some(4));
+    assert_eq!(resumed.len(), live.len() - 3);
+    let r = app
+        .http
+        .get(app.url(&format!("/api/v1/tasks/{id}/events")))
+        .header("accept", "text/event-stream")
+        .header("last-event-id", "x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    worker.stop().await;
+}

@@ -409,14 +409,29 @@ struct EventsQuery {
     limit: Option<i64>,
 }
 
+/// Events after `after` (or `Last-Event-ID`): a JSON list, or with `Accept: text/event-stream`
+/// a live Server-Sent Events stream (`id` = seq, `event` = kind) that ends once the task is
+/// finished and every event has been sent.
 async fn get_events(
     State(st): State<AppState>,
     Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
     q: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let id = task_id(&id)?;
     let Query(q) = q.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let after = q.after.unwrap_or(0);
+    let last_event_id = match headers.get("last-event-id") {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .ok_or_else(|| {
+                    ApiError::bad_request("Last-Event-ID must be an event sequence number")
+                })?,
+        ),
+    };
+    let after = last_event_id.or(q.after).unwrap_or(0);
     let limit = q.limit.unwrap_or(1000);
     if after < 0 || !(1..=10_000).contains(&limit) {
         return Err(ApiError::bad_request(
@@ -424,10 +439,78 @@ async fn get_events(
         ));
     }
     st.store.get_task(id).await?;
+    let wants_stream = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"));
+    if wants_stream {
+        return Ok(event_stream(st.store.clone(), id, after).into_response());
+    }
     let events = st.store.list_events(id, after, limit).await?;
-    Ok(Json(
-        serde_json::to_value(events).expect("events serialize"),
-    ))
+    Ok(Json(serde_json::to_value(events).expect("events serialize")).into_response())
+}
+
+/// How often a live stream looks for new events.
+const STREAM_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+fn event_stream(
+    store: Store,
+    task: Uuid,
+    after: i64,
+) -> axum::response::sse::Sse<
+    impl futures::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
+> {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    struct State {
+        store: Store,
+        task: Uuid,
+        last: i64,
+        pending: std::collections::VecDeque<crate::store::tasks::EventRow>,
+        done: bool,
+    }
+    let state = State {
+        store,
+        task,
+        last: after,
+        pending: Default::default(),
+        done: false,
+    };
+    let stream = futures::stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(e) = st.pending.pop_front() {
+                st.last = e.seq;
+                let data = json!({"seq": e.seq, "kind": e.kind, "at": e.at, "payload": e.payload});
+                let event = Event::default()
+                    .id(e.seq.to_string())
+                    .event(e.kind.clone())
+                    .data(data.to_string());
+                return Some((Ok(event), st));
+            }
+            if st.done {
+                return None;
+            }
+            // read the status before the events: a terminal status seen here means every
+            // event it produced is already visible to the read below
+            let finished = match st.store.get_task(st.task).await {
+                Ok(t) => t
+                    .status
+                    .parse::<TaskStatus>()
+                    .map(|s| s.is_terminal())
+                    .unwrap_or(false),
+                Err(_) => true,
+            };
+            match st.store.list_events(st.task, st.last, 1000).await {
+                Ok(rows) if !rows.is_empty() => st.pending.extend(rows),
+                Ok(_) if finished => st.done = true,
+                Ok(_) => tokio::time::sleep(STREAM_POLL).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "event stream read failed; ending the stream");
+                    return None;
+                }
+            }
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
 }
 
 async fn cancel_task(
