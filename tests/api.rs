@@ -384,3 +384,70 @@ async fn health_ready_and_metrics_via_oneshot() {
         .unwrap();
     assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
 }
+
+/// The OpenAPI document is served and names every route the API answers.
+#[tokio::test]
+async fn openapi_document_covers_every_route() {
+    let app = spawn_app().await;
+    let (s, doc) = app.get("/api/v1/openapi.json").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(doc["openapi"], "3.1.0");
+    let id = app.submit(valid_task()).await;
+    let routes = [
+        ("post", "/api/v1/tasks"),
+        ("get", "/api/v1/tasks"),
+        ("get", "/api/v1/tasks/{id}"),
+        ("get", "/api/v1/tasks/{id}/result"),
+        ("get", "/api/v1/tasks/{id}/plan"),
+        ("get", "/api/v1/tasks/{id}/attempts"),
+        ("get", "/api/v1/tasks/{id}/events"),
+        ("get", "/api/v1/tasks/{id}/reflections"),
+        ("get", "/api/v1/tasks/{id}/evaluations"),
+        ("post", "/api/v1/tasks/{id}/cancel"),
+        ("post", "/api/v1/tasks/{id}/resume"),
+        ("post", "/api/v1/tools"),
+        ("get", "/api/v1/tools"),
+        ("get", "/api/v1/tools/{id}"),
+        ("delete", "/api/v1/tools/{id}"),
+        ("get", "/api/v1/stats"),
+        ("get", "/api/v1/stats/recovery"),
+        ("get", "/api/v1/openapi.json"),
+        ("get", "/health"),
+        ("get", "/ready"),
+        ("get", "/metrics"),
+    ];
+    for (method, path) in routes {
+        assert!(
+            doc["paths"][path][method].is_object(),
+            "{method} {path} missing from the OpenAPI document"
+        );
+        // and the route exists: anything but the router's 404/405
+        let task_id = id.to_string();
+        let param = if path.starts_with("/api/v1/tools/") {
+            "echo-not-there"
+        } else {
+            task_id.as_str()
+        };
+        let url = app.url(&path.replace("{id}", param));
+        let req = match method {
+            "get" => app.http.get(&url),
+            "post" => app.http.post(&url).json(&json!({})),
+            _ => app.http.delete(&url),
+        };
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        let body: Value = r.json().await.unwrap_or(Value::Null);
+        assert!(
+            status != 405 && !(status == 404 && body["error"]["message"] == "no such route"),
+            "{method} {path} is not routed ({status})"
+        );
+    }
+    let known: std::collections::BTreeSet<&str> = routes.iter().map(|(_, p)| *p).collect();
+    let documented: std::collections::BTreeSet<&str> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(documented, known, "the document and the routes differ");
+}

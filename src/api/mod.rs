@@ -58,7 +58,8 @@ pub fn app(state: AppState) -> Router {
         .route("/tools", post(create_tool).get(list_tools))
         .route("/tools/{id}", get(get_tool).delete(delete_tool))
         .route("/stats", get(stats))
-        .route("/stats/recovery", get(recovery_stats));
+        .route("/stats/recovery", get(recovery_stats))
+        .route("/openapi.json", get(openapi));
     Router::new()
         .nest("/api/v1", v1)
         .route("/health", get(health))
@@ -746,6 +747,13 @@ async fn recovery_stats(State(st): State<AppState>) -> Result<Json<Value>, ApiEr
         );
     }
     Ok(Json(Value::Object(out)))
+}
+
+/// The OpenAPI document (docs/openapi.json, compiled in).
+pub const OPENAPI: &str = include_str!("../../docs/openapi.json");
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
 }
 
 async fn health() -> Json<Value> {
