@@ -71,7 +71,7 @@ pub struct WorkerSettings {
     pub max_rescues: u32,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmSettings {
     pub base_url: Option<String>,
@@ -80,6 +80,20 @@ pub struct LlmSettings {
     pub timeout_secs: Option<u64>,
     pub max_retries: Option<u32>,
     pub temperature: Option<f64>,
+}
+
+/// The API key never shows in `Debug` output (settings may be logged).
+impl std::fmt::Debug for LlmSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmSettings")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("model", &self.model)
+            .field("timeout_secs", &self.timeout_secs)
+            .field("max_retries", &self.max_retries)
+            .field("temperature", &self.temperature)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

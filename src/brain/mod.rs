@@ -17,6 +17,7 @@ use crate::recovery::{Counters, Evaluation, OverallReflection, StepReflection, S
 use crate::store::tasks::{AttemptRow, StepRow, TaskRow};
 use crate::tools::ToolDef;
 
+pub mod llm;
 pub mod rules;
 
 #[derive(Debug, Clone, thiserror::Error)]

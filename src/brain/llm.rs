@@ -1,0 +1,474 @@
+//! An OpenAI-compatible chat-completions client for the LLM brain (CONTRACT.md "The LLM brain's
+//! wire contract"): `POST {base_url}/chat/completions` with `temperature` and
+//! `response_format: {"type": "json_schema", "json_schema": {"name", "schema"}}`, falling back to
+//! `{"type": "json_object"}` when the server rejects json_schema; every answer is validated
+//! against its schema and re-asked once when invalid; 429, 5xx, timeouts and connection errors
+//! are retried with exponential backoff. The API key is sent as a Bearer token and never appears
+//! in a log line, an error or a `Debug` output.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::config::LlmSettings;
+
+#[derive(Clone)]
+pub struct LlmConfig {
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub model: String,
+    pub temperature: f64,
+    pub max_tokens: Option<u32>,
+    pub seed: Option<u64>,
+    pub timeout: Duration,
+    pub max_retries: u32,
+    pub backoff_base: Duration,
+}
+
+impl std::fmt::Debug for LlmConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("model", &self.model)
+            .field("temperature", &self.temperature)
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .finish()
+    }
+}
+
+impl LlmConfig {
+    /// `None` when no `[llm] base_url` is configured (the rules brain decides).
+    pub fn from_settings(s: &LlmSettings) -> Option<Self> {
+        let base_url = s.base_url.clone()?;
+        Some(Self {
+            base_url: base_url.trim_end_matches('/').to_string(),
+            api_key: s.api_key.clone().filter(|k| !k.is_empty()),
+            model: s.model.clone().unwrap_or_else(|| "gpt-4o-mini".into()),
+            temperature: s.temperature.unwrap_or(0.2),
+            max_tokens: None,
+            seed: None,
+            timeout: Duration::from_secs(s.timeout_secs.unwrap_or(60)),
+            max_retries: s.max_retries.unwrap_or(3),
+            backoff_base: Duration::from_millis(500),
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("LLM request failed after {attempts} attempts: {message}")]
+    Unavailable { attempts: u32, message: String },
+    #[error("LLM answered HTTP {status}: {message}")]
+    Rejected { status: u16, message: String },
+    #[error("LLM answer invalid for {name} after one re-ask: {problems}")]
+    Invalid { name: String, problems: String },
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+    /// HTTP requests made (retries and the re-ask included).
+    pub requests: u32,
+}
+
+impl Usage {
+    fn add(&mut self, v: &Value) {
+        let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+        self.prompt_tokens += n("prompt_tokens");
+        self.completion_tokens += n("completion_tokens");
+        self.total_tokens += n("total_tokens");
+    }
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: &'static str,
+    pub content: String,
+}
+
+impl Message {
+    pub fn system(c: impl Into<String>) -> Self {
+        Self {
+            role: "system",
+            content: c.into(),
+        }
+    }
+    pub fn user(c: impl Into<String>) -> Self {
+        Self {
+            role: "user",
+            content: c.into(),
+        }
+    }
+    pub fn assistant(c: impl Into<String>) -> Self {
+        Self {
+            role: "assistant",
+            content: c.into(),
+        }
+    }
+}
+
+/// A validated answer with its raw text (kept for audit) and the usage it cost.
+#[derive(Debug, Clone)]
+pub struct JsonAnswer {
+    pub value: Value,
+    pub raw: String,
+    pub usage: Usage,
+}
+
+#[derive(Debug)]
+pub struct LlmClient {
+    cfg: LlmConfig,
+    http: reqwest::Client,
+    /// Cleared the first time the server rejects `json_schema`; later calls use `json_object`.
+    json_schema: AtomicBool,
+}
+
+enum Sent {
+    Content(String),
+    SchemaRejected,
+}
+
+impl LlmClient {
+    pub fn new(cfg: LlmConfig) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(cfg.timeout)
+            .build()
+            .expect("reqwest client");
+        Self {
+            cfg,
+            http,
+            json_schema: AtomicBool::new(true),
+        }
+    }
+
+    pub fn config(&self) -> &LlmConfig {
+        &self.cfg
+    }
+
+    fn redact(&self, s: &str) -> String {
+        let mut out: String = s.chars().take(300).collect();
+        if let Some(k) = &self.cfg.api_key {
+            out = out.replace(k.as_str(), "[redacted]");
+        }
+        out
+    }
+
+    /// Ask for a JSON answer named `name` that must validate against `schema`.
+    pub async fn chat_json(
+        &self,
+        name: &str,
+        schema: &Value,
+        mut messages: Vec<Message>,
+    ) -> Result<JsonAnswer, LlmError> {
+        let mut usage = Usage::default();
+        let mut last_problems = String::new();
+        for round in 0..2 {
+            let raw = self.complete(name, schema, &messages, &mut usage).await?;
+            match parse_answer(&raw).and_then(|v| {
+                let problems = validate(schema, &v);
+                if problems.is_empty() {
+                    Ok(v)
+                } else {
+                    Err(problems.join("; "))
+                }
+            }) {
+                Ok(value) => return Ok(JsonAnswer { value, raw, usage }),
+                Err(problems) => {
+                    last_problems = problems;
+                    if round == 0 {
+                        tracing::warn!(decision = name, problems = %self.redact(&last_problems), "invalid LLM answer; asking once more");
+                        messages.push(Message::assistant(raw));
+                        messages.push(Message::user(format!(
+                            "That answer is not valid for the {name} schema: {last_problems}. \
+                             Reply again with only one JSON object that matches the schema."
+                        )));
+                    }
+                }
+            }
+        }
+        Err(LlmError::Invalid {
+            name: name.into(),
+            problems: self.redact(&last_problems),
+        })
+    }
+
+    /// One completion, retried on 429/5xx/timeouts/connection errors, with the json_schema →
+    /// json_object fallback. Returns the message content.
+    async fn complete(
+        &self,
+        name: &str,
+        schema: &Value,
+        messages: &[Message],
+        usage: &mut Usage,
+    ) -> Result<String, LlmError> {
+        let mut attempt = 0u32;
+        loop {
+            let use_schema = self.json_schema.load(Ordering::Relaxed);
+            usage.requests += 1;
+            match self
+                .send_once(name, schema, messages, use_schema, usage)
+                .await
+            {
+                Ok(Sent::Content(c)) => return Ok(c),
+                Ok(Sent::SchemaRejected) => {
+                    tracing::warn!(
+                        "the LLM server rejected response_format json_schema; using json_object from now on"
+                    );
+                    self.json_schema.store(false, Ordering::Relaxed);
+                    continue; // not a retry: the same request in the other format
+                }
+                Err((retryable, message)) => {
+                    if !retryable {
+                        return Err(LlmError::Rejected { status: 0, message });
+                    }
+                    if attempt >= self.cfg.max_retries {
+                        return Err(LlmError::Unavailable {
+                            attempts: attempt + 1,
+                            message,
+                        });
+                    }
+                    let delay = self.cfg.backoff_base.saturating_mul(1 << attempt.min(10));
+                    tracing::warn!(attempt = attempt + 1, delay_ms = delay.as_millis() as u64, error = %message, "LLM request failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    attempt += 1;
+                }
+            }
+        }
+    }
+
+    async fn send_once(
+        &self,
+        name: &str,
+        schema: &Value,
+        messages: &[Message],
+        use_schema: bool,
+        usage: &mut Usage,
+    ) -> Result<Sent, (bool, String)> {
+        let response_format = if use_schema {
+            json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema}})
+        } else {
+            json!({"type": "json_object"})
+        };
+        let mut body = json!({
+            "model": self.cfg.model,
+            "temperature": self.cfg.temperature,
+            "messages": messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
+            "response_format": response_format,
+        });
+        if let Some(t) = self.cfg.max_tokens {
+            body["max_tokens"] = json!(t);
+        }
+        if let Some(s) = self.cfg.seed {
+            body["seed"] = json!(s);
+        }
+        let mut req = self
+            .http
+            .post(format!("{}/chat/completions", self.cfg.base_url))
+            .json(&body);
+        if let Some(k) = &self.cfg.api_key {
+            req = req.bearer_auth(k);
+        }
+        let resp = match req.send().await {
+            Ok(r) => r,
+            Err(e) => {
+                let what = if e.is_timeout() {
+                    "timed out"
+                } else if e.is_connect() {
+                    "connection failed"
+                } else {
+                    "request failed"
+                };
+                return Err((true, what.to_string()));
+            }
+        };
+        let status = resp.status();
+        let text = match resp.text().await {
+            Ok(t) => t,
+            Err(e) => {
+                return Err((
+                    true,
+                    format!(
+                        "reading the answer failed: {}",
+                        if e.is_timeout() {
+                            "timed out"
+                        } else {
+                            "broken body"
+                        }
+                    ),
+                ));
+            }
+        };
+        if status.as_u16() == 429 || status.is_server_error() {
+            return Err((true, format!("HTTP {status}: {}", self.redact(&text))));
+        }
+        if status.is_client_error() {
+            if use_schema
+                && (status.as_u16() == 400 || status.as_u16() == 422)
+                && text.contains("response_format")
+            {
+                return Ok(Sent::SchemaRejected);
+            }
+            return Err((false, format!("HTTP {status}: {}", self.redact(&text))));
+        }
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|_| (true, "the answer is not JSON".to_string()))?;
+        if let Some(u) = v.get("usage") {
+            usage.add(u);
+        }
+        v.pointer("/choices/0/message/content")
+            .and_then(Value::as_str)
+            .map(|c| Sent::Content(c.to_string()))
+            .ok_or_else(|| {
+                (
+                    true,
+                    "the answer has no choices[0].message.content".to_string(),
+                )
+            })
+    }
+}
+
+/// The JSON object in a model's answer (tolerates a ```json fence around it).
+pub fn parse_answer(raw: &str) -> Result<Value, String> {
+    let t = raw.trim();
+    let t = t
+        .strip_prefix("```json")
+        .or_else(|| t.strip_prefix("```"))
+        .map(|r| r.trim_end().trim_end_matches("```"))
+        .unwrap_or(t);
+    serde_json::from_str::<Value>(t.trim()).map_err(|e| format!("not JSON ({e})"))
+}
+
+/// Validate against the JSON Schema subset our decision schemas use: `type` (one or a list),
+/// `required`, `properties`, `items`, `enum`, `minimum`, `maximum`. Returns the problems found.
+pub fn validate(schema: &Value, v: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    check(schema, v, "$", &mut out);
+    out
+}
+
+fn type_ok(t: &str, v: &Value) -> bool {
+    match t {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "number" => v.is_number(),
+        "integer" => {
+            v.as_i64().is_some()
+                || v.as_u64().is_some()
+                || v.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        "boolean" => v.is_boolean(),
+        "null" => v.is_null(),
+        _ => true,
+    }
+}
+
+fn check(schema: &Value, v: &Value, at: &str, out: &mut Vec<String>) {
+    if let Some(t) = schema.get("type") {
+        let ok = match t {
+            Value::String(t) => type_ok(t, v),
+            Value::Array(ts) => ts.iter().filter_map(Value::as_str).any(|t| type_ok(t, v)),
+            _ => true,
+        };
+        if !ok {
+            out.push(format!("{at} should be {t}"));
+            return;
+        }
+    }
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        && !allowed.contains(v)
+    {
+        out.push(format!(
+            "{at} should be one of {}",
+            Value::Array(allowed.clone())
+        ));
+    }
+    if let Some(n) = v.as_f64() {
+        if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
+            && n < min
+        {
+            out.push(format!("{at} should be ≥ {min}"));
+        }
+        if let Some(max) = schema.get("maximum").and_then(Value::as_f64)
+            && n > max
+        {
+            out.push(format!("{at} should be ≤ {max}"));
+        }
+    }
+    if let Some(obj) = v.as_object() {
+        for r in schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(k) = r.as_str()
+                && !obj.contains_key(k)
+            {
+                out.push(format!("{at}.{k} is missing"));
+            }
+        }
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            for (k, sub) in props {
+                if let Some(child) = obj.get(k) {
+                    check(sub, child, &format!("{at}.{k}"), out);
+                }
+            }
+        }
+    }
+    if let (Some(items), Some(arr)) = (schema.get("items"), v.as_array()) {
+        for (i, child) in arr.iter().enumerate() {
+            check(items, child, &format!("{at}[{i}]"), out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validates_the_schema_subset() {
+        let schema = json!({"type": "object", "required": ["a", "b"], "properties": {
+            "a": {"type": "integer", "minimum": 0, "maximum": 100},
+            "b": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}},
+            "c": {"type": ["string", "null"]}}});
+        assert!(validate(&schema, &json!({"a": 5, "b": ["x"], "c": null})).is_empty());
+        let p = validate(&schema, &json!({"a": 500, "b": ["z", 1]}));
+        assert_eq!(p.len(), 3, "{p:?}");
+        assert!(p.iter().any(|x| x.contains("$.a should be ≤ 100")));
+        assert!(p.iter().any(|x| x.contains("$.b[0] should be one of")));
+        assert!(p.iter().any(|x| x.contains("$.b[1] should be \"string\"")));
+        assert_eq!(validate(&schema, &json!({"b": []})), ["$.a is missing"]);
+        assert_eq!(validate(&schema, &json!([1])), ["$ should be \"object\""]);
+    }
+
+    #[test]
+    fn parses_fenced_and_plain_answers() {
+        assert_eq!(
+            parse_answer("```json\n{\"a\": 1}\n```").unwrap(),
+            json!({"a": 1})
+        );
+        assert_eq!(parse_answer(" {\"a\": 1} ").unwrap(), json!({"a": 1}));
+        assert!(parse_answer("sure! here it is").is_err());
+    }
+
+    #[test]
+    fn debug_never_shows_the_key() {
+        let cfg = LlmConfig::from_settings(&LlmSettings {
+            base_url: Some("http://x/v1/".into()),
+            api_key: Some("sk-secret-123".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(cfg.base_url, "http://x/v1");
+        assert!(!format!("{cfg:?}").contains("sk-secret-123"));
+        assert!(format!("{:?}", LlmClient::new(cfg)).contains("[redacted]"));
+    }
+}

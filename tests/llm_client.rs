@@ -1,0 +1,281 @@
+//! The OpenAI-compatible client against a real HTTP server speaking the chat-completions wire
+//! format with scripted answers.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use serde_json::{Value, json};
+use trellis::brain::llm::{LlmClient, LlmConfig, LlmError, Message};
+
+const KEY: &str = "sk-test-key-6b1f";
+
+/// (status, body, delay) answered in order; the last one repeats.
+type Script = Arc<Mutex<VecDeque<(u16, Value, Duration)>>>;
+
+#[derive(Clone)]
+struct Fake {
+    script: Script,
+    requests: Arc<Mutex<Vec<(Value, String)>>>,
+}
+
+fn content(c: &str) -> Value {
+    json!({"choices": [{"message": {"role": "assistant", "content": c}}],
+           "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+}
+
+async fn start(script: Vec<(u16, Value, Duration)>) -> (Fake, String) {
+    async fn handle(
+        State(f): State<Fake>,
+        headers: HeaderMap,
+        axum::Json(body): axum::Json<Value>,
+    ) -> (StatusCode, axum::Json<Value>) {
+        let auth = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        f.requests.lock().unwrap().push((body, auth.clone()));
+        let (status, mut answer, delay) = {
+            let mut s = f.script.lock().unwrap();
+            if s.len() > 1 {
+                s.pop_front().unwrap()
+            } else {
+                s.front().cloned().unwrap()
+            }
+        };
+        tokio::time::sleep(delay).await;
+        if answer == json!("echo-auth") {
+            answer = json!({"error": {"message": format!("bad key {auth}")}});
+        }
+        (StatusCode::from_u16(status).unwrap(), axum::Json(answer))
+    }
+    let fake = Fake {
+        script: Arc::new(Mutex::new(script.into())),
+        requests: Arc::default(),
+    };
+    let app = Router::new()
+        .route("/v1/chat/completions", post(handle))
+        .with_state(fake.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (fake, url)
+}
+
+fn client(url: &str, timeout_ms: u64, retries: u32) -> LlmClient {
+    LlmClient::new(LlmConfig {
+        base_url: url.into(),
+        api_key: Some(KEY.into()),
+        model: "test-model".into(),
+        temperature: 0.1,
+        max_tokens: Some(512),
+        seed: Some(7),
+        timeout: Duration::from_millis(timeout_ms),
+        max_retries: retries,
+        backoff_base: Duration::from_millis(20),
+    })
+}
+
+fn schema() -> Value {
+    json!({"type": "object", "required": ["selected_tools", "reasoning"], "properties": {
+        "selected_tools": {"type": "array", "items": {"type": "string"}},
+        "reasoning": {"type": "string"}}})
+}
+
+fn ask() -> Vec<Message> {
+    vec![
+        Message::system("You select tools."),
+        Message::user("Task: say hi. Tools: echo, sleep."),
+    ]
+}
+
+const GOOD: &str = r#"{"selected_tools": ["echo"], "reasoning": "it says things"}"#;
+
+#[tokio::test]
+async fn sends_the_wire_format_and_returns_a_validated_answer() {
+    let (fake, url) = start(vec![(200, content(GOOD), Duration::ZERO)]).await;
+    let c = client(&url, 2000, 2);
+    let a = c
+        .chat_json("tool_selection", &schema(), ask())
+        .await
+        .unwrap();
+    assert_eq!(a.value["selected_tools"], json!(["echo"]));
+    assert_eq!(a.raw, GOOD);
+    assert_eq!((a.usage.total_tokens, a.usage.requests), (15, 1));
+    let reqs = fake.requests.lock().unwrap();
+    let (body, auth) = &reqs[0];
+    assert_eq!(auth, &format!("Bearer {KEY}"));
+    assert_eq!(body["model"], "test-model");
+    assert_eq!(body["temperature"], 0.1);
+    assert_eq!(
+        (body["max_tokens"].clone(), body["seed"].clone()),
+        (json!(512), json!(7))
+    );
+    assert_eq!(body["response_format"]["type"], "json_schema");
+    assert_eq!(
+        body["response_format"]["json_schema"]["name"],
+        "tool_selection"
+    );
+    assert_eq!(body["response_format"]["json_schema"]["schema"], schema());
+    assert_eq!(body["messages"][0]["role"], "system");
+}
+
+#[tokio::test]
+async fn falls_back_to_json_object_when_json_schema_is_rejected() {
+    let rejected =
+        json!({"error": {"message": "response_format.type json_schema is not supported"}});
+    let (fake, url) = start(vec![
+        (400, rejected, Duration::ZERO),
+        (200, content(GOOD), Duration::ZERO),
+    ])
+    .await;
+    let c = client(&url, 2000, 0);
+    c.chat_json("tool_selection", &schema(), ask())
+        .await
+        .unwrap();
+    c.chat_json("tool_selection", &schema(), ask())
+        .await
+        .unwrap();
+    let formats: Vec<Value> = fake
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(b, _)| b["response_format"]["type"].clone())
+        .collect();
+    assert_eq!(
+        formats,
+        [
+            json!("json_schema"),
+            json!("json_object"),
+            json!("json_object")
+        ],
+        "remembered"
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_answer_is_re_asked_once_then_given_up() {
+    let (fake, url) = start(vec![
+        (200, content("Sure! echo is best."), Duration::ZERO),
+        (200, content(GOOD), Duration::ZERO),
+    ])
+    .await;
+    let c = client(&url, 2000, 0);
+    let a = c
+        .chat_json("tool_selection", &schema(), ask())
+        .await
+        .unwrap();
+    assert_eq!(a.usage.requests, 2);
+    {
+        let reqs = fake.requests.lock().unwrap();
+        let msgs = reqs[1].0["messages"].as_array().unwrap().clone();
+        assert_eq!(msgs[2]["role"], "assistant");
+        assert_eq!(msgs[2]["content"], "Sure! echo is best.");
+        assert!(
+            msgs[3]["content"]
+                .as_str()
+                .unwrap()
+                .contains("not valid for the tool_selection schema")
+        );
+    }
+    // wrong shape twice: exactly one re-ask, then an error (the caller falls back)
+    let (fake, url) = start(vec![(
+        200,
+        content(r#"{"selected_tools": "echo"}"#),
+        Duration::ZERO,
+    )])
+    .await;
+    let e = client(&url, 2000, 0)
+        .chat_json("tool_selection", &schema(), ask())
+        .await
+        .unwrap_err();
+    assert!(matches!(e, LlmError::Invalid { .. }), "{e}");
+    assert!(
+        e.to_string().contains("selected_tools should be \"array\""),
+        "{e}"
+    );
+    assert_eq!(fake.requests.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn rate_limits_server_errors_and_timeouts_are_retried_then_surface() {
+    let (fake, url) = start(vec![
+        (503, json!({}), Duration::ZERO),
+        (429, json!({}), Duration::ZERO),
+        (200, content(GOOD), Duration::ZERO),
+    ])
+    .await;
+    let a = client(&url, 2000, 3)
+        .chat_json("tool_selection", &schema(), ask())
+        .await
+        .unwrap();
+    assert_eq!(
+        (a.usage.requests, fake.requests.lock().unwrap().len()),
+        (3, 3)
+    );
+
+    let (fake, url) = start(vec![(500, json!({}), Duration::ZERO)]).await;
+    let e = client(&url, 2000, 2)
+        .chat_json("tool_selection", &schema(), ask())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, LlmError::Unavailable { attempts: 3, .. }),
+        "{e}"
+    );
+    assert_eq!(fake.requests.lock().unwrap().len(), 3);
+
+    // a hanging model: bounded by timeout × attempts + backoff, never a hang
+    let (fake, url) = start(vec![(200, content(GOOD), Duration::from_secs(5))]).await;
+    let started = Instant::now();
+    let e = client(&url, 150, 1)
+        .chat_json("tool_selection", &schema(), ask())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, LlmError::Unavailable { attempts: 2, .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("timed out"), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(fake.requests.lock().unwrap().len(), 2);
+
+    // a client error other than a json_schema rejection is not retried
+    let (fake, url) = start(vec![(
+        401,
+        json!({"error": {"message": "no"}}),
+        Duration::ZERO,
+    )])
+    .await;
+    let e = client(&url, 2000, 3)
+        .chat_json("tool_selection", &schema(), ask())
+        .await
+        .unwrap_err();
+    assert!(matches!(e, LlmError::Rejected { .. }), "{e}");
+    assert_eq!(fake.requests.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn the_api_key_never_appears_in_errors() {
+    let (_fake, url) = start(vec![(500, json!("echo-auth"), Duration::ZERO)]).await;
+    let e = client(&url, 2000, 1)
+        .chat_json("tool_selection", &schema(), ask())
+        .await
+        .unwrap_err();
+    let text = format!("{e} {e:?}");
+    assert!(
+        text.contains("[redacted]"),
+        "the server echoed the key and it was redacted: {text}"
+    );
+    assert!(!text.contains(KEY), "{text}");
+}
