@@ -5,10 +5,9 @@ mod common;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use trellis::model::{PlanSpec, ToolFailure};
+use trellis::model::ToolFailure;
 use trellis::recovery::Backoff;
 use trellis::store::steps::{Claim, FailurePolicy, StepFailure, StepSuccess};
-use trellis::store::tasks::{Limits, NewTask};
 use trellis::store::{Store, StoreError};
 use trellis::testkit::{fresh_db, wait_for};
 use trellis::worker::WorkerConfig;
@@ -22,22 +21,6 @@ const POLICY: FailurePolicy = FailurePolicy {
     max_rescues: 3,
     lease_secs: 30.0,
 };
-
-fn limits() -> Limits {
-    Limits::from_settings(&trellis::config::Settings::default())
-}
-
-fn task(steps: Value) -> NewTask {
-    NewTask {
-        description: "queue test".into(),
-        metadata: json!({}),
-        context: json!({}),
-        priority: 0,
-        idempotency_key: None,
-        limits: limits(),
-        plan: serde_json::from_value::<PlanSpec>(json!({ "steps": steps })).unwrap(),
-    }
-}
 
 fn claim(worker: Uuid, limit: i64) -> Claim {
     Claim {
@@ -54,7 +37,7 @@ async fn a_taken_over_lease_changes_nothing() {
     let db = fresh_db().await;
     let store = &db.store;
     let t = store
-        .submit_task(&task(json!([{"id": "s", "tool": "echo"}])))
+        .submit_task(&common::new_task(json!([{"id": "s", "tool": "echo"}])))
         .await
         .unwrap();
     let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
@@ -144,7 +127,7 @@ async fn lost_steps_are_rescued_until_poison() {
     let db = fresh_db().await;
     let store = &db.store;
     let t = store
-        .submit_task(&task(json!([{"id": "s", "tool": "echo"}])))
+        .submit_task(&common::new_task(json!([{"id": "s", "tool": "echo"}])))
         .await
         .unwrap();
     for round in 1..=3 {
@@ -181,7 +164,7 @@ async fn a_worker_finishes_what_a_vanished_worker_held() {
     let db = fresh_db().await;
     let store = db.store.clone();
     let t = store
-        .submit_task(&task(
+        .submit_task(&common::new_task(
             json!([{"id": "s", "tool": "echo", "parameters": {"v": 1}}]),
         ))
         .await
@@ -215,7 +198,10 @@ async fn submit_many(store: &Store, tasks: usize, steps: usize) {
         let steps: Vec<Value> = (1..=steps)
             .map(|i| json!({"id": format!("s{i}"), "tool": "echo", "parameters": {"i": i}}))
             .collect();
-        store.submit_task(&task(Value::Array(steps))).await.unwrap();
+        store
+            .submit_task(&common::new_task(Value::Array(steps)))
+            .await
+            .unwrap();
     }
 }
 
@@ -253,7 +239,7 @@ async fn a_completion_batch_skips_only_the_fenced_step() {
     let db = fresh_db().await;
     let store = &db.store;
     let t = store
-        .submit_task(&task(json!([
+        .submit_task(&common::new_task(json!([
             {"id": "a", "tool": "echo"}, {"id": "b", "tool": "echo"}, {"id": "c", "tool": "echo"},
             {"id": "d", "tool": "echo", "dependencies": ["a", "c"]}
         ])))

@@ -262,3 +262,16 @@ pub async fn register_tool(app: &TestApp, id: &str, endpoint: &str, extra: Value
     let (status, v) = app.post("/api/v1/tools", &body).await;
     assert_eq!(status, StatusCode::CREATED, "{v}");
 }
+
+/// A task with this plan (`steps` is the JSON list) and the configured default limits.
+pub fn new_task(steps: Value) -> trellis::store::tasks::NewTask {
+    trellis::store::tasks::NewTask {
+        description: "test task".into(),
+        metadata: json!({}),
+        context: json!({}),
+        priority: 0,
+        idempotency_key: None,
+        limits: trellis::store::tasks::Limits::from_settings(&Settings::default()),
+        plan: serde_json::from_value(json!({ "steps": steps })).expect("a valid plan"),
+    }
+}

@@ -9,9 +9,7 @@ use std::time::Duration;
 
 use common::ToolServer;
 use serde_json::{Value, json};
-use trellis::model::PlanSpec;
 use trellis::store::Store;
-use trellis::store::tasks::{Limits, NewTask};
 use trellis::store::tools::NewTool;
 use trellis::testkit::{TestDb, fresh_db, wait_for};
 use uuid::Uuid;
@@ -77,18 +75,6 @@ impl Drop for WorkerProc {
     }
 }
 
-fn new_task(steps: Value) -> NewTask {
-    NewTask {
-        description: "crash test".into(),
-        metadata: json!({}),
-        context: json!({}),
-        priority: 0,
-        idempotency_key: None,
-        limits: Limits::from_settings(&trellis::config::Settings::default()),
-        plan: serde_json::from_value::<PlanSpec>(json!({ "steps": steps })).unwrap(),
-    }
-}
-
 async fn wait_all_succeeded(store: &Store, n: i64, limit: Duration) {
     wait_for(&format!("{n} tasks to succeed"), limit, || async {
         (store.count_tasks("succeeded").await.unwrap() == n).then_some(())
@@ -124,7 +110,7 @@ async fn kill_9_loses_nothing() {
         .unwrap();
     for _ in 0..20 {
         store
-            .submit_task(&new_task(json!([
+            .submit_task(&common::new_task(json!([
                 {"id": "s1", "tool": "slow"},
                 {"id": "s2", "tool": "slow", "dependencies": ["s1"]},
                 {"id": "s3", "tool": "slow", "dependencies": ["s1"]},
@@ -185,7 +171,7 @@ async fn sigterm_releases_unfinished_steps_without_burning_attempts() {
         .map(|i| json!({"id": format!("s{i}"), "tool": "sleep", "parameters": {"ms": 1500}}))
         .collect();
     let t = store
-        .submit_task(&new_task(Value::Array(steps)))
+        .submit_task(&common::new_task(Value::Array(steps)))
         .await
         .unwrap();
     let mut w = WorkerProc::start(&db, &[("APP_WORKER__SHUTDOWN_GRACE_SECS", "0")]);
@@ -223,7 +209,7 @@ async fn sigterm_lets_in_flight_steps_finish_within_the_grace_period() {
     let db = fresh_db().await;
     let store = db.store.clone();
     let t = store
-        .submit_task(&new_task(json!([
+        .submit_task(&common::new_task(json!([
             {"id": "a", "tool": "sleep", "parameters": {"ms": 700}},
             {"id": "b", "tool": "sleep", "parameters": {"ms": 700}},
             {"id": "c", "tool": "echo", "dependencies": ["a", "b"]}
@@ -278,7 +264,7 @@ async fn kill_9_during_recovery_keeps_counters_exact() {
         .await
         .unwrap();
     let t = store
-        .submit_task(&new_task(json!([{"id": "step_1", "tool": "dead"}])))
+        .submit_task(&common::new_task(json!([{"id": "step_1", "tool": "dead"}])))
         .await
         .unwrap();
     let env: &[(&str, &str)] = &[
