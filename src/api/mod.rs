@@ -301,7 +301,7 @@ async fn get_result(
         .filter(|s| s.plan_version == t.plan_version && s.status == "succeeded")
         .map(|s| (s.step_key.clone(), s.output.clone().unwrap_or(Value::Null)))
         .collect();
-    let end = t.finished_at.unwrap_or_else(Utc::now);
+    let duration_ms = st.store.task_duration_ms(id).await?;
     Ok(Json(json!({
         "task_id": t.id,
         "status": t.status,
@@ -311,7 +311,7 @@ async fn get_result(
         "total_rounds": t.round,
         "outputs": outputs,
         "error": t.error,
-        "duration_ms": (end - t.created_at).num_milliseconds(),
+        "duration_ms": duration_ms,
         "finished": t.status.parse::<TaskStatus>().map(|s| s.is_terminal()).unwrap_or(false),
     })))
 }

@@ -648,3 +648,17 @@ impl Store {
         .await?)
     }
 }
+
+impl Store {
+    /// Created → finished (or → now, database clock, while unfinished), in milliseconds.
+    pub async fn task_duration_ms(&self, id: Uuid) -> Result<i64> {
+        sqlx::query_scalar(
+            "SELECT (extract(epoch FROM (coalesce(finished_at, now()) - created_at)) * 1000)::bigint
+             FROM tasks WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("task {id}")))
+    }
+}
