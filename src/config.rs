@@ -74,12 +74,30 @@ pub struct WorkerSettings {
 #[derive(Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmSettings {
+    /// OpenAI-compatible API root, e.g. `https://api.openai.com/v1` (no base_url: rules brain).
     pub base_url: Option<String>,
     pub api_key: Option<String>,
     pub model: Option<String>,
-    pub timeout_secs: Option<u64>,
+    /// Per HTTP request (fractions allowed); default 60.
+    pub timeout_secs: Option<f64>,
+    /// Retries of 429, 5xx, timeouts and connection errors; default 3.
     pub max_retries: Option<u32>,
     pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub seed: Option<u64>,
+    /// First retry delay, doubled each retry; default 500.
+    pub retry_backoff_ms: Option<u64>,
+    /// Default per-task cap on LLM calls (overridable at submit time); none: no cap.
+    pub max_calls_per_task: Option<u32>,
+}
+
+impl LlmSettings {
+    /// An LLM is configured (a non-empty `base_url`).
+    pub fn enabled(&self) -> bool {
+        self.base_url
+            .as_deref()
+            .is_some_and(|u| !u.trim().is_empty())
+    }
 }
 
 /// The API key never shows in `Debug` output (settings may be logged).
@@ -92,6 +110,10 @@ impl std::fmt::Debug for LlmSettings {
             .field("timeout_secs", &self.timeout_secs)
             .field("max_retries", &self.max_retries)
             .field("temperature", &self.temperature)
+            .field("max_tokens", &self.max_tokens)
+            .field("seed", &self.seed)
+            .field("retry_backoff_ms", &self.retry_backoff_ms)
+            .field("max_calls_per_task", &self.max_calls_per_task)
             .finish()
     }
 }
@@ -300,10 +322,25 @@ impl Settings {
         if !(0.0..=100.0).contains(&o.success_threshold) {
             return bad("orchestrator.success_threshold must be between 0 and 100");
         }
-        if let Some(t) = self.llm.temperature
+        let l = &self.llm;
+        if let Some(t) = l.temperature
             && !(0.0..=2.0).contains(&t)
         {
             return bad("llm.temperature must be between 0 and 2");
+        }
+        if let Some(u) = &l.base_url
+            && l.enabled()
+            && !(u.starts_with("http://") || u.starts_with("https://"))
+        {
+            return bad("llm.base_url must be an http:// or https:// URL");
+        }
+        if let Some(t) = l.timeout_secs
+            && !(t > 0.0 && t <= 3600.0)
+        {
+            return bad("llm.timeout_secs must be more than 0 and at most 3600");
+        }
+        if l.max_retries.is_some_and(|n| n > 10) {
+            return bad("llm.max_retries must be at most 10");
         }
         Ok(())
     }

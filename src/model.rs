@@ -90,6 +90,7 @@ string_enum!(
 /// Event kinds written to the `events` table (CONTRACT.md lists the binding ones).
 pub mod event_kind {
     pub const TASK_SUBMITTED: &str = "task_submitted";
+    pub const TOOLS_SELECTED: &str = "tools_selected";
     pub const PLAN_GENERATED: &str = "plan_generated";
     pub const STEP_STARTED: &str = "step_started";
     pub const STEP_COMPLETED: &str = "step_completed";

@@ -484,6 +484,9 @@ async fn decide_and_apply(
     cfg: &WorkerConfig,
     d: &ClaimedDecision,
 ) -> Result<Option<ClaimedDecision>, StoreError> {
+    if d.kind() == brain::DecisionKind::Plan {
+        store.start_planning(d.task_id).await?;
+    }
     let ctx = store.decision_context(d, cfg.policy.max_rescues).await?;
     let skip_brain = d.rescue_count >= cfg.policy.max_rescues;
     let outcome = brain::decide(cfg.brain.as_ref(), &ctx, d.kind(), skip_brain).await;
@@ -492,6 +495,10 @@ async fn decide_and_apply(
         lease_secs: cfg.lease.as_secs_f64(),
     };
     let fence = d.fence();
+    let calls = ctx.meter.take();
+    if let Err(e) = with_retries(|| store.record_llm_calls(&fence, &calls)).await {
+        tracing::error!(decision = %d.id, error = %e, calls = calls.len(), "could not record LLM usage");
+    }
     with_retries(|| store.apply_decision(&fence, &outcome, &cfg.policy, lease)).await
 }
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 use common::{TestApp, ToolServer, register_tool, spawn_app};
 use serde_json::{Value, json};
 use trellis::brain::rules::RulesBrain;
-use trellis::brain::{Answer, Brain, BrainFuture, DecisionContext, PlanningContext, ToolSelection};
-use trellis::model::{PlanSpec, StepSpec};
+use trellis::brain::{Answer, Brain, BrainFuture, DecisionContext, Planned};
+use trellis::model::StepSpec;
 use trellis::recovery::{Evaluation, OverallReflection, StepReflection, Strategy};
 use uuid::Uuid;
 
@@ -412,10 +412,7 @@ impl Brain for TwoRoundBrain {
     fn name(&self) -> &'static str {
         "two-rounds"
     }
-    fn select_tools<'a>(&'a self, c: &'a PlanningContext) -> BrainFuture<'a, ToolSelection> {
-        RulesBrain.select_tools(c)
-    }
-    fn plan<'a>(&'a self, c: &'a PlanningContext) -> BrainFuture<'a, PlanSpec> {
+    fn plan<'a>(&'a self, c: &'a DecisionContext) -> BrainFuture<'a, Planned> {
         RulesBrain.plan(c)
     }
     fn reflect_step<'a>(&'a self, c: &'a DecisionContext) -> BrainFuture<'a, StepReflection> {
@@ -440,7 +437,7 @@ impl Brain for TwoRoundBrain {
             })
         })
     }
-    fn replan<'a>(&'a self, c: &'a DecisionContext) -> BrainFuture<'a, PlanSpec> {
+    fn replan<'a>(&'a self, c: &'a DecisionContext) -> BrainFuture<'a, Planned> {
         RulesBrain.replan(c)
     }
     fn evaluate<'a>(&'a self, c: &'a DecisionContext) -> BrainFuture<'a, Evaluation> {

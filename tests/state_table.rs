@@ -7,9 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
-use trellis::brain::{
-    self, Answer, Brain, BrainError, BrainFuture, DecisionContext, PlanningContext, ToolSelection,
-};
+use trellis::brain::{self, Answer, Brain, BrainError, BrainFuture, DecisionContext, Planned};
 use trellis::config::Settings;
 use trellis::model::{PlanSpec, StepSpec, ToolFailure};
 use trellis::recovery::{
@@ -70,7 +68,7 @@ async fn setup(max_step_retries: i32) -> H {
             priority: 0,
             idempotency_key: None,
             limits,
-            plan,
+            plan: Some(plan),
         })
         .await
         .unwrap();
@@ -556,9 +554,12 @@ async fn row_replan_from_step_ok() {
         ("step_3", "echo", &["step_2"]),
     ]);
     assert!(
-        h.apply(&replan, DecisionOutcome::Replan(Ok(Answer::plain(plan))))
-            .await
-            .is_none()
+        h.apply(
+            &replan,
+            DecisionOutcome::Replan(Ok(Answer::plain(Planned::single_stage(plan))))
+        )
+        .await
+        .is_none()
     );
     assert_eq!(
         h.snap().await,
@@ -591,8 +592,11 @@ async fn row_full_replan_ok() {
         ("step_2", "echo", &["step_1"]),
         ("step_3", "echo", &["step_2"]),
     ]);
-    h.apply(&replan, DecisionOutcome::Replan(Ok(Answer::plain(plan))))
-        .await;
+    h.apply(
+        &replan,
+        DecisionOutcome::Replan(Ok(Answer::plain(Planned::single_stage(plan)))),
+    )
+    .await;
     assert_eq!(
         h.snap().await,
         snap("running", Some("step_1"), [0, 0, 1, 0], 2, &[], json!({}))
@@ -632,8 +636,11 @@ async fn row_replan_fail() {
     let h = setup(3).await;
     let replan = to_replan(&h, Strategy::FullReplan).await;
     let bad = current_plan_with_tool(&[("step_1", "no_such_tool", &[])]);
-    h.apply(&replan, DecisionOutcome::Replan(Ok(Answer::plain(bad))))
-        .await;
+    h.apply(
+        &replan,
+        DecisionOutcome::Replan(Ok(Answer::plain(Planned::single_stage(bad)))),
+    )
+    .await;
     assert_eq!(h.snap().await.status, "failed");
 }
 
@@ -673,10 +680,7 @@ impl Brain for BrokenBrain {
     fn name(&self) -> &'static str {
         "broken"
     }
-    fn select_tools<'a>(&'a self, _: &'a PlanningContext) -> BrainFuture<'a, ToolSelection> {
-        Box::pin(async { Err(BrainError::NoAnswer("garbage".into())) })
-    }
-    fn plan<'a>(&'a self, _: &'a PlanningContext) -> BrainFuture<'a, PlanSpec> {
+    fn plan<'a>(&'a self, _: &'a DecisionContext) -> BrainFuture<'a, Planned> {
         Box::pin(async { Err(BrainError::NoAnswer("garbage".into())) })
     }
     fn reflect_step<'a>(&'a self, _: &'a DecisionContext) -> BrainFuture<'a, StepReflection> {
@@ -688,7 +692,7 @@ impl Brain for BrokenBrain {
     fn reflect_overall<'a>(&'a self, _: &'a DecisionContext) -> BrainFuture<'a, OverallReflection> {
         Box::pin(async { Err(BrainError::NoAnswer("garbage".into())) })
     }
-    fn replan<'a>(&'a self, _: &'a DecisionContext) -> BrainFuture<'a, PlanSpec> {
+    fn replan<'a>(&'a self, _: &'a DecisionContext) -> BrainFuture<'a, Planned> {
         Box::pin(async { Err(BrainError::NoAnswer("garbage".into())) })
     }
     fn evaluate<'a>(&'a self, _: &'a DecisionContext) -> BrainFuture<'a, Evaluation> {

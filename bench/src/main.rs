@@ -99,7 +99,7 @@ impl Bench {
                 priority: 0,
                 idempotency_key: None,
                 limits: Self::limits(sequential),
-                plan,
+                plan: Some(plan),
             })
             .await?
             .task_id)

@@ -122,7 +122,11 @@ struct LimitsInput {
     max_single_step_repairs: Option<i32>,
     max_task_replans: Option<i32>,
     max_consecutive_failures: Option<i32>,
+    /// Cap on LLM calls for this task.
+    max_llm_calls: Option<i32>,
 }
+
+const MAX_LLM_CALLS: i32 = 10_000;
 
 fn apply_limits(mut base: Limits, input: Option<LimitsInput>) -> Result<Limits, ApiError> {
     let Some(l) = input else { return Ok(base) };
@@ -148,6 +152,14 @@ fn apply_limits(mut base: Limits, input: Option<LimitsInput>) -> Result<Limits, 
             &mut base.max_consecutive_failures,
         ),
     ];
+    if let Some(n) = l.max_llm_calls {
+        if !(0..=MAX_LLM_CALLS).contains(&n) {
+            return Err(ApiError::validation(format!(
+                "limits.max_llm_calls must be between 0 and {MAX_LLM_CALLS}"
+            )));
+        }
+        base.max_llm_calls = Some(n);
+    }
     for (name, value, slot) in fields {
         if let Some(v) = value {
             if !(0..=MAX_LIMIT_VALUE).contains(&v) {
@@ -184,20 +196,22 @@ async fn submit_task(
         ));
     }
     let limits = apply_limits(st.default_limits(), body.limits)?;
-    let Some(plan) = body.plan else {
-        let why = if st.settings.llm.base_url.is_some() {
-            "planning from a description alone is not available yet: submit a plan"
-        } else {
-            "no plan given and no planning brain configured: submit a plan, or configure an LLM ([llm] base_url)"
-        };
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "plan_required",
-            why,
-        ));
+    let plan = match body.plan {
+        Some(plan) => {
+            let known: HashSet<String> = st.store.tool_ids().await?.into_iter().collect();
+            plan::validate(&plan, &known)?;
+            Some(plan)
+        }
+        // planned by the brain (a `plan` decision any worker takes)
+        None if st.settings.llm.enabled() => None,
+        None => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "plan_required",
+                "no plan given and no planning brain configured: submit a plan, or configure an LLM ([llm] base_url)",
+            ));
+        }
     };
-    let known: HashSet<String> = st.store.tool_ids().await?.into_iter().collect();
-    plan::validate(&plan, &known)?;
     let submitted = st
         .store
         .submit_task(&NewTask {
@@ -245,6 +259,7 @@ async fn get_task(
         .or_else(|| current.iter().find(|s| s.status == "running"))
         .or_else(|| current.iter().find(|s| s.status == "ready"));
     let current_step = focus.map(|s| s.step_key.clone());
+    let usage = st.store.llm_usage(id).await?;
     let current_retry_count = focus.map(|s| s.retry_count).unwrap_or(0);
     Ok(Json(json!({
         "task_id": t.id,
@@ -267,7 +282,9 @@ async fn get_task(
             "max_consecutive_failures": t.max_consecutive_failures,
             "max_reflection_rounds": t.max_reflection_rounds,
             "max_concurrent_steps": t.max_concurrent_steps,
+            "max_llm_calls": t.max_llm_calls,
         },
+        "llm_usage": usage,
         "steps": {
             "total": counts.values().sum::<i64>() - n("superseded"),
             "succeeded": n("succeeded"),

@@ -42,17 +42,20 @@ impl std::fmt::Debug for LlmConfig {
 impl LlmConfig {
     /// `None` when no `[llm] base_url` is configured (the rules brain decides).
     pub fn from_settings(s: &LlmSettings) -> Option<Self> {
+        if !s.enabled() {
+            return None;
+        }
         let base_url = s.base_url.clone()?;
         Some(Self {
-            base_url: base_url.trim_end_matches('/').to_string(),
+            base_url: base_url.trim().trim_end_matches('/').to_string(),
             api_key: s.api_key.clone().filter(|k| !k.is_empty()),
             model: s.model.clone().unwrap_or_else(|| "gpt-4o-mini".into()),
             temperature: s.temperature.unwrap_or(0.2),
-            max_tokens: None,
-            seed: None,
-            timeout: Duration::from_secs(s.timeout_secs.unwrap_or(60)),
+            max_tokens: s.max_tokens,
+            seed: s.seed,
+            timeout: Duration::from_secs_f64(s.timeout_secs.unwrap_or(60.0)),
             max_retries: s.max_retries.unwrap_or(3),
-            backoff_base: Duration::from_millis(500),
+            backoff_base: Duration::from_millis(s.retry_backoff_ms.unwrap_or(500)),
         })
     }
 }
@@ -151,12 +154,13 @@ impl LlmClient {
         &self.cfg
     }
 
+    /// Remove the key first, then shorten (shortening first could leave part of the key).
     fn redact(&self, s: &str) -> String {
-        let mut out: String = s.chars().take(300).collect();
+        let mut out = s.to_string();
         if let Some(k) = &self.cfg.api_key {
             out = out.replace(k.as_str(), "[redacted]");
         }
-        out
+        out.chars().take(300).collect()
     }
 
     /// Ask for a JSON answer named `name` that must validate against `schema`.
@@ -164,21 +168,37 @@ impl LlmClient {
         &self,
         name: &str,
         schema: &Value,
-        mut messages: Vec<Message>,
+        messages: Vec<Message>,
     ) -> Result<JsonAnswer, LlmError> {
+        self.ask(name, schema, messages, &|_| Ok(())).await.1
+    }
+
+    /// Like [`Self::chat_json`], with a further `check` of the answer (e.g. that it parses into
+    /// its Rust type and names only registered tools): a failed check is re-asked like an
+    /// invalid schema, once. The usage is returned whatever the outcome (tokens were spent).
+    pub async fn ask(
+        &self,
+        name: &str,
+        schema: &Value,
+        mut messages: Vec<Message>,
+        check: &(dyn Fn(&Value) -> Result<(), String> + Sync),
+    ) -> (Usage, Result<JsonAnswer, LlmError>) {
         let mut usage = Usage::default();
         let mut last_problems = String::new();
         for round in 0..2 {
-            let raw = self.complete(name, schema, &messages, &mut usage).await?;
+            let raw = match self.complete(name, schema, &messages, &mut usage).await {
+                Ok(raw) => raw,
+                Err(e) => return (usage, Err(e)),
+            };
             match parse_answer(&raw).and_then(|v| {
                 let problems = validate(schema, &v);
-                if problems.is_empty() {
-                    Ok(v)
-                } else {
-                    Err(problems.join("; "))
+                if !problems.is_empty() {
+                    return Err(problems.join("; "));
                 }
+                check(&v)?;
+                Ok(v)
             }) {
-                Ok(value) => return Ok(JsonAnswer { value, raw, usage }),
+                Ok(value) => return (usage, Ok(JsonAnswer { value, raw, usage })),
                 Err(problems) => {
                     last_problems = problems;
                     if round == 0 {
@@ -192,10 +212,13 @@ impl LlmClient {
                 }
             }
         }
-        Err(LlmError::Invalid {
-            name: name.into(),
-            problems: self.redact(&last_problems),
-        })
+        (
+            usage,
+            Err(LlmError::Invalid {
+                name: name.into(),
+                problems: self.redact(&last_problems),
+            }),
+        )
     }
 
     /// One completion, retried on 429/5xx/timeouts/connection errors, with the json_schema →

@@ -8,9 +8,9 @@
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::model::{PlanSpec, StepSpec, ToolFailure};
 use crate::recovery::{Counters, Evaluation, OverallReflection, StepReflection, Strategy, Trigger};
@@ -18,6 +18,8 @@ use crate::store::tasks::{AttemptRow, StepRow, TaskRow};
 use crate::tools::ToolDef;
 
 pub mod llm;
+pub mod llm_brain;
+pub mod prompts;
 pub mod rules;
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -48,6 +50,8 @@ pub type BrainFuture<'a, T> =
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionKind {
+    /// Plan a description-only task (tool selection, then the plan).
+    Plan,
     StepReflection,
     StepRepair,
     OverallReflection,
@@ -58,6 +62,7 @@ pub enum DecisionKind {
 impl DecisionKind {
     pub fn as_str(self) -> &'static str {
         match self {
+            DecisionKind::Plan => "plan",
             DecisionKind::StepReflection => "step_reflection",
             DecisionKind::StepRepair => "step_repair",
             DecisionKind::OverallReflection => "overall_reflection",
@@ -66,16 +71,17 @@ impl DecisionKind {
         }
     }
 
+    pub const ALL: [DecisionKind; 6] = [
+        DecisionKind::Plan,
+        DecisionKind::StepReflection,
+        DecisionKind::StepRepair,
+        DecisionKind::OverallReflection,
+        DecisionKind::Replan,
+        DecisionKind::Evaluation,
+    ];
+
     pub fn parse(s: &str) -> Option<Self> {
-        [
-            DecisionKind::StepReflection,
-            DecisionKind::StepRepair,
-            DecisionKind::OverallReflection,
-            DecisionKind::Replan,
-            DecisionKind::Evaluation,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == s)
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
     }
 }
 
@@ -114,6 +120,46 @@ pub struct DecisionContext {
     pub tools: HashMap<String, ToolDef>,
     pub counters: Counters,
     pub input: DecisionInput,
+    /// LLM calls this task has made so far (`llm_calls` rows), for the per-task cap.
+    pub llm_calls_used: i64,
+    /// LLM calls made while deciding, recorded by the worker before it applies the outcome.
+    pub meter: Meter,
+}
+
+/// The cost of one LLM call (one `llm_calls` row).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmCallRecord {
+    /// The json_schema name of the request.
+    pub name: String,
+    pub model: String,
+    pub ok: bool,
+    /// Why the call gave no usable answer (the API key is never in it).
+    pub error: Option<String>,
+    pub usage: llm::Usage,
+    pub latency_ms: i64,
+}
+
+/// Collects the LLM calls made for one decision.
+#[derive(Debug, Clone, Default)]
+pub struct Meter(Arc<Mutex<Vec<LlmCallRecord>>>);
+
+impl Meter {
+    pub fn record(&self, r: LlmCallRecord) {
+        self.0.lock().expect("meter lock").push(r);
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.lock().expect("meter lock").len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Everything recorded so far (the meter is left empty).
+    pub fn take(&self) -> Vec<LlmCallRecord> {
+        std::mem::take(&mut *self.0.lock().expect("meter lock"))
+    }
 }
 
 impl DecisionContext {
@@ -186,33 +232,45 @@ impl DecisionContext {
     }
 }
 
-/// Context for planning a task from its description (the LLM brain).
-#[derive(Debug, Clone)]
-pub struct PlanningContext {
-    pub description: String,
-    pub metadata: Value,
-    pub tools: Vec<ToolDef>,
-}
-
+/// Stage 1 of two-stage planning: the tools the plan may use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSelection {
     pub selected_tools: Vec<String>,
     #[serde(default)]
     pub reasoning: String,
+    /// At replanning time: what changed from the tools used before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes_summary: Option<String>,
+}
+
+/// A plan (or a replan) and, when two-stage planning ran, the tool selection it was made with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    pub plan: PlanSpec,
+    pub selection: Option<ToolSelection>,
+}
+
+impl Planned {
+    pub fn single_stage(plan: PlanSpec) -> Self {
+        Self {
+            plan,
+            selection: None,
+        }
+    }
 }
 
 /// The decisions of SPEC §3–4.
 pub trait Brain: Send + Sync + std::fmt::Debug {
     fn name(&self) -> &'static str;
-    fn select_tools<'a>(&'a self, ctx: &'a PlanningContext) -> BrainFuture<'a, ToolSelection>;
-    fn plan<'a>(&'a self, ctx: &'a PlanningContext) -> BrainFuture<'a, PlanSpec>;
+    /// Plan a description-only task (`ctx.steps` is empty).
+    fn plan<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, Planned>;
     fn reflect_step<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, StepReflection>;
     fn repair_step<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, StepSpec>;
     fn reflect_overall<'a>(
         &'a self,
         ctx: &'a DecisionContext,
     ) -> BrainFuture<'a, OverallReflection>;
-    fn replan<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, PlanSpec>;
+    fn replan<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, Planned>;
     fn evaluate<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, Evaluation>;
 }
 
@@ -228,6 +286,14 @@ pub async fn decide(
     use crate::store::decisions::DecisionOutcome as O;
     let lost = || BrainError::NoAnswer("the decision lost its worker too many times".into());
     match kind {
+        DecisionKind::Plan => {
+            let r = if skip_brain {
+                Err(lost())
+            } else {
+                brain.plan(ctx).await
+            };
+            O::Plan(r.map_err(|e| e.to_string()))
+        }
         DecisionKind::StepReflection => {
             let r = if skip_brain {
                 Err(lost())
@@ -311,14 +377,16 @@ pub async fn decide(
     }
 }
 
-/// The brain the configuration asks for.
-pub fn from_settings(s: &crate::config::Settings) -> std::sync::Arc<dyn Brain> {
-    if s.llm.base_url.is_some() {
-        tracing::warn!(
-            "an [llm] base_url is configured, but the LLM brain is not available yet; using the rules brain"
-        );
+/// The brain the configuration asks for: the LLM brain when `[llm] base_url` is set, else the
+/// rules brain.
+pub fn from_settings(s: &crate::config::Settings) -> Arc<dyn Brain> {
+    match llm_brain::LlmBrain::from_settings(s) {
+        Some(b) => {
+            tracing::info!(model = %b.model(), "decisions come from the LLM brain");
+            Arc::new(b)
+        }
+        None => Arc::new(rules::RulesBrain),
     }
-    std::sync::Arc::new(rules::RulesBrain)
 }
 
 #[cfg(test)]
@@ -329,15 +397,10 @@ mod tests {
     /// decision statuses of the `decisions.status` CHECK.
     #[test]
     fn decision_kinds_match_the_schema_and_docs() {
-        let sql = include_str!("../../migrations/20261122000002_recovery.sql");
+        // the latest migration that redefines the CHECK
+        let sql = include_str!("../../migrations/20261122000004_llm_brain.sql");
         let flat: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
-        let kinds = [
-            DecisionKind::StepReflection,
-            DecisionKind::StepRepair,
-            DecisionKind::OverallReflection,
-            DecisionKind::Replan,
-            DecisionKind::Evaluation,
-        ];
+        let kinds = DecisionKind::ALL;
         let list = kinds
             .iter()
             .map(|k| format!("'{}'", k.as_str()))
@@ -351,8 +414,9 @@ mod tests {
             assert_eq!(DecisionKind::parse(k.as_str()), Some(k));
         }
         let doc = include_str!("../../docs/state-machine.md");
+        let recovery = include_str!("../../migrations/20261122000002_recovery.sql");
         for status in ["pending", "running", "done", "cancelled"] {
-            assert!(flat.contains(&format!("'{status}'")));
+            assert!(recovery.contains(&format!("'{status}'")));
             assert!(
                 doc.contains(&format!("`{status}`")),
                 "{status} missing from the doc"

@@ -15,9 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{
-    Answer, Brain, BrainError, BrainFuture, DecisionContext, PlanningContext, ToolSelection,
-};
+use super::{Answer, Brain, BrainError, BrainFuture, DecisionContext, Planned};
 use crate::model::{PlanSpec, StepSpec, ToolFailure};
 use crate::recovery::{
     Dimensions, Evaluation, OverallReflection, StepAction, StepReflection, Strategy, Trigger,
@@ -238,12 +236,7 @@ impl Brain for RulesBrain {
     fn name(&self) -> &'static str {
         "rules"
     }
-    fn select_tools<'a>(&'a self, _ctx: &'a PlanningContext) -> BrainFuture<'a, ToolSelection> {
-        ready(Err(BrainError::Unsupported(
-            "select tools (no LLM configured)",
-        )))
-    }
-    fn plan<'a>(&'a self, _ctx: &'a PlanningContext) -> BrainFuture<'a, PlanSpec> {
+    fn plan<'a>(&'a self, _ctx: &'a DecisionContext) -> BrainFuture<'a, Planned> {
         ready(Err(BrainError::Unsupported(
             "plan from a description (no LLM configured)",
         )))
@@ -260,8 +253,8 @@ impl Brain for RulesBrain {
     ) -> BrainFuture<'a, OverallReflection> {
         ready(Ok(Self::overall(ctx)))
     }
-    fn replan<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, PlanSpec> {
-        ready(Ok(Self::replan(ctx)))
+    fn replan<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, Planned> {
+        ready(Ok(Planned::single_stage(Self::replan(ctx))))
     }
     fn evaluate<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, Evaluation> {
         ready(Ok(Self::evaluate(ctx)))

@@ -14,7 +14,9 @@ use uuid::Uuid;
 use super::steps::{FailurePolicy, insert_steps_for_version};
 use super::tasks::{AttemptRow, StepRow, TaskRow, insert_plan, skip_open_steps};
 use super::{NewEvent, Result, Store, StoreError, append_events, notify_ready};
-use crate::brain::{Answer, DecisionContext, DecisionInput, DecisionKind};
+use crate::brain::{
+    Answer, DecisionContext, DecisionInput, DecisionKind, LlmCallRecord, Meter, Planned,
+};
 use crate::model::{PlanSpec, StepSpec, event_kind};
 use crate::recovery::{
     self, AfterEvaluation, AfterOverall, AfterStepReflection, Carry, Counters, Evaluation, OldStep,
@@ -70,6 +72,7 @@ pub struct Lease {
 /// The brain's answer to a decision, or what stands in for it.
 #[derive(Debug, Clone)]
 pub enum DecisionOutcome {
+    Plan(Result<Answer<Planned>, String>),
     StepReflection {
         reflection: StepReflection,
         raw: Option<String>,
@@ -81,7 +84,7 @@ pub enum DecisionOutcome {
         raw: Option<String>,
         fallback: bool,
     },
-    Replan(Result<Answer<PlanSpec>, String>),
+    Replan(Result<Answer<Planned>, String>),
     Evaluation {
         evaluation: Evaluation,
         raw: Option<String>,
@@ -398,6 +401,11 @@ impl Store {
         let attempts: Vec<AttemptRow> = self.list_attempts(task.id).await?;
         let tools: Vec<ToolDef> = self.list_tools().await?;
         let counters = counters_of(&task, step.as_ref(), max_rescues);
+        let llm_calls_used: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM llm_calls WHERE task_id = $1")
+                .bind(task.id)
+                .fetch_one(&self.pool)
+                .await?;
         Ok(DecisionContext {
             task,
             steps,
@@ -406,7 +414,50 @@ impl Store {
             tools: tools.into_iter().map(|t| (t.id.clone(), t)).collect(),
             counters,
             input: d.input(),
+            llm_calls_used,
+            meter: Meter::default(),
         })
+    }
+
+    /// The LLM calls made for a decision (their tokens were spent whether or not the outcome
+    /// is applied). Written before the outcome is applied, in its own statement.
+    pub async fn record_llm_calls(&self, d: &DecisionFence, calls: &[LlmCallRecord]) -> Result<()> {
+        if calls.is_empty() {
+            return Ok(());
+        }
+        let col = |f: fn(&LlmCallRecord) -> i64| calls.iter().map(f).collect::<Vec<i64>>();
+        sqlx::query(
+            "INSERT INTO llm_calls (task_id, decision_id, name, model, ok, error, requests,
+                    prompt_tokens, completion_tokens, total_tokens, latency_ms)
+             SELECT $1, $2, * FROM unnest($3::text[], $4::text[], $5::boolean[], $6::text[],
+                    $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])",
+        )
+        .bind(d.task_id)
+        .bind(d.id)
+        .bind(calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>())
+        .bind(calls.iter().map(|c| c.model.clone()).collect::<Vec<_>>())
+        .bind(calls.iter().map(|c| c.ok).collect::<Vec<_>>())
+        .bind(calls.iter().map(|c| c.error.clone()).collect::<Vec<_>>())
+        .bind(col(|c| c.usage.requests as i64))
+        .bind(col(|c| c.usage.prompt_tokens as i64))
+        .bind(col(|c| c.usage.completion_tokens as i64))
+        .bind(col(|c| c.usage.total_tokens as i64))
+        .bind(col(|c| c.latency_ms))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// A worker took up a description-only task's plan decision: `pending → planning`.
+    pub async fn start_planning(&self, task_id: Uuid) -> Result<()> {
+        sqlx::query(
+            "UPDATE tasks SET status = 'planning', updated_at = now()
+             WHERE id = $1 AND status = 'pending'",
+        )
+        .bind(task_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     /// Apply a decision's outcome in one transaction. Returns the follow-up decision, leased to
@@ -445,6 +496,8 @@ impl Store {
                 None => None,
             };
             let fresh = match kind {
+                // only a cancel competes with planning
+                DecisionKind::Plan => matches!(task.status.as_str(), "pending" | "planning"),
                 DecisionKind::StepReflection | DecisionKind::StepRepair => {
                     task.status == "running"
                         && step.as_ref().is_some_and(|s| {
@@ -475,6 +528,9 @@ impl Store {
             }
             let mut events = Vec::new();
             let next = match (kind, outcome) {
+                (DecisionKind::Plan, DecisionOutcome::Plan(answer)) => {
+                    apply_plan(&mut tx, &task, answer, lease, &mut events).await?
+                }
                 (
                     DecisionKind::StepReflection,
                     DecisionOutcome::StepReflection {
@@ -873,7 +929,7 @@ async fn apply_replan(
     tx: &mut Tx<'_>,
     task: &TaskRow,
     input: &DecisionInput,
-    answer: &Result<Answer<PlanSpec>, String>,
+    answer: &Result<Answer<Planned>, String>,
     lease: Lease,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
@@ -888,14 +944,19 @@ async fn apply_replan(
         .await?
         .into_iter()
         .collect();
-    let plan = match answer {
-        Ok(a) => crate::plan::validate(&a.value, &known)
+    let planned = match answer {
+        Ok(a) => crate::plan::validate(&a.value.plan, &known)
             .map(|_| a.value.clone())
             .map_err(|e| format!("the new plan is invalid: {}", e.message)),
         Err(e) => Err(e.clone()),
     };
-    let plan = match plan {
-        Ok(p) => p,
+    let plan = match planned {
+        Ok(p) => {
+            if let Some(sel) = &p.selection {
+                events.push(tools_selected(task.id, sel, "replanning"));
+            }
+            p.plan
+        }
         Err(reason) => {
             record_recovery(tx, input.attempt_id, 3, "replan_failed", category).await?;
             fail_task(
@@ -921,6 +982,72 @@ async fn apply_replan(
         .await?;
     record_recovery(tx, input.attempt_id, 3, &origin, category).await?;
     Ok(next)
+}
+
+fn tools_selected(task_id: Uuid, sel: &crate::brain::ToolSelection, phase: &str) -> NewEvent {
+    NewEvent::new(
+        task_id,
+        event_kind::TOOLS_SELECTED,
+        json!({"phase": phase, "selected_tools": sel.selected_tools, "reasoning": sel.reasoning,
+               "changes_summary": sel.changes_summary}),
+    )
+}
+
+/// A description-only task's first plan: validated against the registry, installed as
+/// version 1, the task `running`. A brain error or an invalid plan fails the task.
+async fn apply_plan(
+    tx: &mut Tx<'_>,
+    task: &TaskRow,
+    answer: &Result<Answer<Planned>, String>,
+    lease: Lease,
+    events: &mut Vec<NewEvent>,
+) -> Result<Option<ClaimedDecision>> {
+    let known: HashSet<String> = sqlx::query_scalar("SELECT id FROM tools")
+        .fetch_all(&mut **tx)
+        .await?
+        .into_iter()
+        .collect();
+    let planned = match answer {
+        Ok(a) => crate::plan::validate(&a.value.plan, &known)
+            .map(|_| a.value.clone())
+            .map_err(|e| format!("the plan is invalid: {}", e.message)),
+        Err(e) => Err(e.clone()),
+    };
+    let planned = match planned {
+        Ok(p) => p,
+        Err(reason) => {
+            fail_task(
+                tx,
+                task.id,
+                json!({"reason": format!("planning failed: {reason}")}),
+                events,
+            )
+            .await?;
+            return Ok(None);
+        }
+    };
+    if let Some(sel) = &planned.selection {
+        events.push(tools_selected(task.id, sel, "planning"));
+    }
+    let plan = &planned.plan;
+    insert_plan(tx, task.id, 1, "initial", plan).await?;
+    sqlx::query("UPDATE tasks SET plan_version = 1, updated_at = now() WHERE id = $1")
+        .bind(task.id)
+        .execute(&mut **tx)
+        .await?;
+    let runnable = insert_steps_for_version(tx, task, 1, plan, &Carry::default(), 0).await?;
+    events.push(NewEvent::new(
+        task.id,
+        event_kind::PLAN_GENERATED,
+        json!({"version": 1, "origin": "initial", "steps": plan.steps.len(),
+               "reasoning": plan.reasoning, "estimated_duration": plan.estimated_duration}),
+    ));
+    if runnable == 0 {
+        return start_evaluation(tx, task.id, Some(lease)).await;
+    }
+    set_task_status(tx, task.id, "running").await?;
+    notify_ready(tx).await?;
+    Ok(None)
 }
 
 /// Install `plan` as the task's next version: what the strategy keeps is copied (not run

@@ -27,6 +27,8 @@ pub struct Limits {
     /// Reflect and replan when a finished plan is evaluated as unsuccessful.
     pub auto_reflection: bool,
     pub success_threshold: f64,
+    /// LLM calls allowed per task (`None`: no cap).
+    pub max_llm_calls: Option<i32>,
 }
 
 impl Limits {
@@ -48,6 +50,7 @@ impl Limits {
             step_reflection: r.enable_step_level_reflection,
             auto_reflection: o.enable_auto_reflection,
             success_threshold: o.success_threshold,
+            max_llm_calls: s.llm.max_calls_per_task.map(|n| n as i32),
         }
     }
 }
@@ -60,7 +63,8 @@ pub struct NewTask {
     pub priority: i32,
     pub idempotency_key: Option<String>,
     pub limits: Limits,
-    pub plan: PlanSpec,
+    /// `None`: the task is planned from its description by the brain (a `plan` decision).
+    pub plan: Option<PlanSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +103,7 @@ pub struct TaskRow {
     pub success_threshold: f64,
     pub final_score: Option<f64>,
     pub stop_reason: Option<String>,
+    pub max_llm_calls: Option<i32>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
@@ -201,8 +206,8 @@ impl Store {
             INSERT INTO tasks (id, description, metadata, context, priority, idempotency_key, status,
                                plan_version, max_step_retries, max_single_step_repairs, max_task_replans,
                                max_consecutive_failures, max_reflection_rounds, max_concurrent_steps,
-                               step_reflection, auto_reflection, success_threshold)
-            VALUES ($1, $2, $3, $4, $5, $6, 'running', 1, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                               step_reflection, auto_reflection, success_threshold, max_llm_calls)
+            VALUES ($1, $2, $3, $4, $5, $6, $16, $17, $7, $8, $9, $10, $11, $12, $13, $14, $15, $18)
             ON CONFLICT (idempotency_key) DO NOTHING
             RETURNING *
             "#,
@@ -222,6 +227,9 @@ impl Store {
         .bind(t.limits.step_reflection)
         .bind(t.limits.auto_reflection)
         .bind(t.limits.success_threshold)
+        .bind(if t.plan.is_some() { "running" } else { "pending" })
+        .bind(if t.plan.is_some() { 1 } else { 0 })
+        .bind(t.limits.max_llm_calls)
         .fetch_optional(&mut *tx)
         .await?;
         let Some(task) = inserted else {
@@ -238,21 +246,42 @@ impl Store {
                 created: false,
             });
         };
-        insert_plan(&mut tx, id, 1, "initial", &t.plan).await?;
-        insert_steps_for_version(&mut tx, &task, 1, &t.plan, &Carry::default(), 0).await?;
-        let ready = t.plan.steps.iter().any(|s| s.dependencies.is_empty());
+        let submitted = NewEvent::new(
+            id,
+            event_kind::TASK_SUBMITTED,
+            json!({"description": t.description, "priority": t.priority, "limits": t.limits,
+                   "planned_by_brain": t.plan.is_none()}),
+        );
+        let Some(plan) = &t.plan else {
+            // planned by the brain: a claimable `plan` decision, any worker may take it
+            super::decisions::create_decision(
+                &mut tx,
+                id,
+                crate::brain::DecisionKind::Plan,
+                None,
+                &crate::brain::DecisionInput::default(),
+                None,
+            )
+            .await?;
+            append_events(&mut tx, &[submitted]).await?;
+            tx.commit().await?;
+            return Ok(Submitted {
+                task_id: id,
+                status: TaskStatus::Pending,
+                created: true,
+            });
+        };
+        insert_plan(&mut tx, id, 1, "initial", plan).await?;
+        insert_steps_for_version(&mut tx, &task, 1, plan, &Carry::default(), 0).await?;
+        let ready = plan.steps.iter().any(|s| s.dependencies.is_empty());
         append_events(
             &mut tx,
             &[
-                NewEvent::new(
-                    id,
-                    event_kind::TASK_SUBMITTED,
-                    json!({"description": t.description, "priority": t.priority, "limits": t.limits}),
-                ),
+                submitted,
                 NewEvent::new(
                     id,
                     event_kind::PLAN_GENERATED,
-                    json!({"version": 1, "origin": "initial", "steps": t.plan.steps.len()}),
+                    json!({"version": 1, "origin": "initial", "steps": plan.steps.len()}),
                 ),
             ],
         )
@@ -479,6 +508,17 @@ pub(crate) async fn insert_plan(
     Ok(())
 }
 
+/// LLM usage of one task (cost reporting).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow, Serialize)]
+pub struct LlmUsage {
+    pub calls: i64,
+    pub failed_calls: i64,
+    pub requests: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub total_tokens: i64,
+}
+
 /// `POST /tasks/{id}/resume`: a replacement plan, or parameter/tool overrides for steps.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -651,6 +691,21 @@ impl Store {
 
 impl Store {
     /// Created → finished (or → now, database clock, while unfinished), in milliseconds.
+    /// LLM calls and tokens spent on a task (the `llm_usage_by_task` view; zeros when none).
+    pub async fn llm_usage(&self, task_id: Uuid) -> Result<LlmUsage> {
+        Ok(sqlx::query_as(
+            "SELECT count(*) AS calls, count(*) FILTER (WHERE NOT ok) AS failed_calls,
+                    coalesce(sum(requests), 0)::bigint AS requests,
+                    coalesce(sum(prompt_tokens), 0)::bigint AS prompt_tokens,
+                    coalesce(sum(completion_tokens), 0)::bigint AS completion_tokens,
+                    coalesce(sum(total_tokens), 0)::bigint AS total_tokens
+             FROM llm_calls WHERE task_id = $1",
+        )
+        .bind(task_id)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
     pub async fn task_duration_ms(&self, id: Uuid) -> Result<i64> {
         sqlx::query_scalar(
             "SELECT (extract(epoch FROM (coalesce(finished_at, now()) - created_at)) * 1000)::bigint

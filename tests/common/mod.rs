@@ -272,6 +272,6 @@ pub fn new_task(steps: Value) -> trellis::store::tasks::NewTask {
         priority: 0,
         idempotency_key: None,
         limits: trellis::store::tasks::Limits::from_settings(&Settings::default()),
-        plan: serde_json::from_value(json!({ "steps": steps })).expect("a valid plan"),
+        plan: Some(serde_json::from_value(json!({ "steps": steps })).expect("a valid plan")),
     }
 }

@@ -1,0 +1,600 @@
+//! The LLM brain end to end: the API, an in-process worker with the LLM brain, real HTTP tools,
+//! and a real HTTP server speaking the chat-completions wire format that answers each request
+//! from a script keyed by the request's json_schema name.
+
+mod common;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use common::{ToolServer, register_tool, spawn_app_with, test_settings};
+use serde_json::{Value, json};
+use trellis::config::Settings;
+
+const KEY: &str = "sk-e2e-secret-5d0c";
+
+/// One scripted reply.
+#[derive(Clone)]
+struct Reply {
+    status: u16,
+    body: Value,
+    delay: Duration,
+}
+
+/// A chat-completions answer whose message content is `content`.
+fn says(content: &str) -> Reply {
+    Reply {
+        status: 200,
+        body: json!({"choices": [{"message": {"role": "assistant", "content": content}}],
+                     "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}),
+        delay: Duration::ZERO,
+    }
+}
+
+fn answers(v: Value) -> Reply {
+    says(&v.to_string())
+}
+
+fn status(code: u16) -> Reply {
+    Reply {
+        status: code,
+        body: json!({"error": {"message": "scripted failure"}}),
+        delay: Duration::ZERO,
+    }
+}
+
+/// A request the fake model received.
+#[derive(Clone, Debug)]
+struct Seen {
+    name: String,
+    body: Value,
+    auth: String,
+}
+
+impl Seen {
+    fn user_text(&self) -> String {
+        self.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| m["content"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+#[derive(Clone, Default)]
+struct FakeLlm {
+    /// name → replies in order; the last one repeats.
+    script: Arc<Mutex<HashMap<String, VecDeque<Reply>>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    base: String,
+}
+
+impl FakeLlm {
+    async fn start(script: Vec<(&str, Vec<Reply>)>) -> Self {
+        async fn handle(
+            State(f): State<FakeLlm>,
+            headers: HeaderMap,
+            axum::Json(body): axum::Json<Value>,
+        ) -> (StatusCode, axum::Json<Value>) {
+            let name = body["response_format"]["json_schema"]["name"]
+                .as_str()
+                .unwrap_or("json_object")
+                .to_string();
+            let auth = headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string();
+            f.seen.lock().unwrap().push(Seen {
+                name: name.clone(),
+                body,
+                auth: auth.clone(),
+            });
+            let reply = {
+                let mut s = f.script.lock().unwrap();
+                match s.get_mut(&name) {
+                    Some(q) if q.len() > 1 => q.pop_front(),
+                    Some(q) => q.front().cloned(),
+                    None => None,
+                }
+            };
+            let Some(r) = reply else {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    axum::Json(json!({"error": {"message": format!("unscripted {name}")}})),
+                );
+            };
+            tokio::time::sleep(r.delay).await;
+            let mut body = r.body;
+            // like some providers do: echo the credential in an error
+            if r.status == 401 {
+                body = json!({"error": {"message": format!("Incorrect API key provided: {auth}")}});
+            }
+            (StatusCode::from_u16(r.status).unwrap(), axum::Json(body))
+        }
+        let mut fake = FakeLlm {
+            script: Arc::new(Mutex::new(
+                script
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v.into()))
+                    .collect(),
+            )),
+            ..Default::default()
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        fake.base = format!("http://{}/v1", listener.local_addr().unwrap());
+        let app = Router::new()
+            .route("/v1/chat/completions", post(handle))
+            .with_state(fake.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        fake
+    }
+
+    fn seen(&self, name: &str) -> Vec<Seen> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.name == name)
+            .cloned()
+            .collect()
+    }
+}
+
+fn llm_settings(fake: &FakeLlm) -> Settings {
+    let mut s = test_settings();
+    s.llm.base_url = Some(fake.base.clone());
+    s.llm.api_key = Some(KEY.into());
+    s.llm.model = Some("scripted-model".into());
+    s.llm.timeout_secs = Some(5.0);
+    s.llm.max_retries = Some(2);
+    s.llm.retry_backoff_ms = Some(20);
+    // five built-in tools plus the test's: two-stage planning applies
+    s.orchestrator.two_stage_tool_threshold = 3;
+    s
+}
+
+async fn events(app: &common::TestApp, id: uuid::Uuid) -> Vec<Value> {
+    let (_, v) = app.get(&format!("/api/v1/tasks/{id}/events")).await;
+    v.as_array().unwrap().clone()
+}
+
+fn kinds(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn evaluation(score: f64) -> Reply {
+    answers(
+        json!({"overall_score": score, "is_successful": score >= 80.0,
+        "dimensions": {"completeness": score, "correctness": score, "efficiency": 70, "reliability": 75},
+        "successes": ["all steps done"], "failures": [], "improvement_suggestions": ["fewer retries"]}),
+    )
+}
+
+/// Acceptance 1: a description-only task is planned (tool selection, then a plan with only the
+/// selected tools), runs, a step fails, the step reflection adjusts its parameters, it
+/// succeeds, and the evaluation's score is the result's `final_score`.
+#[tokio::test]
+async fn a_description_only_task_is_planned_recovered_and_scored() {
+    let fake = FakeLlm::start(vec![
+        (
+            "tool_selection",
+            vec![answers(
+                json!({"selected_tools": ["echo", "strict", "no_such_tool"], "reasoning": "echo then convert"}),
+            )],
+        ),
+        (
+            "plan",
+            vec![answers(json!({"reasoning": "greet, then convert", "estimated_duration": 3,
+                "steps": [
+                    {"step_id": "step_1", "name": "greet", "tool": "echo", "parameters": {"text": "hello"},
+                     "dependencies": [], "expected_output": "the greeting", "actions": []},
+                    {"step_id": "step_2", "name": "convert", "tool": "strict",
+                     "parameters": {"input": "${step_1.output.text}", "mode": "fast"},
+                     "dependencies": ["step_1"], "expected_output": {"kind": "text"}, "actions": [],
+                     "note": "extra fields are tolerated"}]}))],
+        ),
+        (
+            "step_reflection",
+            vec![answers(json!({"root_cause_category": "parameter_error",
+                "root_cause": "mode fast is not supported", "analysis": "the tool accepts mode=exact",
+                "confidence": 85, "is_recoverable": true, "alternative_solutions": [],
+                "suggested_action": {"type": "retry_with_params", "data": {"mode": "exact"}}}))],
+        ),
+        ("evaluation", vec![evaluation(92.5)]),
+    ])
+    .await;
+    let app = spawn_app_with(llm_settings(&fake)).await;
+    let tools = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(|c| {
+            if c.parameters["mode"] == "exact" {
+                (200, json!({"output": {"converted": c.parameters["input"]}}))
+            } else {
+                (
+                    400,
+                    json!({"error": {"message": "unsupported mode", "category": "parameter_error"}}),
+                )
+            }
+        }),
+    )
+    .await;
+    register_tool(&app, "strict", &tools.endpoint("strict"), json!({})).await;
+
+    let (code, v) = app
+        .post(
+            "/api/v1/tasks",
+            &json!({"description": "greet and convert the greeting", "metadata": {"lang": "en"}}),
+        )
+        .await;
+    assert_eq!(code, StatusCode::ACCEPTED, "{v}");
+    assert_eq!(v["status"], "pending");
+    let id: uuid::Uuid = v["task_id"].as_str().unwrap().parse().unwrap();
+    let w = app.worker(|_| {});
+    let done = app.wait_done(id, Duration::from_secs(30)).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+
+    // the evaluation's score is the result's final_score
+    let (_, result) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(result["final_score"], json!(92.5), "{result}");
+    assert_eq!(result["outputs"]["step_2"], json!({"converted": "hello"}));
+
+    // stage 1 saw every tool; stage 2 only the selected, registered ones
+    let sel = fake.seen("tool_selection");
+    assert_eq!(sel.len(), 1);
+    for t in ["echo", "sleep", "fail", "flaky", "http_request", "strict"] {
+        assert!(sel[0].user_text().contains(&format!("`{t}`")), "{t}");
+    }
+    assert!(
+        sel[0]
+            .user_text()
+            .contains("greet and convert the greeting")
+    );
+    assert!(sel[0].user_text().contains("\"lang\": \"en\""));
+    let plan = fake.seen("plan");
+    assert_eq!(plan.len(), 1);
+    let plan_text = plan[0].user_text();
+    assert!(plan_text.contains("`echo`") && plan_text.contains("`strict`"));
+    assert!(!plan_text.contains("`sleep`") && !plan_text.contains("`flaky`"));
+    assert_eq!(
+        plan[0].body["response_format"]["json_schema"]["name"],
+        "plan"
+    );
+    assert_eq!(plan[0].body["model"], "scripted-model");
+    assert!(plan[0].body["temperature"].is_number());
+
+    // the step failed once, was retried with the adjusted parameters, and succeeded
+    let calls = tools.calls();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0].parameters["mode"], "fast");
+    assert_eq!(calls[1].parameters["mode"], "exact");
+    assert_eq!(calls[1].parameters["input"], "hello");
+    let refl = fake.seen("step_reflection");
+    assert_eq!(refl.len(), 1);
+    assert!(refl[0].user_text().contains("unsupported mode"));
+
+    let ev = events(&app, id).await;
+    let k = kinds(&ev);
+    let pos = |kind: &str| {
+        k.iter()
+            .position(|x| x == kind)
+            .unwrap_or_else(|| panic!("{kind} in {k:?}"))
+    };
+    assert!(pos("task_submitted") < pos("tools_selected"));
+    assert!(pos("tools_selected") < pos("plan_generated"));
+    assert!(pos("plan_generated") < pos("step_failed"));
+    assert!(pos("step_reflected") < pos("evaluation_completed"));
+    let selected = &ev[pos("tools_selected")]["payload"];
+    assert_eq!(selected["selected_tools"], json!(["echo", "strict"]));
+    assert_eq!(ev[pos("plan_generated")]["payload"]["steps"], 2);
+
+    // the plan as stored, and the cost of the task
+    let (_, p) = app.get(&format!("/api/v1/tasks/{id}/plan")).await;
+    assert_eq!(p["origin"], "initial");
+    assert_eq!(p["steps"][1]["tool"], "strict");
+    let (_, t) = app.get(&format!("/api/v1/tasks/{id}")).await;
+    assert_eq!(
+        t["llm_usage"],
+        json!({"calls": 4, "failed_calls": 0, "requests": 4, "prompt_tokens": 400,
+               "completion_tokens": 80, "total_tokens": 480}),
+        "{t}"
+    );
+    w.stop().await;
+}
+
+/// Acceptance 2: an invalid answer is re-asked once, then the fallback reflection escalates
+/// to the overall reflection, which replans from the failed step; the replanning tool
+/// selection names the tools used before and how they failed; the task succeeds without
+/// running the kept step again.
+#[tokio::test]
+async fn invalid_answers_fall_back_then_replan_from_the_failed_step() {
+    let fake = FakeLlm::start(vec![
+        (
+            "step_reflection",
+            vec![says("I think the tool is down."), says("{\"root_cause\": ")],
+        ),
+        (
+            "overall_reflection",
+            vec![answers(json!({"should_replan": true,
+                "root_causes": ["the primary converter is in maintenance"],
+                "incorrect_assumptions": ["primary is always up"],
+                "alternative_approaches": ["use the backup converter"],
+                "lessons_learned": ["prefer tools with a fallback"], "stop_reason": "",
+                "replanning_strategy": {"strategy_type": "replan_from_step", "step_id": "step_2",
+                                        "reason": "keep the fetched data"}}))],
+        ),
+        (
+            "tool_selection",
+            vec![answers(json!({"selected_tools": ["fetch", "backup"], "reasoning": "avoid primary",
+                "changes_summary": "primary failed with 503; switch to backup"}))],
+        ),
+        (
+            "replan",
+            vec![answers(json!({"reasoning": "same fetch, backup converter", "estimated_duration": 2,
+                "steps": [
+                    {"step_id": "step_1", "name": "fetch", "tool": "fetch", "parameters": {"doc": "report"},
+                     "dependencies": [], "expected_output": "", "actions": []},
+                    {"step_id": "step_2", "name": "convert", "tool": "backup",
+                     "parameters": {"data": "${step_1.output.data}"}, "dependencies": ["step_1"],
+                     "expected_output": "", "actions": []}]}))],
+        ),
+        ("evaluation", vec![evaluation(88.0)]),
+    ])
+    .await;
+    let app = spawn_app_with(llm_settings(&fake)).await;
+    let tools = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(|c| match c.tool.as_str() {
+            "fetch" => (200, json!({"output": {"data": "raw figures"}})),
+            "primary" => (
+                503,
+                json!({"error": {"message": "converter in maintenance", "category": "tool_error"}}),
+            ),
+            _ => (200, json!({"output": {"converted": c.parameters["data"]}})),
+        }),
+    )
+    .await;
+    for t in ["fetch", "primary", "backup"] {
+        register_tool(&app, t, &tools.endpoint(t), json!({})).await;
+    }
+    let id = app
+        .submit(
+            json!({"description": "fetch and convert the report", "plan": {"steps": [
+            {"id": "step_1", "name": "fetch", "tool": "fetch", "parameters": {"doc": "report"}},
+            {"id": "step_2", "name": "convert", "tool": "primary", "dependencies": ["step_1"],
+             "parameters": {"data": "${step_1.output.data}"}}]}}),
+        )
+        .await;
+    let w = app.worker(|_| {});
+    let done = app.wait_done(id, Duration::from_secs(30)).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+
+    // one re-ask: the second request carries the invalid answer and what was wrong
+    let refl = fake.seen("step_reflection");
+    assert_eq!(refl.len(), 2, "exactly one re-ask");
+    let msgs = refl[1].body["messages"].as_array().unwrap();
+    assert_eq!(msgs[msgs.len() - 2]["role"], "assistant");
+    assert_eq!(msgs[msgs.len() - 2]["content"], "I think the tool is down.");
+    assert!(
+        msgs[msgs.len() - 1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("not valid")
+    );
+    // then the fallback reflection, straight to tier 3 (no repair although one was left)
+    let (_, r) = app.get(&format!("/api/v1/tasks/{id}/reflections")).await;
+    let r = r.as_array().unwrap();
+    let step_level: Vec<&Value> = r.iter().filter(|x| x["level"] == "step").collect();
+    assert_eq!(step_level.len(), 1);
+    assert_eq!(step_level[0]["is_fallback"], true, "{r:?}");
+    assert_eq!(
+        step_level[0]["body"]["root_cause_category"],
+        "reflection_error"
+    );
+    assert!(fake.seen("step_repair").is_empty());
+    assert_eq!(fake.seen("overall_reflection").len(), 1);
+
+    // the replanning tool selection names the tools used before and how they failed
+    let sel = fake.seen("tool_selection");
+    assert_eq!(sel.len(), 1);
+    let text = sel[0].user_text();
+    assert!(
+        sel[0].body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("replanning")
+    );
+    assert!(text.contains("tool `primary` (primary) in step_2: status Failed; failure reason: tool_error: converter in maintenance"), "{text}");
+    assert!(
+        text.contains("tool `fetch` (fetch) in step_1: status Success"),
+        "{text}"
+    );
+    assert!(text.contains("raw figures"), "output summary: {text}");
+    assert!(text.contains("## Execution history"));
+    assert!(text.contains("## Reflection analysis"));
+    assert!(text.contains("the primary converter is in maintenance"));
+    assert!(text.contains("Replanning strategy: replan_from_step step_2"));
+    // the replan prompt was built with only the selected tools and the formatted guidance
+    let replan = fake.seen("replan");
+    assert_eq!(replan.len(), 1);
+    let rt = replan[0].user_text();
+    assert!(rt.contains("`backup`") && !rt.contains("`primary` ("));
+    assert!(rt.contains("Incorrect assumptions:\n- primary is always up"));
+
+    // replan_from_step kept step_1's result: fetch ran once; backup converted it
+    let calls = tools.calls();
+    assert_eq!(calls.iter().filter(|c| c.tool == "fetch").count(), 1);
+    assert_eq!(calls.iter().filter(|c| c.tool == "backup").count(), 1);
+    let (_, result) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(
+        result["outputs"]["step_2"],
+        json!({"converted": "raw figures"})
+    );
+    assert_eq!(result["final_score"], json!(88.0));
+    let ev = events(&app, id).await;
+    let replanned = ev.iter().find(|e| e["kind"] == "replanned").unwrap();
+    assert_eq!(
+        replanned["payload"]["strategy"]["strategy_type"],
+        "replan_from_step"
+    );
+    assert_eq!(replanned["payload"]["kept"], json!(["step_1"]));
+    let sel_ev = ev.iter().find(|e| e["kind"] == "tools_selected").unwrap();
+    assert_eq!(sel_ev["payload"]["phase"], "replanning");
+    assert_eq!(
+        sel_ev["payload"]["changes_summary"],
+        "primary failed with 503; switch to backup"
+    );
+    // the failed re-ask counts as one call of two requests
+    let (_, t) = app.get(&format!("/api/v1/tasks/{id}")).await;
+    assert_eq!(t["llm_usage"]["calls"], 5, "{t}");
+    assert_eq!(t["llm_usage"]["failed_calls"], 1);
+    assert_eq!(t["llm_usage"]["requests"], 6);
+    w.stop().await;
+}
+
+/// Acceptance 4: 5xx answers and timeouts are retried with backoff, then the decision takes
+/// its fallback: the task ends (here, waiting for a human) instead of hanging.
+#[tokio::test]
+async fn server_errors_and_timeouts_are_retried_then_fall_back() {
+    let slow = Reply {
+        delay: Duration::from_secs(3),
+        ..answers(json!({"should_replan": true}))
+    };
+    let fake = FakeLlm::start(vec![
+        (
+            "step_reflection",
+            vec![status(500), status(502), status(503)],
+        ),
+        ("overall_reflection", vec![slow]),
+    ])
+    .await;
+    let mut settings = llm_settings(&fake);
+    settings.llm.timeout_secs = Some(0.3);
+    settings.llm.max_retries = Some(2);
+    let app = spawn_app_with(settings).await;
+    let id = app
+        .submit(json!({"description": "always fails", "plan": {"steps": [
+            {"id": "step_1", "tool": "fail", "parameters": {"message": "broken", "category": "tool_error", "retryable": false}}]}}))
+        .await;
+    let w = app.worker(|_| {});
+    let done = app.wait_done(id, Duration::from_secs(30)).await;
+    assert_eq!(done["status"], "needs_intervention", "{done}");
+    let stop = done["stop_reason"].as_str().unwrap();
+    assert!(stop.contains("overall reflection failed"), "{stop}");
+    assert!(stop.contains("timed out"), "{stop}");
+
+    // 1 + 2 retries each
+    assert_eq!(fake.seen("step_reflection").len(), 3);
+    assert_eq!(fake.seen("overall_reflection").len(), 3);
+    let (_, r) = app.get(&format!("/api/v1/tasks/{id}/reflections")).await;
+    let r = r.as_array().unwrap();
+    assert!(r.iter().all(|x| x["is_fallback"] == true), "{r:?}");
+    let step = r.iter().find(|x| x["level"] == "step").unwrap();
+    assert!(
+        step["body"]["root_cause"]
+            .as_str()
+            .unwrap()
+            .contains("HTTP 503"),
+        "{step}"
+    );
+    let (_, t) = app.get(&format!("/api/v1/tasks/{id}")).await;
+    assert_eq!(
+        t["llm_usage"],
+        json!({"calls": 2, "failed_calls": 2, "requests": 6, "prompt_tokens": 0,
+               "completion_tokens": 0, "total_tokens": 0}),
+        "{t}"
+    );
+    w.stop().await;
+}
+
+/// The per-task LLM call cap: past it, decisions take their fallbacks without calling.
+#[tokio::test]
+async fn the_llm_call_cap_stops_calls_and_falls_back() {
+    let fake = FakeLlm::start(vec![("evaluation", vec![evaluation(99.0)])]).await;
+    let app = spawn_app_with(llm_settings(&fake)).await;
+    let plan = json!({"steps": [{"id": "step_1", "tool": "echo", "parameters": {"a": 1}}]});
+    let capped = app
+        .submit(json!({"description": "capped", "plan": plan, "limits": {"max_llm_calls": 0}}))
+        .await;
+    let free = app
+        .submit(json!({"description": "free", "plan": plan}))
+        .await;
+    let (code, v) = app
+        .post(
+            "/api/v1/tasks",
+            &json!({"description": "bad cap", "plan": plan, "limits": {"max_llm_calls": -1}}),
+        )
+        .await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_llm_calls")
+    );
+    let w = app.worker(|_| {});
+    app.wait_done(capped, Duration::from_secs(30)).await;
+    app.wait_done(free, Duration::from_secs(30)).await;
+    assert_eq!(
+        fake.seen("evaluation").len(),
+        1,
+        "only the uncapped task called"
+    );
+    let (_, c) = app.get(&format!("/api/v1/tasks/{capped}/result")).await;
+    let (_, f) = app.get(&format!("/api/v1/tasks/{free}/result")).await;
+    // the capped task was scored by the rules evaluation (100: every step succeeded)
+    assert_eq!(c["final_score"], json!(100.0), "{c}");
+    assert_eq!(f["final_score"], json!(99.0), "{f}");
+    let (_, t) = app.get(&format!("/api/v1/tasks/{capped}")).await;
+    assert_eq!(t["llm_usage"]["calls"], 0);
+    assert_eq!(t["limits"]["max_llm_calls"], 0);
+    w.stop().await;
+}
+
+/// Without an LLM a description-only task is a 422 and stores nothing; a plan the model
+/// invents over unknown tools is re-asked once, then the task fails with a clear reason.
+#[tokio::test]
+async fn planning_needs_an_llm_and_a_valid_plan() {
+    let app = spawn_app_with(test_settings()).await;
+    let before = app.store().row_counts().await.unwrap();
+    let (code, v) = app
+        .post("/api/v1/tasks", &json!({"description": "plan it yourself"}))
+        .await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(v["error"]["code"], "plan_required");
+    assert_eq!(app.store().row_counts().await.unwrap(), before);
+
+    let bad_plan = answers(json!({"reasoning": "r", "steps": [
+        {"step_id": "step_1", "name": "x", "tool": "teleport", "parameters": {}, "dependencies": []}]}));
+    let fake = FakeLlm::start(vec![("plan", vec![bad_plan])]).await;
+    let mut settings = llm_settings(&fake);
+    settings.orchestrator.enable_two_stage_planning = false;
+    let app = spawn_app_with(settings).await;
+    let (code, v) = app
+        .post("/api/v1/tasks", &json!({"description": "teleport"}))
+        .await;
+    assert_eq!(code, StatusCode::ACCEPTED, "{v}");
+    let id: uuid::Uuid = v["task_id"].as_str().unwrap().parse().unwrap();
+    let w = app.worker(|_| {});
+    let done = app.wait_done(id, Duration::from_secs(30)).await;
+    assert_eq!(done["status"], "failed", "{done}");
+    let reason = done["error"]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("planning failed"), "{reason}");
+    assert!(reason.contains("teleport"), "{reason}");
+    // one re-ask, and no tool selection with two-stage planning off
+    assert_eq!(fake.seen("plan").len(), 2);
+    assert!(fake.seen("tool_selection").is_empty());
+    assert!(fake.seen("plan")[0].auth == format!("Bearer {KEY}"));
+    w.stop().await;
+}
