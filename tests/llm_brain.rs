@@ -598,3 +598,71 @@ async fn planning_needs_an_llm_and_a_valid_plan() {
     assert!(fake.seen("plan")[0].auth == format!("Bearer {KEY}"));
     w.stop().await;
 }
+
+/// A worker that dies holding a plan decision, after its LLM call answered but before it
+/// applied the answer, loses nothing: the lease expires, another worker plans the task again,
+/// and the dead worker's late answer is fenced off.
+#[tokio::test]
+async fn a_worker_dying_mid_planning_loses_nothing_and_its_late_answer_is_fenced() {
+    use trellis::store::decisions::Lease;
+    let plan = |text: &str| {
+        answers(json!({"reasoning": text, "steps": [
+            {"step_id": "step_1", "name": "say", "tool": "echo", "parameters": {"said": text},
+             "dependencies": []}]}))
+    };
+    let fake = FakeLlm::start(vec![
+        ("plan", vec![plan("from the dead worker"), plan("from the live worker")]),
+        ("evaluation", vec![evaluation(90.0)]),
+    ])
+    .await;
+    let mut settings = llm_settings(&fake);
+    settings.orchestrator.enable_two_stage_planning = false;
+    let app = spawn_app_with(settings.clone()).await;
+    let (_, v) = app
+        .post("/api/v1/tasks", &json!({"description": "say something"}))
+        .await;
+    let id: uuid::Uuid = v["task_id"].as_str().unwrap().parse().unwrap();
+
+    // the doomed worker: claims the plan decision with a short lease and asks the model
+    let dead = uuid::Uuid::now_v7();
+    let claimed = app.store().claim_decisions(dead, 10, 0.5).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].kind, "plan");
+    let brain = trellis::brain::from_settings(&settings);
+    assert_eq!(brain.name(), "llm");
+    let ctx = app.store().decision_context(&claimed[0], 3).await.unwrap();
+    let late = trellis::brain::decide(brain.as_ref(), &ctx, claimed[0].kind(), false).await;
+    // ... and dies here, before recording anything
+
+    let w = app.worker(|_| {});
+    let done = app.wait_done(id, Duration::from_secs(30)).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let (_, result) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(result["outputs"]["step_1"], json!({"said": "from the live worker"}));
+
+    // the zombie's answer changes nothing
+    let policy = trellis::worker::WorkerConfig::from_settings(&settings).policy;
+    let r = app
+        .store()
+        .apply_decision(
+            &claimed[0].fence(),
+            &late,
+            &policy,
+            Lease {
+                worker_id: dead,
+                lease_secs: 5.0,
+            },
+        )
+        .await;
+    assert!(
+        matches!(r, Err(trellis::store::StoreError::Fenced)),
+        "{r:?}"
+    );
+    let (_, p) = app.get(&format!("/api/v1/tasks/{id}/plan")).await;
+    assert_eq!(p["version"], 1);
+    assert_eq!(p["history"].as_array().map(Vec::len).unwrap_or(0), 0, "{p}");
+    let ev = events(&app, id).await;
+    assert_eq!(kinds(&ev).iter().filter(|k| *k == "plan_generated").count(), 1);
+    assert_eq!(fake.seen("plan").len(), 2);
+    w.stop().await;
+}

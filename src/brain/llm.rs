@@ -64,7 +64,8 @@ impl LlmConfig {
 pub enum LlmError {
     #[error("LLM request failed after {attempts} attempts: {message}")]
     Unavailable { attempts: u32, message: String },
-    #[error("LLM answered HTTP {status}: {message}")]
+    /// A 4xx other than 429: not retried (a bad key, an unknown model, a bad request).
+    #[error("LLM request rejected: {message}")]
     Rejected { status: u16, message: String },
     #[error("LLM answer invalid for {name} after one re-ask: {problems}")]
     Invalid { name: String, problems: String },
@@ -246,9 +247,10 @@ impl LlmClient {
                     self.json_schema.store(false, Ordering::Relaxed);
                     continue; // not a retry: the same request in the other format
                 }
-                Err((retryable, message)) => {
-                    if !retryable {
-                        return Err(LlmError::Rejected { status: 0, message });
+                // a status: a rejection, not retried; none: transient, retried
+                Err((rejected, message)) => {
+                    if let Some(status) = rejected {
+                        return Err(LlmError::Rejected { status, message });
                     }
                     if attempt >= self.cfg.max_retries {
                         return Err(LlmError::Unavailable {
@@ -272,7 +274,7 @@ impl LlmClient {
         messages: &[Message],
         use_schema: bool,
         usage: &mut Usage,
-    ) -> Result<Sent, (bool, String)> {
+    ) -> Result<Sent, (Option<u16>, String)> {
         let response_format = if use_schema {
             json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema}})
         } else {
@@ -307,7 +309,7 @@ impl LlmClient {
                 } else {
                     "request failed"
                 };
-                return Err((true, what.to_string()));
+                return Err((None, what.to_string()));
             }
         };
         let status = resp.status();
@@ -315,7 +317,7 @@ impl LlmClient {
             Ok(t) => t,
             Err(e) => {
                 return Err((
-                    true,
+                    None,
                     format!(
                         "reading the answer failed: {}",
                         if e.is_timeout() {
@@ -328,7 +330,7 @@ impl LlmClient {
             }
         };
         if status.as_u16() == 429 || status.is_server_error() {
-            return Err((true, format!("HTTP {status}: {}", self.redact(&text))));
+            return Err((None, format!("HTTP {status}: {}", self.redact(&text))));
         }
         if status.is_client_error() {
             if use_schema
@@ -337,10 +339,13 @@ impl LlmClient {
             {
                 return Ok(Sent::SchemaRejected);
             }
-            return Err((false, format!("HTTP {status}: {}", self.redact(&text))));
+            return Err((
+                Some(status.as_u16()),
+                format!("HTTP {status}: {}", self.redact(&text)),
+            ));
         }
         let v: Value = serde_json::from_str(&text)
-            .map_err(|_| (true, "the answer is not JSON".to_string()))?;
+            .map_err(|_| (None, "the answer is not JSON".to_string()))?;
         if let Some(u) = v.get("usage") {
             usage.add(u);
         }
@@ -349,7 +354,7 @@ impl LlmClient {
             .map(|c| Sent::Content(c.to_string()))
             .ok_or_else(|| {
                 (
-                    true,
+                    None,
                     "the answer has no choices[0].message.content".to_string(),
                 )
             })
