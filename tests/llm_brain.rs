@@ -611,7 +611,10 @@ async fn a_worker_dying_mid_planning_loses_nothing_and_its_late_answer_is_fenced
              "dependencies": []}]}))
     };
     let fake = FakeLlm::start(vec![
-        ("plan", vec![plan("from the dead worker"), plan("from the live worker")]),
+        (
+            "plan",
+            vec![plan("from the dead worker"), plan("from the live worker")],
+        ),
         ("evaluation", vec![evaluation(90.0)]),
     ])
     .await;
@@ -638,7 +641,10 @@ async fn a_worker_dying_mid_planning_loses_nothing_and_its_late_answer_is_fenced
     let done = app.wait_done(id, Duration::from_secs(30)).await;
     assert_eq!(done["status"], "succeeded", "{done}");
     let (_, result) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
-    assert_eq!(result["outputs"]["step_1"], json!({"said": "from the live worker"}));
+    assert_eq!(
+        result["outputs"]["step_1"],
+        json!({"said": "from the live worker"})
+    );
 
     // the zombie's answer changes nothing
     let policy = trellis::worker::WorkerConfig::from_settings(&settings).policy;
@@ -662,7 +668,10 @@ async fn a_worker_dying_mid_planning_loses_nothing_and_its_late_answer_is_fenced
     assert_eq!(p["version"], 1);
     assert_eq!(p["history"].as_array().map(Vec::len).unwrap_or(0), 0, "{p}");
     let ev = events(&app, id).await;
-    assert_eq!(kinds(&ev).iter().filter(|k| *k == "plan_generated").count(), 1);
+    assert_eq!(
+        kinds(&ev).iter().filter(|k| *k == "plan_generated").count(),
+        1
+    );
     assert_eq!(fake.seen("plan").len(), 2);
     w.stop().await;
 }

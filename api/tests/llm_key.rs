@@ -32,8 +32,10 @@ async fn echoing_model() -> (String, Arc<Mutex<Vec<String>>>) {
                 s.lock().unwrap().push(auth.clone());
                 (
                     StatusCode::UNAUTHORIZED,
-                    axum::Json(json!({"error": {"message": format!("Incorrect API key provided: {auth}"),
-                                                "type": "invalid_request_error"}})),
+                    axum::Json(
+                        json!({"error": {"message": format!("Incorrect API key provided: {auth}"),
+                                                "type": "invalid_request_error"}}),
+                    ),
                 )
             }
         }),
@@ -83,7 +85,10 @@ async fn the_api_key_is_in_no_log_line_event_or_error_body() {
             "trellis-api exited: {}",
             std::fs::read_to_string(&err_path).unwrap_or_default()
         );
-        assert!(start.elapsed() < Duration::from_secs(60), "no listening line");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no listening line"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let http = reqwest::Client::new();
@@ -148,13 +153,25 @@ async fn the_api_key_is_in_no_log_line_event_or_error_body() {
     assert_eq!(statuses, ["failed", "needs_intervention"]);
     seen_text.push(text(&http, format!("{base}/metrics")).await);
     seen_text.push(text(&http, format!("{base}/api/v1/stats/recovery")).await);
-    seen_text.push(text(&http, format!("{base}/api/v1/tasks/{}/nope", planned["task_id"].as_str().unwrap())).await);
+    seen_text.push(
+        text(
+            &http,
+            format!(
+                "{base}/api/v1/tasks/{}/nope",
+                planned["task_id"].as_str().unwrap()
+            ),
+        )
+        .await,
+    );
 
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {
-        assert!(start.elapsed() < Duration::from_secs(30), "api did not exit");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "api did not exit"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let mut logs = String::new();
@@ -173,8 +190,14 @@ async fn the_api_key_is_in_no_log_line_event_or_error_body() {
     // ... the model's echo reached the task's errors, redacted ...
     let all = seen_text.join("\n");
     assert!(all.contains("planning failed"), "{all}");
-    assert!(all.contains("[redacted]"), "the echoed key was not redacted: {all}");
-    assert!(logs.contains("LLM"), "debug logs should mention the LLM calls");
+    assert!(
+        all.contains("[redacted]"),
+        "the echoed key was not redacted: {all}"
+    );
+    assert!(
+        logs.contains("LLM"),
+        "debug logs should mention the LLM calls"
+    );
     // ... and it appears nowhere
     assert!(!all.contains(KEY), "the key leaked into an API answer");
     assert!(!logs.contains(KEY), "the key leaked into the logs");

@@ -413,6 +413,19 @@ mod tests {
         for k in kinds {
             assert_eq!(DecisionKind::parse(k.as_str()), Some(k));
         }
+        let doc_flat: String = include_str!("../../docs/state-machine.md")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let doc_list = kinds
+            .iter()
+            .map(|k| format!("`{}`", k.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        assert!(
+            doc_flat.contains(&doc_list),
+            "the decision kinds in docs/state-machine.md drifted"
+        );
         let doc = include_str!("../../docs/state-machine.md");
         let recovery = include_str!("../../migrations/20261122000002_recovery.sql");
         for status in ["pending", "running", "done", "cancelled"] {
