@@ -939,18 +939,7 @@ async fn apply_replan(
         .step_reflection
         .as_ref()
         .map(|r| r.root_cause_category.as_str());
-    let known: HashSet<String> = sqlx::query_scalar("SELECT id FROM tools")
-        .fetch_all(&mut **tx)
-        .await?
-        .into_iter()
-        .collect();
-    let planned = match answer {
-        Ok(a) => crate::plan::validate(&a.value.plan, &known)
-            .map(|_| a.value.clone())
-            .map_err(|e| format!("the new plan is invalid: {}", e.message)),
-        Err(e) => Err(e.clone()),
-    };
-    let plan = match planned {
+    let plan = match checked_plan(tx, answer, "the new plan").await? {
         Ok(p) => {
             if let Some(sel) = &p.selection {
                 events.push(tools_selected(task.id, sel, "replanning"));
@@ -984,6 +973,27 @@ async fn apply_replan(
     Ok(next)
 }
 
+/// The brain's plan if it is valid against the tool registry as it stands in this
+/// transaction; else why not.
+async fn checked_plan(
+    tx: &mut Tx<'_>,
+    answer: &Result<Answer<Planned>, String>,
+    what: &str,
+) -> Result<std::result::Result<Planned, String>> {
+    let a = match answer {
+        Ok(a) => a,
+        Err(e) => return Ok(Err(e.clone())),
+    };
+    let known: HashSet<String> = sqlx::query_scalar("SELECT id FROM tools")
+        .fetch_all(&mut **tx)
+        .await?
+        .into_iter()
+        .collect();
+    Ok(crate::plan::validate(&a.value.plan, &known)
+        .map(|_| a.value.clone())
+        .map_err(|e| format!("{what} is invalid: {}", e.message)))
+}
+
 fn tools_selected(task_id: Uuid, sel: &crate::brain::ToolSelection, phase: &str) -> NewEvent {
     NewEvent::new(
         task_id,
@@ -1002,18 +1012,7 @@ async fn apply_plan(
     lease: Lease,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
-    let known: HashSet<String> = sqlx::query_scalar("SELECT id FROM tools")
-        .fetch_all(&mut **tx)
-        .await?
-        .into_iter()
-        .collect();
-    let planned = match answer {
-        Ok(a) => crate::plan::validate(&a.value.plan, &known)
-            .map(|_| a.value.clone())
-            .map_err(|e| format!("the plan is invalid: {}", e.message)),
-        Err(e) => Err(e.clone()),
-    };
-    let planned = match planned {
+    let planned = match checked_plan(tx, answer, "the plan").await? {
         Ok(p) => p,
         Err(reason) => {
             fail_task(
