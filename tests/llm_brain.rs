@@ -310,6 +310,22 @@ async fn a_description_only_task_is_planned_recovered_and_scored() {
                "completion_tokens": 80, "total_tokens": 480}),
         "{t}"
     );
+    let metrics = app
+        .http
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "trellis_llm_calls_total{name=\"plan\",ok=\"true\"} 1",
+        "trellis_llm_calls_total{name=\"step_reflection\",ok=\"false\"} 0",
+        "trellis_llm_tokens_total{name=\"evaluation\",kind=\"completion\"} 20",
+    ] {
+        assert!(metrics.contains(line), "{line} in {metrics}");
+    }
     w.stop().await;
 }
 

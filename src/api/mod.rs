@@ -810,5 +810,18 @@ async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
     for (s, n) in &steps {
         out.push_str(&format!("trellis_steps{{status=\"{s}\"}} {n}\n"));
     }
+    let llm = st.store.llm_totals().await?;
+    out.push_str("# HELP trellis_llm_calls_total LLM calls by decision and outcome.\n# TYPE trellis_llm_calls_total counter\n");
+    for (name, ok, failed, _, _) in &llm {
+        out.push_str(&format!(
+            "trellis_llm_calls_total{{name=\"{name}\",ok=\"true\"}} {ok}\ntrellis_llm_calls_total{{name=\"{name}\",ok=\"false\"}} {failed}\n"
+        ));
+    }
+    out.push_str("# HELP trellis_llm_tokens_total LLM tokens by decision and kind.\n# TYPE trellis_llm_tokens_total counter\n");
+    for (name, _, _, prompt, completion) in &llm {
+        out.push_str(&format!(
+            "trellis_llm_tokens_total{{name=\"{name}\",kind=\"prompt\"}} {prompt}\ntrellis_llm_tokens_total{{name=\"{name}\",kind=\"completion\"}} {completion}\n"
+        ));
+    }
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response())
 }

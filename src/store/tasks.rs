@@ -706,6 +706,18 @@ impl Store {
         .await?)
     }
 
+    /// LLM usage over all tasks by json_schema name: (name, ok calls, failed calls, prompt
+    /// tokens, completion tokens), for `/metrics`.
+    pub async fn llm_totals(&self) -> Result<Vec<(String, i64, i64, i64, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT name, count(*) FILTER (WHERE ok), count(*) FILTER (WHERE NOT ok),
+                    coalesce(sum(prompt_tokens), 0)::bigint, coalesce(sum(completion_tokens), 0)::bigint
+             FROM llm_calls GROUP BY name ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     pub async fn task_duration_ms(&self, id: Uuid) -> Result<i64> {
         sqlx::query_scalar(
             "SELECT (extract(epoch FROM (coalesce(finished_at, now()) - created_at)) * 1000)::bigint
