@@ -264,7 +264,13 @@ impl Settings {
             let toml::Value::Table(t) = entry else {
                 return Err(ConfigError::Invalid(format!("[{section}] must be a table")));
             };
-            t.insert(field, env_value(value));
+            // text settings stay text even when they look like a number ("12345" as a key)
+            let v = if TEXT_KEYS.contains(&(section.as_str(), field.as_str())) {
+                toml::Value::String(value.clone())
+            } else {
+                env_value(value)
+            };
+            t.insert(field, v);
         }
         if let Some((_, url)) = env.iter().find(|(k, _)| k == "DATABASE_URL")
             && !url.is_empty()
@@ -357,6 +363,16 @@ impl Settings {
 }
 
 /// Environment values are TOML literals when they parse as one (numbers, booleans), else strings.
+/// Settings whose environment value is always taken as text.
+const TEXT_KEYS: &[(&str, &str)] = &[
+    ("database", "url"),
+    ("server", "host"),
+    ("worker", "id"),
+    ("llm", "base_url"),
+    ("llm", "api_key"),
+    ("llm", "model"),
+];
+
 fn env_value(raw: &str) -> toml::Value {
     let probe = format!("v = {raw}");
     match probe.parse::<toml::Table>() {
@@ -434,6 +450,9 @@ mod tests {
                 ("APP_DATABASE__URL", "postgres://file"),
                 ("DATABASE_URL", "postgres://env"),
                 ("APP_ORCHESTRATOR__ENABLE_PARALLEL_EXECUTION", "false"),
+                ("APP_LLM__API_KEY", "12345"),
+                ("APP_LLM__MODEL", "7"),
+                ("APP_LLM__TIMEOUT_SECS", "2.5"),
             ]),
         )
         .unwrap();
@@ -443,6 +462,9 @@ mod tests {
         assert_eq!(s.worker.lease_secs, 7);
         assert!(!s.orchestrator.enable_parallel_execution);
         assert_eq!(s.database_url().unwrap(), "postgres://env");
+        assert_eq!(s.llm.api_key.as_deref(), Some("12345"));
+        assert_eq!(s.llm.model.as_deref(), Some("7"));
+        assert_eq!(s.llm.timeout_secs, Some(2.5));
     }
 
     #[test]
@@ -468,5 +490,17 @@ mod tests {
         assert!(e.to_string().contains("lease_secs"), "{e}");
         let e = Settings::load_from(&dir, &env(&[("APP_SERVER__NOPE", "1")])).unwrap_err();
         assert!(e.to_string().contains("nope"), "{e}");
+        for (k, v, named) in [
+            ("APP_LLM__BASE_URL", "localhost:11434", "llm.base_url"),
+            ("APP_LLM__TIMEOUT_SECS", "0", "llm.timeout_secs"),
+            ("APP_LLM__TEMPERATURE", "3", "llm.temperature"),
+            ("APP_LLM__MAX_RETRIES", "50", "llm.max_retries"),
+        ] {
+            let e = Settings::load_from(&dir, &env(&[(k, v)])).unwrap_err();
+            assert!(e.to_string().contains(named), "{k}: {e}");
+        }
+        // an empty base_url means "no LLM"
+        let s = Settings::load_from(&dir, &env(&[("APP_LLM__BASE_URL", "")])).unwrap();
+        assert!(!s.llm.enabled());
     }
 }
