@@ -537,8 +537,22 @@ async fn server_errors_and_timeouts_are_retried_then_fall_back() {
 /// The per-task LLM call cap: past it, decisions take their fallbacks without calling.
 #[tokio::test]
 async fn the_llm_call_cap_stops_calls_and_falls_back() {
-    let fake = FakeLlm::start(vec![("evaluation", vec![evaluation(99.0)])]).await;
+    let fake = FakeLlm::start(vec![
+        ("evaluation", vec![evaluation(99.0)]),
+        (
+            "step_reflection",
+            vec![answers(json!({"root_cause_category": "external_error", "root_cause": "down",
+                "analysis": "a", "confidence": 50, "is_recoverable": false, "alternative_solutions": [],
+                "suggested_action": {"type": "trigger_overall_reflection", "data": "down"}}))],
+        ),
+    ])
+    .await;
     let app = spawn_app_with(llm_settings(&fake)).await;
+    // one call allowed: the step reflection spends it, the overall reflection falls back
+    let one_call = app
+        .submit(json!({"description": "one call", "limits": {"max_llm_calls": 1}, "plan": {"steps": [
+            {"id": "step_1", "tool": "fail", "parameters": {"message": "down", "category": "external_error"}}]}}))
+        .await;
     let plan = json!({"steps": [{"id": "step_1", "tool": "echo", "parameters": {"a": 1}}]});
     let capped = app
         .submit(json!({"description": "capped", "plan": plan, "limits": {"max_llm_calls": 0}}))
@@ -562,6 +576,16 @@ async fn the_llm_call_cap_stops_calls_and_falls_back() {
     let w = app.worker(|_| {});
     app.wait_done(capped, Duration::from_secs(30)).await;
     app.wait_done(free, Duration::from_secs(30)).await;
+    let one = app.wait_done(one_call, Duration::from_secs(30)).await;
+    assert_eq!(one["status"], "needs_intervention", "{one}");
+    let stop = one["stop_reason"].as_str().unwrap();
+    assert!(
+        stop.contains("LLM call cap is reached (1 of 1 calls)"),
+        "{stop}"
+    );
+    assert_eq!(one["llm_usage"]["calls"], 1);
+    assert_eq!(fake.seen("step_reflection").len(), 1);
+    assert!(fake.seen("overall_reflection").is_empty());
     assert_eq!(
         fake.seen("evaluation").len(),
         1,

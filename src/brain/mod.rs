@@ -120,7 +120,8 @@ pub struct DecisionContext {
     pub tools: HashMap<String, ToolDef>,
     pub counters: Counters,
     pub input: DecisionInput,
-    /// LLM calls this task has made so far (`llm_calls` rows), for the per-task cap.
+    /// LLM calls this task has made so far (`llm_calls` rows), for the per-task cap (0 when
+    /// the task has no cap: not counted).
     pub llm_calls_used: i64,
     /// LLM calls made while deciding, recorded by the worker before it applies the outcome.
     pub meter: Meter,

@@ -401,11 +401,16 @@ impl Store {
         let attempts: Vec<AttemptRow> = self.list_attempts(task.id).await?;
         let tools: Vec<ToolDef> = self.list_tools().await?;
         let counters = counters_of(&task, step.as_ref(), max_rescues);
-        let llm_calls_used: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM llm_calls WHERE task_id = $1")
-                .bind(task.id)
-                .fetch_one(&self.pool)
-                .await?;
+        // only a capped task needs the count
+        let llm_calls_used: i64 = match task.max_llm_calls {
+            Some(_) => {
+                sqlx::query_scalar("SELECT count(*) FROM llm_calls WHERE task_id = $1")
+                    .bind(task.id)
+                    .fetch_one(&self.pool)
+                    .await?
+            }
+            None => 0,
+        };
         Ok(DecisionContext {
             task,
             steps,
