@@ -157,6 +157,12 @@ async fn falls_back_to_json_object_when_json_schema_is_rejected() {
         ],
         "remembered"
     );
+    // without json_schema the schema travels in a system message
+    let reqs = fake.requests.lock().unwrap();
+    let said = |i: usize| reqs[i].0["messages"].to_string();
+    assert!(!said(0).contains("must be one JSON object matching this JSON schema"));
+    assert!(said(1).contains("(tool_selection) must be one JSON object matching this JSON schema"));
+    assert!(said(1).contains("selected_tools"));
 }
 
 #[tokio::test]

@@ -280,10 +280,23 @@ impl LlmClient {
         } else {
             json!({"type": "json_object"})
         };
+        let mut wire: Vec<Value> = messages
+            .iter()
+            .map(|m| json!({"role": m.role, "content": m.content}))
+            .collect();
+        if !use_schema {
+            // json_object carries no schema: tell the model in words
+            wire.insert(
+                1.min(wire.len()),
+                json!({"role": "system", "content": format!(
+                    "Your answer ({name}) must be one JSON object matching this JSON schema: {schema}"
+                )}),
+            );
+        }
         let mut body = json!({
             "model": self.cfg.model,
             "temperature": self.cfg.temperature,
-            "messages": messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
+            "messages": wire,
             "response_format": response_format,
         });
         if let Some(t) = self.cfg.max_tokens {
