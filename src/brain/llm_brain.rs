@@ -77,25 +77,21 @@ impl LlmBrain {
                 check(v).map(|_| ())
             })
             .await;
-        let error = result.as_ref().err().map(|e| e.to_string());
+        // LlmError texts are redacted: safe to store and to show
+        let result = result.map_err(|e| e.to_string());
         ctx.meter.record(LlmCallRecord {
             name: prompt.name.to_string(),
             model: self.model().to_string(),
             ok: result.is_ok(),
-            error: error.clone(),
+            error: result.as_ref().err().cloned(),
             usage,
             latency_ms: started.elapsed().as_millis() as i64,
         });
-        match result {
-            Ok(a) => {
-                let value = check(&a.value).map_err(BrainError::NoAnswer)?;
-                Ok(Answer {
-                    value,
-                    raw: Some(a.raw),
-                })
-            }
-            Err(e) => Err(BrainError::NoAnswer(e.to_string())),
-        }
+        let a = result.map_err(BrainError::NoAnswer)?;
+        Ok(Answer {
+            value: check(&a.value).map_err(BrainError::NoAnswer)?,
+            raw: Some(a.raw),
+        })
     }
 
     /// Two-stage planning applies when it is on and the registry holds more tools than the
