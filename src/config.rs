@@ -362,7 +362,6 @@ impl Settings {
     }
 }
 
-/// Environment values are TOML literals when they parse as one (numbers, booleans), else strings.
 /// Settings whose environment value is always taken as text.
 const TEXT_KEYS: &[(&str, &str)] = &[
     ("database", "url"),
@@ -373,6 +372,7 @@ const TEXT_KEYS: &[(&str, &str)] = &[
     ("llm", "model"),
 ];
 
+/// Environment values are TOML literals when they parse as one (numbers, booleans), else strings.
 fn env_value(raw: &str) -> toml::Value {
     let probe = format!("v = {raw}");
     match probe.parse::<toml::Table>() {

@@ -1,6 +1,8 @@
-//! The brain: every decision the seeds name (select tools, plan, reflect on a step, repair a
-//! step, reflect on the task, replan, evaluate). [`rules::RulesBrain`] is deterministic and needs
-//! no LLM; it is the default when no `[llm] base_url` is configured.
+//! The brain: every decision the seeds name (select tools and plan, reflect on a step, repair a
+//! step, reflect on the task, replan, evaluate). [`llm_brain::LlmBrain`] asks an
+//! OpenAI-compatible model ([`llm`] is the client, [`prompts`] the prompts) when
+//! `[llm] base_url` is configured; [`rules::RulesBrain`] is deterministic, needs no LLM, and is
+//! the default otherwise.
 //!
 //! Brain calls run inside claimable decisions (lease + fence) with no transaction open; a brain
 //! error or an unusable answer becomes the fallback of SPEC §4, never a loop.

@@ -690,7 +690,6 @@ impl Store {
 }
 
 impl Store {
-    /// Created → finished (or → now, database clock, while unfinished), in milliseconds.
     /// LLM calls and tokens spent on a task (the `llm_usage_by_task` view; zeros when none).
     pub async fn llm_usage(&self, task_id: Uuid) -> Result<LlmUsage> {
         Ok(sqlx::query_as(
@@ -718,6 +717,7 @@ impl Store {
         .await?)
     }
 
+    /// Created → finished (or → now, database clock, while unfinished), in milliseconds.
     pub async fn task_duration_ms(&self, id: Uuid) -> Result<i64> {
         sqlx::query_scalar(
             "SELECT (extract(epoch FROM (coalesce(finished_at, now()) - created_at)) * 1000)::bigint
