@@ -532,9 +532,16 @@ impl Store {
                 return Ok(None);
             }
             let mut events = Vec::new();
+            let c = Applying {
+                task: &task,
+                input: &input,
+                policy,
+                lease,
+            };
+            let fresh_step = || step.as_ref().expect("fresh step decision has its step");
             let next = match (kind, outcome) {
                 (DecisionKind::Plan, DecisionOutcome::Plan(answer)) => {
-                    apply_plan(&mut tx, &task, answer, lease, &mut events).await?
+                    apply_plan(&mut tx, &c, answer, &mut events).await?
                 }
                 (
                     DecisionKind::StepReflection,
@@ -544,24 +551,15 @@ impl Store {
                         fallback,
                     },
                 ) => {
-                    let step = step.as_ref().expect("fresh step decision has its step");
-                    apply_step_reflection(
-                        &mut tx,
-                        &task,
-                        step,
-                        &input,
-                        reflection,
-                        raw.as_deref(),
-                        *fallback,
-                        policy,
-                        lease,
-                        &mut events,
-                    )
-                    .await?
+                    let r = Reflected {
+                        body: reflection,
+                        raw: raw.as_deref(),
+                        fallback: *fallback,
+                    };
+                    apply_step_reflection(&mut tx, &c, fresh_step(), r, &mut events).await?
                 }
                 (DecisionKind::StepRepair, DecisionOutcome::Repair(answer)) => {
-                    let step = step.as_ref().expect("fresh step decision has its step");
-                    apply_repair(&mut tx, &task, step, &input, answer, lease, &mut events).await?
+                    apply_repair(&mut tx, &c, fresh_step(), answer, &mut events).await?
                 }
                 (
                     DecisionKind::OverallReflection,
@@ -571,34 +569,18 @@ impl Store {
                         fallback,
                     },
                 ) => {
-                    apply_overall(
-                        &mut tx,
-                        &task,
-                        step.as_ref(),
-                        &input,
-                        reflection,
-                        raw.as_deref(),
-                        *fallback,
-                        policy,
-                        lease,
-                        &mut events,
-                    )
-                    .await?
+                    let r = Reflected {
+                        body: reflection,
+                        raw: raw.as_deref(),
+                        fallback: *fallback,
+                    };
+                    apply_overall(&mut tx, &c, step.as_ref(), r, &mut events).await?
                 }
                 (DecisionKind::Replan, DecisionOutcome::Replan(answer)) => {
-                    apply_replan(&mut tx, &task, &input, answer, lease, &mut events).await?
+                    apply_replan(&mut tx, &c, answer, &mut events).await?
                 }
                 (DecisionKind::Evaluation, DecisionOutcome::Evaluation { evaluation, raw }) => {
-                    apply_evaluation(
-                        &mut tx,
-                        &task,
-                        evaluation,
-                        raw.as_deref(),
-                        policy,
-                        lease,
-                        &mut events,
-                    )
-                    .await?
+                    apply_evaluation(&mut tx, &c, evaluation, raw.as_deref(), &mut events).await?
                 }
                 (k, _) => {
                     return Err(StoreError::Invalid(format!(
@@ -615,19 +597,41 @@ impl Store {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What every outcome is applied with: the locked task, the decision's input, the policy, and
+/// the lease any follow-up decision is created with.
+#[derive(Clone, Copy)]
+struct Applying<'a> {
+    task: &'a TaskRow,
+    input: &'a DecisionInput,
+    policy: &'a FailurePolicy,
+    lease: Lease,
+}
+
+/// A reflection answer with the raw text it came from, or the fallback that stands in for it.
+struct Reflected<'a, T> {
+    body: &'a T,
+    raw: Option<&'a str>,
+    fallback: bool,
+}
+
 async fn apply_step_reflection(
     tx: &mut Tx<'_>,
-    task: &TaskRow,
+    c: &Applying<'_>,
     step: &StepRow,
-    input: &DecisionInput,
-    r: &StepReflection,
-    raw: Option<&str>,
-    fallback: bool,
-    policy: &FailurePolicy,
-    lease: Lease,
+    r: Reflected<'_, StepReflection>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
+    let Applying {
+        task,
+        input,
+        policy,
+        lease,
+    } = *c;
+    let Reflected {
+        body: r,
+        raw,
+        fallback,
+    } = r;
     insert_reflection(
         tx,
         ReflectionRow {
@@ -732,13 +736,14 @@ async fn retry_step(
 
 async fn apply_repair(
     tx: &mut Tx<'_>,
-    task: &TaskRow,
+    c: &Applying<'_>,
     step: &StepRow,
-    input: &DecisionInput,
     answer: &Result<Answer<StepSpec>, String>,
-    lease: Lease,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
+    let Applying {
+        task, input, lease, ..
+    } = *c;
     sqlx::query(
         "UPDATE tasks SET single_step_repair_count = single_step_repair_count + 1, updated_at = now()
          WHERE id = $1",
@@ -847,19 +852,24 @@ async fn check_repair(
         .map_err(|e| format!("the repaired step is invalid: {}", e.message)))
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn apply_overall(
     tx: &mut Tx<'_>,
-    task: &TaskRow,
+    c: &Applying<'_>,
     step: Option<&StepRow>,
-    input: &DecisionInput,
-    r: &OverallReflection,
-    raw: Option<&str>,
-    fallback: bool,
-    policy: &FailurePolicy,
-    lease: Lease,
+    r: Reflected<'_, OverallReflection>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
+    let Applying {
+        task,
+        input,
+        policy,
+        lease,
+    } = *c;
+    let Reflected {
+        body: r,
+        raw,
+        fallback,
+    } = r;
     insert_reflection(
         tx,
         ReflectionRow {
@@ -932,12 +942,13 @@ async fn apply_overall(
 
 async fn apply_replan(
     tx: &mut Tx<'_>,
-    task: &TaskRow,
-    input: &DecisionInput,
+    c: &Applying<'_>,
     answer: &Result<Answer<Planned>, String>,
-    lease: Lease,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
+    let Applying {
+        task, input, lease, ..
+    } = *c;
     let strategy = input.strategy.clone().unwrap_or(Strategy::FullReplan);
     let trigger = input.trigger.unwrap_or(Trigger::StepFailure);
     let category = input
@@ -1012,11 +1023,11 @@ fn tools_selected(task_id: Uuid, sel: &crate::brain::ToolSelection, phase: &str)
 /// version 1, the task `running`. A brain error or an invalid plan fails the task.
 async fn apply_plan(
     tx: &mut Tx<'_>,
-    task: &TaskRow,
+    c: &Applying<'_>,
     answer: &Result<Answer<Planned>, String>,
-    lease: Lease,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
+    let Applying { task, lease, .. } = *c;
     let planned = match checked_plan(tx, answer, "the plan").await? {
         Ok(p) => p,
         Err(reason) => {
@@ -1130,13 +1141,17 @@ pub(crate) async fn replace_plan(
 
 async fn apply_evaluation(
     tx: &mut Tx<'_>,
-    task: &TaskRow,
+    c: &Applying<'_>,
     e: &Evaluation,
     raw: Option<&str>,
-    policy: &FailurePolicy,
-    lease: Lease,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
+    let Applying {
+        task,
+        policy,
+        lease,
+        ..
+    } = *c;
     let d = &e.dimensions;
     let successful = e.overall_score >= task.success_threshold;
     sqlx::query(
