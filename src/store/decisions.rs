@@ -212,16 +212,15 @@ pub(crate) async fn record_recovery(
     Ok(())
 }
 
-struct ReflectionRow<'a> {
-    task: &'a TaskRow,
+/// A `reflections` row: the reflection (or its fallback) on `step`, at `level`.
+async fn insert_reflection<T: serde::Serialize>(
+    tx: &mut Tx<'_>,
+    task: &TaskRow,
     level: &'static str,
-    step: Option<&'a StepRow>,
-    body: Value,
-    raw: Option<&'a str>,
-    fallback: bool,
-}
-
-async fn insert_reflection(tx: &mut Tx<'_>, r: ReflectionRow<'_>) -> Result<()> {
+    step: Option<&StepRow>,
+    r: &Reflected<'_, T>,
+) -> Result<()> {
+    let body = serde_json::to_value(r.body).expect("reflection serializes");
     sqlx::query(
         "INSERT INTO reflections (task_id, level, step_id, step_key, plan_version, round,
                 root_cause_category, is_recoverable, suggested_action, should_replan,
@@ -230,13 +229,13 @@ async fn insert_reflection(tx: &mut Tx<'_>, r: ReflectionRow<'_>) -> Result<()> 
                  $7->'suggested_action', ($7->>'should_replan')::boolean, $7->'replanning_strategy',
                  $8, $7, $9)",
     )
-    .bind(r.task.id)
-    .bind(r.level)
-    .bind(r.step.map(|s| s.id))
-    .bind(r.step.map(|s| s.step_key.as_str()))
-    .bind(r.task.plan_version)
-    .bind(r.task.round)
-    .bind(&r.body)
+    .bind(task.id)
+    .bind(level)
+    .bind(step.map(|s| s.id))
+    .bind(step.map(|s| s.step_key.as_str()))
+    .bind(task.plan_version)
+    .bind(task.round)
+    .bind(&body)
     .bind(r.fallback)
     .bind(r.raw)
     .execute(&mut **tx)
@@ -627,23 +626,10 @@ async fn apply_step_reflection(
         policy,
         lease,
     } = *c;
+    insert_reflection(tx, task, "step", Some(step), &r).await?;
     let Reflected {
-        body: r,
-        raw,
-        fallback,
+        body: r, fallback, ..
     } = r;
-    insert_reflection(
-        tx,
-        ReflectionRow {
-            task,
-            level: "step",
-            step: Some(step),
-            body: serde_json::to_value(r).expect("reflection serializes"),
-            raw,
-            fallback,
-        },
-    )
-    .await?;
     events.push(NewEvent::new(
         task.id,
         event_kind::STEP_REFLECTED,
@@ -865,23 +851,10 @@ async fn apply_overall(
         policy,
         lease,
     } = *c;
+    insert_reflection(tx, task, "overall", step, &r).await?;
     let Reflected {
-        body: r,
-        raw,
-        fallback,
+        body: r, fallback, ..
     } = r;
-    insert_reflection(
-        tx,
-        ReflectionRow {
-            task,
-            level: "overall",
-            step,
-            body: serde_json::to_value(r).expect("reflection serializes"),
-            raw,
-            fallback,
-        },
-    )
-    .await?;
     let trigger = input.trigger.unwrap_or(Trigger::StepFailure);
     events.push(NewEvent::new(
         task.id,
