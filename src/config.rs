@@ -6,6 +6,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::domain::Limits;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read {path}: {source}")]
@@ -393,6 +395,30 @@ fn merge(into: &mut toml::Table, from: toml::Table) {
             (_, v) => {
                 into.insert(k, v);
             }
+        }
+    }
+}
+
+impl Limits {
+    /// The limits configuration puts in force for new tasks.
+    pub fn from_settings(s: &Settings) -> Self {
+        let r = &s.reflection;
+        let o = &s.orchestrator;
+        Limits {
+            max_step_retries: r.max_step_retries as i32,
+            max_single_step_repairs: r.max_single_step_repairs as i32,
+            max_task_replans: r.max_task_replans as i32,
+            max_consecutive_failures: r.max_consecutive_failures as i32,
+            max_reflection_rounds: o.max_reflection_rounds as i32,
+            max_concurrent_steps: if o.enable_parallel_execution {
+                o.parallel_max_concurrent as i32
+            } else {
+                1
+            },
+            step_reflection: r.enable_step_level_reflection,
+            auto_reflection: o.enable_auto_reflection,
+            success_threshold: o.success_threshold,
+            max_llm_calls: s.llm.max_calls_per_task.map(|n| n as i32),
         }
     }
 }

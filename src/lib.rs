@@ -1,23 +1,27 @@
 //! Trellis core: a durable task-orchestration queue on PostgreSQL.
 //!
-//! - [`model`]: the state enums and plan definitions;
-//! - [`plan`] / [`params`]: plan validation and placeholder resolution (pure);
-//! - [`recovery`]: the failure decision (pure);
+//! Dependency direction (ARCHITECTURE.md): [`domain`] ← {[`store`], [`brain`], [`tools`]} ←
+//! {[`worker`], [`api`]} ← [`startup`] ← the binaries.
+//!
+//! - [`domain`]: statuses, transition tables, records, the decision vocabulary, plans,
+//!   placeholders and the three-tier recovery, all pure;
 //! - [`store`]: every SQL statement;
+//! - [`brain`]: the decisions (rules brain, LLM brain);
 //! - [`tools`]: built-in and HTTP tools;
 //! - [`worker`]: the claim/run/complete loop;
-//! - [`api`]: the REST router;
-//! - [`config`], [`devpg`], [`testkit`]: configuration, a throwaway PostgreSQL, test support.
+//! - [`api`]: the REST router and the JSON views;
+//! - [`startup`]: the application both binaries and the test harness build;
+//! - [`config`], [`devpg`]: configuration, a throwaway PostgreSQL; `testkit` (feature
+//!   `testing`): a fresh database per test.
 
 pub mod api;
 pub mod brain;
 pub mod config;
 pub mod devpg;
-pub mod model;
-pub mod params;
-pub mod plan;
-pub mod recovery;
+pub mod domain;
+pub mod startup;
 pub mod store;
+#[cfg(feature = "testing")]
 pub mod testkit;
 pub mod tools;
 pub mod worker;

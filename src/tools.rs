@@ -4,31 +4,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::model::ToolFailure;
+use crate::domain::model::ToolFailure;
+pub use crate::domain::tool::ToolDef;
 
 pub const BUILTIN_TOOLS: [&str; 5] = ["echo", "sleep", "fail", "flaky", "http_request"];
-
-/// A row of the tool registry.
-#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow, PartialEq)]
-pub struct ToolDef {
-    pub id: String,
-    pub name: String,
-    pub description: String,
-    pub kind: String,
-    pub endpoint: Option<String>,
-    pub timeout_ms: i32,
-    pub input_schema: Value,
-    pub output_params: Vec<String>,
-    pub alternatives: Vec<String>,
-    pub tags: Vec<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
 
 /// One call of a tool.
 #[derive(Debug, Clone)]
@@ -319,8 +301,8 @@ mod tests {
             output_params: vec![],
             alternatives: vec![],
             tags: vec![],
-            created_at: Utc::now(),
-            updated_at: Utc::now(),
+            created_at: chrono::Utc::now(),
+            updated_at: chrono::Utc::now(),
         }
     }
 

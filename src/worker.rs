@@ -18,12 +18,14 @@ use uuid::Uuid;
 
 use crate::brain::{self, Brain};
 use crate::config::Settings;
-use crate::model::{ActionSpec, ToolFailure};
-use crate::params::{self, Scope};
-use crate::plan::{self, Reference};
-use crate::recovery::Backoff;
-use crate::store::decisions::{ClaimedDecision, DecisionFence, Lease};
-use crate::store::steps::{Claim, ClaimedStep, FailurePolicy, Fence, StepFailure, StepSuccess};
+use crate::domain::params::{self, Scope};
+use crate::domain::plan::{self, Reference};
+use crate::domain::recovery::Backoff;
+use crate::domain::{ActionSpec, DecisionKind, ToolFailure};
+use crate::store::decision_queue::{ClaimedDecision, DecisionFence, Lease};
+use crate::store::step_queue::{
+    Claim, ClaimedStep, FailurePolicy, Fence, StepFailure, StepSuccess,
+};
 use crate::store::workers::WorkerInfo;
 use crate::store::{Store, StoreError};
 use crate::tools::{Invocation, ToolOutput, ToolRunner};
@@ -128,10 +130,11 @@ impl Completer {
     pub async fn complete(&self, s: StepSuccess) -> Result<Option<ClaimedDecision>, StoreError> {
         let (reply, rx) = tokio::sync::oneshot::channel();
         if self.tx.send((s, reply)).is_err() {
-            return Err(StoreError::Invalid("the completer has stopped".into()));
+            return Err(StoreError::Db(sqlx::Error::PoolClosed));
         }
+        // the completer stopped: as if the store had closed
         rx.await
-            .unwrap_or_else(|_| Err(StoreError::Invalid("the completer has stopped".into())))
+            .unwrap_or_else(|_| Err(StoreError::Db(sqlx::Error::PoolClosed)))
     }
 }
 
@@ -484,12 +487,12 @@ async fn decide_and_apply(
     cfg: &WorkerConfig,
     d: &ClaimedDecision,
 ) -> Result<Option<ClaimedDecision>, StoreError> {
-    if d.kind() == brain::DecisionKind::Plan {
+    if d.kind == DecisionKind::Plan {
         store.start_planning(d.task_id).await?;
     }
     let ctx = store.decision_context(d, cfg.policy.max_rescues).await?;
     let skip_brain = d.rescue_count >= cfg.policy.max_rescues;
-    let outcome = brain::decide(cfg.brain.as_ref(), &ctx, d.kind(), skip_brain).await;
+    let outcome = brain::decide(cfg.brain.as_ref(), &ctx, d.kind, skip_brain).await;
     let lease = Lease {
         worker_id: cfg.id,
         lease_secs: cfg.lease.as_secs_f64(),

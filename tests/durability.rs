@@ -10,10 +10,10 @@ use std::time::Duration;
 use common::{ToolServer, register_tool, spawn_app};
 use serde_json::json;
 use trellis::brain::{self, rules::RulesBrain};
-use trellis::model::ToolFailure;
-use trellis::recovery::Backoff;
-use trellis::store::decisions::Lease;
-use trellis::store::steps::{Claim, FailurePolicy, StepFailure};
+use trellis::domain::ToolFailure;
+use trellis::domain::recovery::Backoff;
+use trellis::store::decision_queue::Lease;
+use trellis::store::step_queue::{Claim, FailurePolicy, StepFailure};
 use trellis::store::testing::RecoveryFingerprint;
 use trellis::testkit::wait_for;
 use uuid::Uuid;
@@ -94,7 +94,7 @@ async fn interrupted(abandon_at: usize) -> (RecoveryFingerprint, usize) {
             }
             decisions += 1;
             let ctx = store.decision_context(&d, 3).await.unwrap();
-            let outcome = brain::decide(&RulesBrain, &ctx, d.kind(), false).await;
+            let outcome = brain::decide(&RulesBrain, &ctx, d.kind, false).await;
             next = store
                 .apply_decision(&d.fence(), &outcome, &policy, lease)
                 .await

@@ -644,7 +644,7 @@ async fn planning_needs_an_llm_and_a_valid_plan() {
 /// and the dead worker's late answer is fenced off.
 #[tokio::test]
 async fn a_worker_dying_mid_planning_loses_nothing_and_its_late_answer_is_fenced() {
-    use trellis::store::decisions::Lease;
+    use trellis::store::decision_queue::Lease;
     let plan = |text: &str| {
         answers(json!({"reasoning": text, "steps": [
             {"step_id": "step_1", "name": "say", "tool": "echo", "parameters": {"said": text},
@@ -674,7 +674,7 @@ async fn a_worker_dying_mid_planning_loses_nothing_and_its_late_answer_is_fenced
     let brain = trellis::brain::from_settings(&settings);
     assert_eq!(brain.name(), "llm");
     let ctx = app.store().decision_context(&claimed[0], 3).await.unwrap();
-    let late = trellis::brain::decide(brain.as_ref(), &ctx, claimed[0].kind(), false).await;
+    let late = trellis::brain::decide(brain.as_ref(), &ctx, claimed[0].kind, false).await;
     // ... and dies here, before recording anything
 
     let w = app.worker(|_| {});

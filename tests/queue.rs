@@ -5,9 +5,9 @@ mod common;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use trellis::model::ToolFailure;
-use trellis::recovery::Backoff;
-use trellis::store::steps::{Claim, FailurePolicy, StepFailure, StepSuccess};
+use trellis::domain::ToolFailure;
+use trellis::domain::recovery::Backoff;
+use trellis::store::step_queue::{Claim, FailurePolicy, StepFailure, StepSuccess};
 use trellis::store::{Store, StoreError};
 use trellis::testkit::{fresh_db, wait_for};
 use trellis::worker::WorkerConfig;

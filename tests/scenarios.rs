@@ -10,8 +10,8 @@ use common::{TestApp, ToolServer, register_tool, spawn_app};
 use serde_json::{Value, json};
 use trellis::brain::rules::RulesBrain;
 use trellis::brain::{Answer, Brain, BrainFuture, DecisionContext, Planned};
-use trellis::model::StepSpec;
-use trellis::recovery::{Evaluation, OverallReflection, StepReflection, Strategy};
+use trellis::domain::StepSpec;
+use trellis::domain::recovery::{Evaluation, OverallReflection, StepReflection, Strategy};
 use uuid::Uuid;
 
 const LIMIT: Duration = Duration::from_secs(60);

@@ -9,14 +9,16 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 use trellis::brain::{self, Answer, Brain, BrainError, BrainFuture, DecisionContext, Planned};
 use trellis::config::Settings;
-use trellis::model::{PlanSpec, StepSpec, ToolFailure};
-use trellis::recovery::{
+use trellis::domain::{PlanSpec, StepSpec, ToolFailure};
+use trellis::domain::recovery::{
     Backoff, Evaluation, OverallReflection, StepAction, StepReflection, Strategy,
 };
 use trellis::store::Store;
-use trellis::store::decisions::{ClaimedDecision, DecisionOutcome, Lease};
-use trellis::store::steps::{Claim, ClaimedStep, FailurePolicy, StepFailure, StepSuccess};
-use trellis::store::tasks::{Limits, NewTask};
+use trellis::domain::decision::DecisionOutcome;
+use trellis::store::decision_queue::{ClaimedDecision, Lease};
+use trellis::store::step_queue::{Claim, ClaimedStep, FailurePolicy, StepFailure, StepSuccess};
+use trellis::domain::Limits;
+use trellis::store::submit::NewTask;
 use trellis::testkit::fresh_db;
 use uuid::Uuid;
 
@@ -176,7 +178,7 @@ impl H {
             .iter()
             .find(|s| ["failed", "running", "ready"].contains(&s.status.as_str()));
         Snap {
-            status: t.status,
+            status: t.status.to_string(),
             current_step: focus.map(|s| s.step_key.clone()),
             step_retry_count: focus.map(|s| s.retry_count).unwrap_or(0),
             single_step_repair_count: t.single_step_repair_count,
@@ -707,7 +709,7 @@ async fn row_reflection_failure_fallback() {
     let h = setup(3).await;
     let d = h.first_failure().await;
     let ctx = h.store.decision_context(&d, 3).await.unwrap();
-    let outcome = brain::decide(&BrokenBrain, &ctx, d.kind(), false).await;
+    let outcome = brain::decide(&BrokenBrain, &ctx, d.kind, false).await;
     let next = h.apply(&d, outcome).await.unwrap();
     assert_eq!(next.kind, "overall_reflection");
     assert_eq!(
@@ -728,7 +730,7 @@ async fn row_reflection_failure_fallback() {
     assert_eq!(refl[0].body["is_recoverable"], false);
     // the overall reflection fails too: its fallback stops for a human — never a loop
     let ctx = h.store.decision_context(&next, 3).await.unwrap();
-    let outcome = brain::decide(&BrokenBrain, &ctx, next.kind(), false).await;
+    let outcome = brain::decide(&BrokenBrain, &ctx, next.kind, false).await;
     assert!(h.apply(&next, outcome).await.is_none());
     assert_eq!(h.snap().await.status, "needs_intervention");
 }

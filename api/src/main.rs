@@ -3,11 +3,9 @@
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
-use trellis::api::{AppState, app};
 use trellis::config::Settings;
 use trellis::devpg::TempPostgres;
-use trellis::store::Store;
-use trellis::worker::{self, WorkerConfig};
+use trellis::startup::{Application, cancel_on_signal};
 
 const USAGE: &str = "usage: trellis-api [--dev]\n\n  --dev  start a throwaway PostgreSQL when DATABASE_URL is unset, and an in-process worker";
 
@@ -39,42 +37,13 @@ async fn main() -> anyhow::Result<()> {
         settings.database.url = Some(pg.url());
         _dev_pg = Some(pg);
     }
-    let store = Store::open(&settings)
-        .await
-        .context("connecting to PostgreSQL and applying migrations")?;
-
-    let addr = format!("{}:{}", settings.server.host, settings.server.port);
-    let listener = tokio::net::TcpListener::bind(&addr)
-        .await
-        .with_context(|| format!("binding {addr}"))?;
-    let local = listener.local_addr()?;
-    println!(
-        "listening on http://{}:{}",
-        settings.server.host,
-        local.port()
-    );
-
-    let shutdown = CancellationToken::new();
-    let worker_task = dev.then(|| {
-        let cfg = WorkerConfig::from_settings(&settings);
-        tokio::spawn(worker::run(store.clone(), cfg, shutdown.clone()))
-    });
-
-    let router = app(AppState::new(store.clone(), settings));
-    let stop = shutdown.clone();
-    let server = axum::serve(listener, router).with_graceful_shutdown(async move {
-        tokio::select! {
-            _ = trellis::shutdown_signal() => {}
-            _ = stop.cancelled() => {}
-        }
-    });
-    let served = server.await.context("serving HTTP");
-    shutdown.cancel();
-    if let Some(w) = worker_task {
-        w.await
-            .context("worker task")?
-            .context("in-process worker")?;
-    }
+    let host = settings.server.host.clone();
+    let application = Application::build(settings, dev).await?;
+    println!("listening on http://{}:{}", host, application.port());
+    let store = application.store().clone();
+    let stop = CancellationToken::new();
+    cancel_on_signal(stop.clone());
+    let served = application.run_until_stopped(stop).await;
     store.pool().close().await;
     served
 }

@@ -14,12 +14,16 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use trellis::config::Settings;
 use trellis::devpg::{TempPostgres, find_bindir};
-use trellis::model::PlanSpec;
+use trellis::domain::PlanSpec;
 use trellis::store::Store;
-use trellis::store::tasks::{Limits, NewTask};
+use trellis::domain::Limits;
+use trellis::store::submit::NewTask;
 use trellis::testkit::with_database;
 use trellis::worker::{self, WorkerConfig};
 use uuid::Uuid;
+
+mod sql;
+use sql::BenchSql;
 
 struct Sizes {
     /// Concurrency of each worker (Trellis and apalis alike) in the throughput scenarios.

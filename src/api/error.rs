@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::plan::PlanError;
+use crate::domain::plan::PlanError;
 use crate::store::StoreError;
 
 #[derive(Debug)]
@@ -57,7 +57,7 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::NotFound(what) => Self::not_found(format!("{what} not found")),
             StoreError::Conflict(m) => Self::new(StatusCode::CONFLICT, "conflict", m),
-            StoreError::Invalid(m) => Self::validation(m),
+            StoreError::Rejected(m) => Self::validation(m),
             StoreError::Fenced => Self::new(StatusCode::CONFLICT, "conflict", e.to_string()),
             StoreError::Db(err) => {
                 tracing::error!(error = %err, "database error");
@@ -65,6 +65,14 @@ impl From<StoreError> for ApiError {
                     StatusCode::SERVICE_UNAVAILABLE,
                     "database_unavailable",
                     "the database could not complete the request; try again",
+                )
+            }
+            StoreError::Corrupt(what) => {
+                tracing::error!(error = %what, "corrupt state");
+                Self::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "internal error",
                 )
             }
             StoreError::Migrate(err) => {

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::config::LlmSettings;
+pub use crate::domain::decision::Usage;
 
 #[derive(Clone)]
 pub struct LlmConfig {
@@ -71,22 +72,12 @@ pub enum LlmError {
     Invalid { name: String, problems: String },
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    pub total_tokens: u64,
-    /// HTTP requests made (retries and the re-ask included).
-    pub requests: u32,
-}
-
-impl Usage {
-    fn add(&mut self, v: &Value) {
-        let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
-        self.prompt_tokens += n("prompt_tokens");
-        self.completion_tokens += n("completion_tokens");
-        self.total_tokens += n("total_tokens");
-    }
+/// Add the `usage` object of one chat-completions answer.
+fn add_usage(total: &mut Usage, v: &Value) {
+    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    total.prompt_tokens += n("prompt_tokens");
+    total.completion_tokens += n("completion_tokens");
+    total.total_tokens += n("total_tokens");
 }
 
 /// One chat message.
@@ -360,7 +351,7 @@ impl LlmClient {
         let v: Value = serde_json::from_str(&text)
             .map_err(|_| (None, "the answer is not JSON".to_string()))?;
         if let Some(u) = v.get("usage") {
-            usage.add(u);
+            add_usage(usage, u);
         }
         v.pointer("/choices/0/message/content")
             .and_then(Value::as_str)

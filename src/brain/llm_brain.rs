@@ -17,8 +17,8 @@ use super::prompts::{self, AttemptBrief, Prompt, StepState, TaskBrief, ToolBrief
 use super::{
     Answer, Brain, BrainError, BrainFuture, DecisionContext, LlmCallRecord, Planned, ToolSelection,
 };
-use crate::model::{ActionSpec, PlanSpec, StepSpec, ToolFailure, empty_object};
-use crate::recovery::{Evaluation, OverallReflection, StepReflection, Strategy, Trigger};
+use crate::domain::model::{ActionSpec, PlanSpec, StepSpec, ToolFailure, empty_object};
+use crate::domain::recovery::{Evaluation, OverallReflection, StepReflection, Strategy, Trigger};
 
 #[derive(Debug)]
 pub struct LlmBrain {
@@ -158,7 +158,7 @@ impl LlmBrain {
         let a = self
             .ask(ctx, prompt_for(&tools), |v| {
                 let plan = wire_plan(v)?;
-                crate::plan::validate(&plan, &known).map_err(|e| e.message)?;
+                crate::domain::plan::validate(&plan, &known).map_err(|e| e.message)?;
                 Ok(plan)
             })
             .await?;
@@ -293,8 +293,8 @@ fn step_states(ctx: &DecisionContext) -> Vec<StepState> {
     ctx.steps
         .iter()
         .map(|s| StepState {
-            spec: DecisionContext::effective_spec(s),
-            status: s.status.clone(),
+            spec: s.effective_spec(),
+            status: s.status.to_string(),
             retry_count: s.retry_count,
             output: s.output.clone(),
             error: s.error.clone(),
@@ -310,7 +310,7 @@ fn attempt_briefs(ctx: &DecisionContext) -> Vec<AttemptBrief> {
             plan_version: a.plan_version,
             attempt: a.attempt,
             tool: a.tool.clone(),
-            status: a.status.clone(),
+            status: a.status.to_string(),
             parameters: a.parameters.clone(),
             output: a.output.clone(),
             error: a.error.clone(),
@@ -334,7 +334,7 @@ fn step_failure_context(ctx: &DecisionContext) -> Result<prompts::StepFailureCon
         .as_ref()
         .ok_or_else(|| BrainError::NoAnswer("the decision has no step".into()))?;
     Ok(prompts::StepFailureContext {
-        step: DecisionContext::effective_spec(step),
+        step: step.effective_spec(),
         failure: failure_of(ctx),
         attempts: attempt_briefs(ctx)
             .into_iter()

@@ -19,9 +19,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::llm::Message;
-use crate::model::{StepSpec, ToolFailure};
-use crate::recovery::{Counters, OverallReflection, StepReflection, Strategy, Trigger};
-use crate::tools::ToolDef;
+use crate::domain::model::{StepSpec, ToolFailure};
+use crate::domain::recovery::{Counters, OverallReflection, StepReflection, Strategy, Trigger};
+use crate::domain::tool::ToolDef;
 
 /// Characters kept of an output or error in summaries (seed 004).
 pub const SUMMARY_CHARS: usize = 200;
@@ -882,7 +882,7 @@ mod tests {
 
     use super::*;
     use crate::brain::llm::validate;
-    use crate::recovery::{Evaluation, StepAction};
+    use crate::domain::recovery::{Evaluation, StepAction};
 
     fn task() -> TaskBrief {
         TaskBrief {

@@ -15,9 +15,11 @@
 
 use std::collections::BTreeMap;
 
+use crate::domain::status::{AttemptStatus, StepStatus};
+
 use super::{Answer, Brain, BrainError, BrainFuture, DecisionContext, Planned};
-use crate::model::{PlanSpec, StepSpec, ToolFailure};
-use crate::recovery::{
+use crate::domain::model::{PlanSpec, StepSpec, ToolFailure};
+use crate::domain::recovery::{
     Dimensions, Evaluation, OverallReflection, StepAction, StepReflection, Strategy, Trigger,
 };
 
@@ -108,7 +110,7 @@ impl RulesBrain {
                     step.step_key
                 ))
             })?;
-        let mut spec = DecisionContext::effective_spec(step);
+        let mut spec = step.effective_spec();
         spec.tool = alt;
         Ok(spec)
     }
@@ -186,7 +188,7 @@ impl RulesBrain {
 
     pub fn evaluate(ctx: &DecisionContext) -> Evaluation {
         let required: Vec<_> = ctx.steps.iter().filter(|s| !s.optional).collect();
-        let done = required.iter().filter(|s| s.status == "succeeded").count();
+        let done = required.iter().filter(|s| s.status == StepStatus::Succeeded).count();
         let completeness = if required.is_empty() {
             100.0
         } else {
@@ -199,7 +201,7 @@ impl RulesBrain {
             .collect();
         let failed = version_attempts
             .iter()
-            .filter(|a| a.status == "failed")
+            .filter(|a| a.status == AttemptStatus::Failed)
             .count();
         let total = version_attempts.len().max(1);
         let efficiency = (100.0 * ctx.steps.len().max(1) as f64 / total as f64).min(100.0);
@@ -215,12 +217,12 @@ impl RulesBrain {
             },
             successes: required
                 .iter()
-                .filter(|s| s.status == "succeeded")
+                .filter(|s| s.status == StepStatus::Succeeded)
                 .map(|s| format!("{} succeeded", s.step_key))
                 .collect(),
             failures: required
                 .iter()
-                .filter(|s| s.status != "succeeded")
+                .filter(|s| s.status != StepStatus::Succeeded)
                 .map(|s| format!("{} is {}", s.step_key, s.status))
                 .collect(),
             improvement_suggestions: if failed > 0 {

@@ -1,9 +1,21 @@
-//! The SQL layer. Every statement Trellis runs lives in this module, one named function per
-//! statement (or per short transaction), taking parameter structs. All time comparisons use
+//! The SQL layer: the only place with SQL. It depends on [`crate::domain`] and on nothing else of
+//! the crate (never on `brain`, `tools`, `worker`, `api` or `config`). All time comparisons use
 //! the database's `now()`.
+//!
+//! - [`transitions`]: the only writer of a task, step or decision status (named moves);
+//! - [`step_queue`]: claim, heartbeat, complete, fail, release, rescue;
+//! - [`decision_queue`]: create, claim, rescue and release decisions; their context;
+//! - [`apply`]: applying a decision's outcome (step-level and task-level);
+//! - [`lifecycle`]: task-level consequences shared by the queue and the appliers;
+//! - [`plans`]: plan versions and their step rows;
+//! - [`submit`]: submit, cancel, resume; [`reads`]: read models;
+//! - [`tools`], [`workers`], [`reports`]: the registries and the recovery views.
 //!
 //! Lock order, everywhere: the task row first (`FOR NO KEY UPDATE`), then its steps. The claim
 //! takes task rows with `SKIP LOCKED`, so claims never queue behind completions.
+//!
+//! Architecture invariant: every transaction runs inside `in_tx!`, which commits on success and
+//! rolls back at once on error; nothing else calls `begin()`.
 
 use std::time::Duration;
 
@@ -12,36 +24,92 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
-pub mod bench;
-pub mod decisions;
+use crate::domain::records::TaskRow;
+
+/// Run `$body` (an expression that may use `?` and `return`, evaluating to
+/// `Result<T, StoreError>`) in one transaction on `$pool`, with `$tx: &mut Tx` bound to it:
+/// commit when it is `Ok`, roll back at once when it is `Err` ([`finish`]). The only way this
+/// crate opens a transaction.
+macro_rules! in_tx {
+    ($pool:expr, |$tx:ident| $body:expr) => {{
+        let mut owned: $crate::store::Tx = $pool.begin().await?;
+        let result: $crate::store::Result<_> = async {
+            let $tx = &mut owned;
+            $body
+        }
+        .await;
+        $crate::store::finish(owned, result).await
+    }};
+}
+
+pub mod apply;
+pub mod decision_queue;
+pub mod lifecycle;
+pub mod plans;
+pub mod reads;
 pub mod reports;
-pub mod steps;
-pub mod tasks;
+pub mod step_queue;
+pub mod submit;
+#[cfg(feature = "testing")]
 pub mod testing;
 pub mod tools;
+pub mod transitions;
 pub mod workers;
 
 /// Channel a transaction notifies (delivered at commit) when steps become ready.
 pub const READY_CHANNEL: &str = "trellis_steps_ready";
 
+/// What went wrong, split by whose fault it is.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The caller named something that does not exist (→ 404).
     #[error("{0} not found")]
     NotFound(String),
+    /// The caller asked for something the current state does not allow (→ 409).
     #[error("{0}")]
     Conflict(String),
+    /// The caller's input is invalid against the stored state, e.g. an unknown tool (→ 422).
     #[error("{0}")]
-    Invalid(String),
-    /// The caller's lease was taken over (or the step is no longer running): nothing changed.
+    Rejected(String),
+    /// The caller's lease was taken over (or the row is no longer running): nothing changed.
     #[error("stale lease: the step was taken over or is no longer running")]
     Fenced,
+    /// Our own data or code is wrong: a row that cannot be decoded, a move the transition
+    /// table does not allow. Never the caller's fault (→ 500, logged).
+    #[error("corrupt state: {0}")]
+    Corrupt(String),
+    /// The database failed or could not be reached (→ 503).
     #[error("database error: {0}")]
-    Db(#[from] sqlx::Error),
+    Db(sqlx::Error),
     #[error("migration error: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
 }
 
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match e {
+            sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => {
+                StoreError::Corrupt(e.to_string())
+            }
+            e => StoreError::Db(e),
+        }
+    }
+}
+
+impl StoreError {
+    /// True for the errors the caller caused (a 4xx at the API).
+    pub fn is_callers_fault(&self) -> bool {
+        matches!(
+            self,
+            StoreError::NotFound(_) | StoreError::Conflict(_) | StoreError::Rejected(_)
+        )
+    }
+}
+
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// A transaction, as `in_tx!` hands it to its work.
+pub type Tx = Transaction<'static, Postgres>;
 
 /// The handle everything uses to reach PostgreSQL.
 #[derive(Debug, Clone)]
@@ -65,22 +133,6 @@ impl Store {
             .connect_with(options)
             .await?;
         Ok(Self { pool })
-    }
-
-    /// Connect with the configured URL and pool settings, then apply migrations: what both
-    /// binaries do at start.
-    pub async fn open(settings: &crate::config::Settings) -> Result<Self> {
-        let url = settings
-            .database_url()
-            .map_err(|e| StoreError::Invalid(e.to_string()))?;
-        let store = Self::connect(
-            url,
-            settings.database.max_connections,
-            Duration::from_secs(settings.database.acquire_timeout_secs),
-        )
-        .await?;
-        store.migrate().await?;
-        Ok(store)
     }
 
     pub fn from_pool(pool: PgPool) -> Self {
@@ -129,10 +181,7 @@ impl NewEvent {
 /// Append events (any number of tasks) in one statement. Sequence numbers come from
 /// `tasks.event_seq`, bumped in the same statement; callers hold the task rows' locks, so
 /// per-task sequences are gap-free and ordered by commit.
-pub(crate) async fn append_events(
-    tx: &mut Transaction<'_, Postgres>,
-    events: &[NewEvent],
-) -> Result<()> {
+pub(crate) async fn append_events(tx: &mut Tx, events: &[NewEvent]) -> Result<()> {
     if events.is_empty() {
         return Ok(());
     }
@@ -167,8 +216,8 @@ pub(crate) async fn append_events(
 
 /// Commit on success; roll back at once on error. (A dropped sqlx transaction rolls back only
 /// when its pooled connection is next used, and until then its row locks make `SKIP LOCKED`
-/// claims pass the task by.)
-pub(crate) async fn finish<T>(tx: Transaction<'_, Postgres>, r: Result<T>) -> Result<T> {
+/// claims pass the task by.) Called by `in_tx!` only.
+pub(crate) async fn finish<T>(tx: Tx, r: Result<T>) -> Result<T> {
     match r {
         Ok(v) => {
             tx.commit().await?;
@@ -184,10 +233,29 @@ pub(crate) async fn finish<T>(tx: Transaction<'_, Postgres>, r: Result<T>) -> Re
 }
 
 /// Wake idle workers (delivered when the transaction commits).
-pub(crate) async fn notify_ready(tx: &mut Transaction<'_, Postgres>) -> Result<()> {
+pub(crate) async fn notify_ready(tx: &mut Tx) -> Result<()> {
     sqlx::query("SELECT pg_notify($1, '')")
         .bind(READY_CHANNEL)
         .execute(&mut **tx)
         .await?;
     Ok(())
+}
+
+/// Lock the task row (always the first lock a transaction takes) and read all of it.
+pub(crate) async fn lock_task(tx: &mut Tx, id: Uuid) -> Result<TaskRow> {
+    sqlx::query_as("SELECT * FROM tasks WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("task {id}")))
+}
+
+/// Known tool ids, read in the transaction (plans are validated against the registry as it
+/// stands when they are installed).
+pub(crate) async fn known_tools(tx: &mut Tx) -> Result<std::collections::HashSet<String>> {
+    Ok(sqlx::query_scalar("SELECT id FROM tools")
+        .fetch_all(&mut **tx)
+        .await?
+        .into_iter()
+        .collect())
 }

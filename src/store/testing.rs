@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use super::{Result, Store};
+use super::{Result, Store, StoreError};
 
 pub const TABLES: [&str; 7] = [
     "tasks", "plans", "steps", "attempts", "events", "tools", "workers",
@@ -89,7 +89,7 @@ impl Store {
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
         {
-            return Err(super::StoreError::Invalid(format!(
+            return Err(StoreError::Rejected(format!(
                 "bad database name {name:?}"
             )));
         }
@@ -192,7 +192,7 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         Ok(RecoveryFingerprint {
-            status: t.status,
+            status: t.status.to_string(),
             plan_version: t.plan_version,
             round: t.round,
             task_replan_count: t.task_replan_count,

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::{Result, Store, StoreError};
-use crate::tools::ToolDef;
+use crate::domain::tool::ToolDef;
 
 #[derive(Debug, Clone)]
 pub struct NewTool {
@@ -21,14 +21,13 @@ pub struct NewTool {
 impl Store {
     /// Register an HTTP tool. An existing id is a conflict; alternatives must name known tools.
     pub async fn create_tool(&self, t: &NewTool) -> Result<ToolDef> {
-        let mut tx = self.pool.begin().await?;
-        let r = async {
+        in_tx!(self.pool, |tx| {
             let known: Vec<String> = sqlx::query_scalar("SELECT id FROM tools WHERE id = ANY($1)")
                 .bind(&t.alternatives)
-                .fetch_all(&mut *tx)
+                .fetch_all(&mut **tx)
                 .await?;
             if let Some(missing) = t.alternatives.iter().find(|a| !known.contains(a)) {
-                return Err(StoreError::Invalid(format!(
+                return Err(StoreError::Rejected(format!(
                     "alternative tool {missing:?} is not registered"
                 )));
             }
@@ -48,14 +47,12 @@ impl Store {
             .bind(&t.output_params)
             .bind(&t.alternatives)
             .bind(&t.tags)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut **tx)
             .await?;
             let row =
                 row.ok_or_else(|| StoreError::Conflict(format!("tool {:?} already exists", t.id)))?;
             Ok(row)
-        }
-        .await;
-        super::finish(tx, r).await
+        })
     }
 
     pub async fn list_tools(&self) -> Result<Vec<ToolDef>> {

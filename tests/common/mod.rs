@@ -264,14 +264,14 @@ pub async fn register_tool(app: &TestApp, id: &str, endpoint: &str, extra: Value
 }
 
 /// A task with this plan (`steps` is the JSON list) and the configured default limits.
-pub fn new_task(steps: Value) -> trellis::store::tasks::NewTask {
-    trellis::store::tasks::NewTask {
+pub fn new_task(steps: Value) -> trellis::store::submit::NewTask {
+    trellis::store::submit::NewTask {
         description: "test task".into(),
         metadata: json!({}),
         context: json!({}),
         priority: 0,
         idempotency_key: None,
-        limits: trellis::store::tasks::Limits::from_settings(&Settings::default()),
+        limits: trellis::domain::Limits::from_settings(&Settings::default()),
         plan: Some(serde_json::from_value(json!({ "steps": steps })).expect("a valid plan")),
     }
 }

@@ -5,8 +5,7 @@
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 use trellis::config::Settings;
-use trellis::store::Store;
-use trellis::worker::{self, WorkerConfig};
+use trellis::startup::{cancel_on_signal, run_worker};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -21,21 +20,7 @@ async fn main() -> anyhow::Result<()> {
     }
     trellis::init_tracing();
     let settings = Settings::load().context("loading configuration")?;
-    let store = Store::open(&settings)
-        .await
-        .context("connecting to PostgreSQL and applying migrations")?;
-
-    let cfg = WorkerConfig::from_settings(&settings);
-    println!("worker {} started", cfg.id);
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    tokio::spawn(async move {
-        trellis::shutdown_signal().await;
-        stop.cancel();
-    });
-    worker::run(store.clone(), cfg, shutdown)
-        .await
-        .context("worker")?;
-    store.pool().close().await;
-    Ok(())
+    let stop = CancellationToken::new();
+    cancel_on_signal(stop.clone());
+    run_worker(&settings, stop).await
 }

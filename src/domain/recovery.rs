@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::{StepSpec, ToolFailure, WORKER_LOST};
+use super::model::{StepSpec, ToolFailure, WORKER_LOST};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
@@ -414,7 +414,7 @@ pub fn carry_over(old: &[OldStep], new_plan: &[StepSpec], strategy: &Strategy) -
     let position = |key: &str| old.iter().position(|o| o.spec.id == key);
     let from_pos = from.and_then(position);
     // new plan in dependency order, so a step's dependencies are decided before it
-    let order = match crate::plan::topological_order(&crate::model::PlanSpec {
+    let order = match super::plan::topological_order(&super::model::PlanSpec {
         steps: new_plan.to_vec(),
         reasoning: String::new(),
         estimated_duration: None,

@@ -1,45 +1,59 @@
-//! Statements the benchmark (`bench/`) uses to measure from the database's own clock, to
-//! preload history, and to watch the apalis-postgres peer it is compared against.
+//! Statements the benchmark uses to measure from the database's own clock, to preload
+//! history, and to watch the apalis-postgres peer it is compared against. They belong to the
+//! benchmark, not to the library: nothing here ships in `trellis`.
 
-use super::{Result, Store};
+use trellis::store::{Result, Store};
 
-impl Store {
+/// The benchmark's own statements, over a [`Store`]'s pool.
+pub(crate) trait BenchSql {
+    async fn start_latencies_ms(&self) -> Result<Vec<f64>>;
+    async fn retry_gaps_ms(&self) -> Result<Vec<f64>>;
+    async fn task_durations_ms(&self) -> Result<Vec<f64>>;
+    async fn load_history(&self, tasks: i64, steps_per_task: i64) -> Result<()>;
+    async fn count_all_steps(&self) -> Result<i64>;
+    async fn apalis_done(&self) -> Result<i64>;
+    async fn enable_statement_stats(&self) -> Result<()>;
+    async fn statement_stats(&self, limit: i64) -> Result<Vec<(i64, f64, String)>>;
+    async fn count_unfinished_tasks(&self) -> Result<i64>;
+}
+
+impl BenchSql for Store {
     /// Submit → first attempt started, per task, in milliseconds (database clock).
-    pub async fn start_latencies_ms(&self) -> Result<Vec<f64>> {
+    async fn start_latencies_ms(&self) -> Result<Vec<f64>> {
         Ok(sqlx::query_scalar(
             "SELECT (extract(epoch FROM (min(a.started_at) - t.created_at)) * 1000)::float8
              FROM tasks t JOIN attempts a ON a.task_id = t.id GROUP BY t.id, t.created_at",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?)
     }
 
     /// Failed attempt finished → next attempt of the same step started, in milliseconds.
-    pub async fn retry_gaps_ms(&self) -> Result<Vec<f64>> {
+    async fn retry_gaps_ms(&self) -> Result<Vec<f64>> {
         Ok(sqlx::query_scalar(
             "SELECT (extract(epoch FROM (n.started_at - f.finished_at)) * 1000)::float8
              FROM attempts f
              JOIN attempts n ON n.task_id = f.task_id AND n.step_key = f.step_key AND n.attempt = f.attempt + 1
              WHERE f.status = 'failed'",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?)
     }
 
     /// Created → finished, per finished task, in milliseconds.
-    pub async fn task_durations_ms(&self) -> Result<Vec<f64>> {
+    async fn task_durations_ms(&self) -> Result<Vec<f64>> {
         Ok(sqlx::query_scalar(
             "SELECT (extract(epoch FROM (finished_at - created_at)) * 1000)::float8
              FROM tasks WHERE finished_at IS NOT NULL ORDER BY created_at",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?)
     }
 
     /// Preload finished history: `tasks` succeeded tasks of `steps_per_task` echo steps each,
     /// with their plans, attempts and events, as a long-running deployment would hold.
-    pub async fn load_history(&self, tasks: i64, steps_per_task: i64) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+    async fn load_history(&self, tasks: i64, steps_per_task: i64) -> Result<()> {
+        let mut tx = self.pool().begin().await?;
         sqlx::query(
             "INSERT INTO tasks (id, description, status, plan_version, max_step_retries,
                  max_single_step_repairs, max_task_replans, max_consecutive_failures,
@@ -85,61 +99,57 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        sqlx::query("ANALYZE").execute(&self.pool).await?;
+        sqlx::query("ANALYZE").execute(self.pool()).await?;
         Ok(())
     }
 
     /// Steps in the tables (any status).
-    pub async fn count_all_steps(&self) -> Result<i64> {
+    async fn count_all_steps(&self) -> Result<i64> {
         Ok(sqlx::query_scalar("SELECT count(*) FROM steps")
-            .fetch_one(&self.pool)
+            .fetch_one(self.pool())
             .await?)
     }
 
     /// Jobs apalis-postgres has finished (the benchmark's peer; its own schema).
-    pub async fn apalis_done(&self) -> Result<i64> {
+    async fn apalis_done(&self) -> Result<i64> {
         Ok(
             sqlx::query_scalar("SELECT count(*) FROM apalis.jobs WHERE status = 'Done'")
-                .fetch_one(&self.pool)
+                .fetch_one(self.pool())
                 .await?,
         )
     }
-}
 
-impl Store {
     /// Reset `pg_stat_statements` (the server must preload it); for `trellis-bench --profile`.
-    pub async fn enable_statement_stats(&self) -> Result<()> {
+    async fn enable_statement_stats(&self) -> Result<()> {
         sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            .execute(&self.pool)
+            .execute(self.pool())
             .await?;
         sqlx::query("SELECT pg_stat_statements_reset()")
-            .execute(&self.pool)
+            .execute(self.pool())
             .await?;
         Ok(())
     }
 
     /// The statements that took the most time: (calls, total ms, text).
-    pub async fn statement_stats(&self, limit: i64) -> Result<Vec<(i64, f64, String)>> {
+    async fn statement_stats(&self, limit: i64) -> Result<Vec<(i64, f64, String)>> {
         Ok(sqlx::query_as(
             "SELECT calls, total_exec_time, query FROM pg_stat_statements
              WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
              ORDER BY total_exec_time DESC LIMIT $1",
         )
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool())
         .await?)
     }
-}
 
-impl Store {
     /// Tasks not yet in a terminal or stopped state (bounded by the status index, however much
     /// history the table holds).
-    pub async fn count_unfinished_tasks(&self) -> Result<i64> {
+    async fn count_unfinished_tasks(&self) -> Result<i64> {
         Ok(sqlx::query_scalar(
             "SELECT count(*) FROM tasks
              WHERE status IN ('pending', 'planning', 'running', 'reflecting', 'replanning', 'evaluating')",
         )
-        .fetch_one(&self.pool)
+        .fetch_one(self.pool())
         .await?)
     }
 }

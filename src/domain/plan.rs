@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::model::{PlanSpec, StepSpec};
+use super::model::{PlanSpec, StepSpec};
 
 pub const MAX_STEPS: usize = 1000;
 

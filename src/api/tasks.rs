@@ -1,0 +1,375 @@
+//! `/tasks`: submit, read, list, cancel, resume.
+
+use std::collections::{BTreeMap, HashSet};
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::views::{
+    self, AttemptView, EvaluationView, PlanView, PlanWithHistory, ReflectionView, TaskSummaryView,
+};
+use super::{ApiError, ApiJson, AppState, task_id};
+use crate::domain::plan;
+use crate::domain::records::StepRow;
+use crate::domain::status::{StepStatus, TaskStatus};
+use crate::domain::{Limits, PlanSpec};
+use crate::store::reads::ListTasks;
+use crate::store::submit::{NewTask, Resume, StepOverride};
+
+const MAX_LIMIT_VALUE: i32 = 100;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SubmitTask {
+    description: String,
+    #[serde(default)]
+    metadata: Option<Value>,
+    #[serde(default)]
+    context: Option<Value>,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+    #[serde(default)]
+    priority: Option<i32>,
+    #[serde(default)]
+    limits: Option<LimitsInput>,
+    #[serde(default)]
+    plan: Option<PlanSpec>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct LimitsInput {
+    max_step_retries: Option<i32>,
+    max_single_step_repairs: Option<i32>,
+    max_task_replans: Option<i32>,
+    max_consecutive_failures: Option<i32>,
+    /// Cap on LLM calls for this task.
+    max_llm_calls: Option<i32>,
+}
+
+const MAX_LLM_CALLS: i32 = 10_000;
+
+fn apply_limits(mut base: Limits, input: Option<LimitsInput>) -> Result<Limits, ApiError> {
+    let Some(l) = input else { return Ok(base) };
+    let fields = [
+        (
+            "max_step_retries",
+            l.max_step_retries,
+            &mut base.max_step_retries,
+        ),
+        (
+            "max_single_step_repairs",
+            l.max_single_step_repairs,
+            &mut base.max_single_step_repairs,
+        ),
+        (
+            "max_task_replans",
+            l.max_task_replans,
+            &mut base.max_task_replans,
+        ),
+        (
+            "max_consecutive_failures",
+            l.max_consecutive_failures,
+            &mut base.max_consecutive_failures,
+        ),
+    ];
+    if let Some(n) = l.max_llm_calls {
+        if !(0..=MAX_LLM_CALLS).contains(&n) {
+            return Err(ApiError::validation(format!(
+                "limits.max_llm_calls must be between 0 and {MAX_LLM_CALLS}"
+            )));
+        }
+        base.max_llm_calls = Some(n);
+    }
+    for (name, value, slot) in fields {
+        if let Some(v) = value {
+            if !(0..=MAX_LIMIT_VALUE).contains(&v) {
+                return Err(ApiError::validation(format!(
+                    "limits.{name} must be between 0 and {MAX_LIMIT_VALUE}"
+                )));
+            }
+            *slot = v;
+        }
+    }
+    Ok(base)
+}
+
+pub(super) async fn submit(
+    State(st): State<AppState>,
+    ApiJson(body): ApiJson<SubmitTask>,
+) -> Result<Response, ApiError> {
+    if body.description.trim().is_empty() {
+        return Err(ApiError::validation("description must be non-empty text"));
+    }
+    let metadata = body.metadata.unwrap_or_else(|| json!({}));
+    if !metadata.is_object() {
+        return Err(ApiError::validation("metadata must be a JSON object"));
+    }
+    let context = body.context.unwrap_or_else(|| json!({}));
+    if !context.is_object() {
+        return Err(ApiError::validation("context must be a JSON object"));
+    }
+    if let Some(k) = &body.idempotency_key
+        && (k.is_empty() || k.len() > 255)
+    {
+        return Err(ApiError::validation(
+            "idempotency_key must be 1 to 255 characters",
+        ));
+    }
+    let limits = apply_limits(st.default_limits(), body.limits)?;
+    let plan = match body.plan {
+        Some(plan) => {
+            let known: HashSet<String> = st.store.tool_ids().await?.into_iter().collect();
+            plan::validate(&plan, &known)?;
+            Some(plan)
+        }
+        // planned by the brain (a `plan` decision any worker takes)
+        None if st.settings.llm.enabled() => None,
+        None => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "plan_required",
+                "no plan given and no planning brain configured: submit a plan, or configure an LLM ([llm] base_url)",
+            ));
+        }
+    };
+    let submitted = st
+        .store
+        .submit_task(&NewTask {
+            description: body.description,
+            metadata,
+            context,
+            priority: body.priority.unwrap_or(0),
+            idempotency_key: body.idempotency_key,
+            limits,
+            plan,
+        })
+        .await?;
+    let status = if submitted.created {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(json!({"task_id": submitted.task_id, "status": submitted.status, "created": submitted.created})),
+    )
+        .into_response())
+}
+
+pub(super) async fn get(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = task_id(&id)?;
+    let t = st.store.get_task(id).await?;
+    let counts = st.store.step_counts(id, t.plan_version).await?;
+    let steps = st.store.list_steps(id).await?;
+    let current: Vec<&StepRow> = steps
+        .iter()
+        .filter(|s| s.plan_version == t.plan_version && s.status != StepStatus::Superseded)
+        .collect();
+    let usage = st.store.llm_usage(id).await?;
+    Ok(Json(views::task(&t, &counts, &current, usage)))
+}
+
+pub(super) async fn result(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = task_id(&id)?;
+    let t = st.store.get_task(id).await?;
+    let steps = st.store.list_steps(id).await?;
+    let duration_ms = st.store.task_duration_ms(id).await?;
+    Ok(Json(views::result(&t, &steps, duration_ms)))
+}
+
+pub(super) async fn plan(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<PlanWithHistory>, ApiError> {
+    let id = task_id(&id)?;
+    let t = st.store.get_task(id).await?;
+    let plans = st.store.list_plans(id).await?;
+    let steps = st.store.list_steps(id).await?;
+    let current = plans
+        .iter()
+        .find(|p| p.version == t.plan_version)
+        .ok_or_else(|| ApiError::not_found(format!("task {id} has no plan yet")))?;
+    Ok(Json(PlanWithHistory {
+        task_id: id,
+        current: PlanView::new(current, &steps),
+        history: plans
+            .iter()
+            .filter(|p| p.version != t.plan_version)
+            .map(|p| PlanView::new(p, &steps))
+            .collect(),
+    }))
+}
+
+pub(super) async fn attempts(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<AttemptView>>, ApiError> {
+    let id = task_id(&id)?;
+    st.store.get_task(id).await?;
+    let rows = st.store.list_attempts(id).await?;
+    Ok(Json(rows.into_iter().map(AttemptView::from).collect()))
+}
+
+pub(super) async fn cancel(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = task_id(&id)?;
+    let status = st.store.cancel_task(id).await?;
+    Ok(Json(json!({"task_id": id, "status": status})))
+}
+
+/// Resume from `needs_intervention`: optional body `{"plan": {...}}` or
+/// `{"step_overrides": {"step_3": {"parameters": {...}, "tool": "..."}}}`; no body retries the
+/// failed steps as they are.
+pub(super) async fn resume(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let id = task_id(&id)?;
+    let req: ResumeRequest = if body.iter().all(|b| b.is_ascii_whitespace()) {
+        ResumeRequest::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                e.to_string(),
+            )
+        })?
+    };
+    if req.plan.is_some() && !req.step_overrides.is_empty() {
+        return Err(ApiError::validation(
+            "give either a plan or step_overrides, not both",
+        ));
+    }
+    if let Some(plan) = &req.plan {
+        let known: HashSet<String> = st.store.tool_ids().await?.into_iter().collect();
+        plan::validate(plan, &known)?;
+    }
+    let status = st.store.resume_task(id, &req.into()).await?;
+    Ok(Json(json!({"task_id": id, "status": status})))
+}
+
+pub(super) async fn reflections(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<ReflectionView>>, ApiError> {
+    let id = task_id(&id)?;
+    st.store.get_task(id).await?;
+    let rows = st.store.list_reflections(id).await?;
+    Ok(Json(rows.into_iter().map(ReflectionView::from).collect()))
+}
+
+pub(super) async fn evaluations(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<EvaluationView>>, ApiError> {
+    let id = task_id(&id)?;
+    st.store.get_task(id).await?;
+    let rows = st.store.list_evaluations(id).await?;
+    Ok(Json(rows.into_iter().map(EvaluationView::from).collect()))
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct ListQuery {
+    status: Option<String>,
+    limit: Option<i64>,
+    before: Option<String>,
+}
+
+pub(super) async fn list(
+    State(st): State<AppState>,
+    q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Vec<TaskSummaryView>>, ApiError> {
+    let Query(q) = q.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let status = match q.status.as_deref() {
+        None | Some("") => None,
+        Some(s) => Some(s.parse::<TaskStatus>().map_err(|_| {
+            ApiError::bad_request(format!(
+                "unknown status {s:?}; one of {}",
+                TaskStatus::ALL
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?),
+    };
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::bad_request("limit must be between 1 and 500"));
+    }
+    let mut filter = ListTasks {
+        status,
+        limit,
+        ..Default::default()
+    };
+    if let Some(b) = q.before.as_deref().filter(|b| !b.is_empty()) {
+        if let Ok(id) = Uuid::parse_str(b) {
+            filter.before_task = Some(id);
+        } else if let Ok(ts) = DateTime::parse_from_rfc3339(b) {
+            filter.before_time = Some(ts.with_timezone(&Utc));
+        } else {
+            return Err(ApiError::bad_request(
+                "before must be a task id or an RFC 3339 timestamp",
+            ));
+        }
+    }
+    let rows = st.store.list_tasks(&filter).await?;
+    Ok(Json(rows.into_iter().map(TaskSummaryView::from).collect()))
+}
+
+
+/// `POST /tasks/{id}/resume`: a replacement plan, or parameter/tool overrides for steps.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeRequest {
+    #[serde(default)]
+    pub plan: Option<PlanSpec>,
+    #[serde(default)]
+    pub step_overrides: BTreeMap<String, StepOverrideInput>,
+}
+
+/// Overrides for one step in a [`ResumeRequest`].
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepOverrideInput {
+    #[serde(default)]
+    pub parameters: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    pub tool: Option<String>,
+}
+
+impl From<ResumeRequest> for Resume {
+    fn from(r: ResumeRequest) -> Self {
+        Resume {
+            plan: r.plan,
+            step_overrides: r
+                .step_overrides
+                .into_iter()
+                .map(|(k, o)| {
+                    let o = StepOverride {
+                        parameters: o.parameters,
+                        tool: o.tool,
+                    };
+                    (k, o)
+                })
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! `/tools`: the tool registry.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::views::ToolView;
+use super::{ApiError, ApiJson, AppState};
+use crate::store::tools::NewTool;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ToolInput {
+    id: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    description: String,
+    endpoint: String,
+    #[serde(default)]
+    timeout_ms: Option<i32>,
+    #[serde(default)]
+    input_schema: Option<Value>,
+    #[serde(default)]
+    output_params: Vec<String>,
+    #[serde(default)]
+    alternatives: Vec<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+pub(super) async fn create(
+    State(st): State<AppState>,
+    ApiJson(t): ApiJson<ToolInput>,
+) -> Result<Response, ApiError> {
+    let id_ok = !t.id.is_empty()
+        && t.id.len() <= 128
+        && t.id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c));
+    if !id_ok {
+        return Err(ApiError::validation(
+            "id must be 1-128 letters, digits, '_', '.', ':' or '-'",
+        ));
+    }
+    let url_ok = reqwest::Url::parse(&t.endpoint)
+        .map(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+        .unwrap_or(false);
+    if !url_ok {
+        return Err(ApiError::validation(
+            "endpoint must be an absolute http(s) URL",
+        ));
+    }
+    let timeout_ms = t.timeout_ms.unwrap_or(30_000);
+    if !(1..=3_600_000).contains(&timeout_ms) {
+        return Err(ApiError::validation(
+            "timeout_ms must be between 1 and 3600000",
+        ));
+    }
+    let input_schema = t.input_schema.unwrap_or_else(|| json!({"type": "object"}));
+    if !input_schema.is_object() {
+        return Err(ApiError::validation("input_schema must be a JSON object"));
+    }
+    if t.alternatives.contains(&t.id) {
+        return Err(ApiError::validation("a tool cannot be its own alternative"));
+    }
+    let row = st
+        .store
+        .create_tool(&NewTool {
+            name: t.name.unwrap_or_else(|| t.id.clone()),
+            id: t.id,
+            description: t.description,
+            endpoint: t.endpoint,
+            timeout_ms,
+            input_schema,
+            output_params: t.output_params,
+            alternatives: t.alternatives,
+            tags: t.tags,
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(ToolView::from(row))).into_response())
+}
+
+pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<ToolView>>, ApiError> {
+    let tools = st.store.list_tools().await?;
+    Ok(Json(tools.into_iter().map(ToolView::from).collect()))
+}
+
+pub(super) async fn get(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<ToolView>, ApiError> {
+    Ok(Json(ToolView::from(st.store.get_tool(&id).await?)))
+}
+
+pub(super) async fn delete(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    st.store.delete_tool(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+

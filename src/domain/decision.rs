@@ -1,0 +1,216 @@
+//! The decision vocabulary shared by the brain (which answers decisions) and the store (which
+//! queues them and applies their outcomes): what a decision was created with, what the brain
+//! may read, what it answers, and what its LLM calls cost.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use super::model::{PlanSpec, StepSpec, ToolFailure};
+use super::records::{AttemptRow, StepRow, TaskRow};
+use super::recovery::{
+    Counters, Evaluation, OverallReflection, StepReflection, Strategy, Trigger,
+};
+use super::tool::ToolDef;
+
+/// A brain answer and, when there was one, the raw text it came from (kept for audit).
+#[derive(Debug, Clone)]
+pub struct Answer<T> {
+    pub value: T,
+    pub raw: Option<String>,
+}
+
+impl<T> Answer<T> {
+    pub fn plain(value: T) -> Self {
+        Self { value, raw: None }
+    }
+}
+
+/// What a decision was created with (`decisions.input`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DecisionInput {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<Trigger>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_key: Option<String>,
+    /// The failed attempt that started this recovery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<ToolFailure>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_reflection: Option<StepReflection>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overall: Option<OverallReflection>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<Strategy>,
+}
+
+/// Everything a brain may read to make a decision, loaded fresh by the worker.
+#[derive(Debug, Clone)]
+pub struct DecisionContext {
+    pub task: TaskRow,
+    /// Live steps of the current plan version, in plan order.
+    pub steps: Vec<StepRow>,
+    /// The step the decision concerns, if any.
+    pub step: Option<StepRow>,
+    /// Every attempt of the task, oldest first (the execution history).
+    pub attempts: Vec<AttemptRow>,
+    pub tools: HashMap<String, ToolDef>,
+    pub counters: Counters,
+    pub input: DecisionInput,
+    /// LLM calls this task has made so far (`llm_calls` rows), for the per-task cap (0 when
+    /// the task has no cap: not counted).
+    pub llm_calls_used: i64,
+    /// LLM calls made while deciding, recorded by the worker before it applies the outcome.
+    pub meter: Meter,
+}
+
+/// Tokens and requests of one LLM call, as the server reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+    /// HTTP requests made (retries and the re-ask included).
+    pub requests: u32,
+}
+
+/// The cost of one LLM call (one `llm_calls` row).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmCallRecord {
+    /// The json_schema name of the request.
+    pub name: String,
+    pub model: String,
+    pub ok: bool,
+    /// Why the call gave no usable answer (the API key is never in it).
+    pub error: Option<String>,
+    pub usage: Usage,
+    pub latency_ms: i64,
+}
+
+/// Collects the LLM calls made for one decision.
+#[derive(Debug, Clone, Default)]
+pub struct Meter(Arc<Mutex<Vec<LlmCallRecord>>>);
+
+impl Meter {
+    pub fn record(&self, r: LlmCallRecord) {
+        self.0.lock().expect("meter lock").push(r);
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.lock().expect("meter lock").len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Everything recorded so far (the meter is left empty).
+    pub fn take(&self) -> Vec<LlmCallRecord> {
+        std::mem::take(&mut *self.0.lock().expect("meter lock"))
+    }
+}
+
+impl DecisionContext {
+    /// The current plan, as it stands.
+    pub fn current_plan(&self) -> PlanSpec {
+        PlanSpec {
+            steps: self.steps.iter().map(StepRow::effective_spec).collect(),
+            reasoning: String::new(),
+            estimated_duration: None,
+        }
+    }
+
+    /// Tools the step has been run with in this plan version (attempts, plus its current tool).
+    pub fn tried_tools(&self) -> HashSet<String> {
+        let Some(step) = &self.step else {
+            return HashSet::new();
+        };
+        let mut tried: HashSet<String> = self
+            .attempts
+            .iter()
+            .filter(|a| a.step_key == step.step_key && a.plan_version == step.plan_version)
+            .map(|a| a.tool.clone())
+            .collect();
+        tried.insert(step.tool.clone());
+        if let Some(t) = &step.tool_override {
+            tried.insert(t.clone());
+        }
+        tried
+    }
+
+    /// Registered alternatives of the step's tools that it has not tried yet, in registry order.
+    pub fn untried_alternatives(&self) -> Vec<String> {
+        let Some(step) = &self.step else {
+            return vec![];
+        };
+        let tried = self.tried_tools();
+        let mut out = Vec::new();
+        for tool in [Some(&step.tool), step.tool_override.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(def) = self.tools.get(tool) {
+                for alt in &def.alternatives {
+                    if !tried.contains(alt) && self.tools.contains_key(alt) && !out.contains(alt) {
+                        out.push(alt.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Stage 1 of two-stage planning: the tools the plan may use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSelection {
+    pub selected_tools: Vec<String>,
+    #[serde(default)]
+    pub reasoning: String,
+    /// At replanning time: what changed from the tools used before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes_summary: Option<String>,
+}
+
+/// A plan (or a replan) and, when two-stage planning ran, the tool selection it was made with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    pub plan: PlanSpec,
+    pub selection: Option<ToolSelection>,
+}
+
+impl Planned {
+    pub fn single_stage(plan: PlanSpec) -> Self {
+        Self {
+            plan,
+            selection: None,
+        }
+    }
+}
+
+/// The brain's answer to a decision, or what stands in for it.
+#[derive(Debug, Clone)]
+pub enum DecisionOutcome {
+    Plan(Result<Answer<Planned>, String>),
+    StepReflection {
+        reflection: StepReflection,
+        raw: Option<String>,
+        fallback: bool,
+    },
+    Repair(Result<Answer<StepSpec>, String>),
+    Overall {
+        reflection: OverallReflection,
+        raw: Option<String>,
+        fallback: bool,
+    },
+    Replan(Result<Answer<Planned>, String>),
+    Evaluation {
+        evaluation: Evaluation,
+        raw: Option<String>,
+    },
+}

@@ -1,0 +1,29 @@
+//! The domain: Trellis's vocabulary, pure and at the bottom of the crate.
+//!
+//! Architecture invariant: nothing here imports another module of the crate (a test in
+//! `tests/architecture.rs` checks it), does I/O, or holds a connection. `store`, `brain`,
+//! `tools`, `worker` and `api` all build on these types; none of them is needed to read them.
+//!
+//! - [`status`]: typed statuses and kinds, stored as text;
+//! - [`transitions`]: the named moves between statuses (the transition tables);
+//! - [`records`]: rows as the store reads them (task, step, attempt, …);
+//! - [`decision`]: the decision vocabulary (input, context, outcome, answers, LLM usage);
+//! - [`model`]: plan definitions as clients submit them, event kinds, tool failures;
+//! - [`plan`] / [`params`]: plan validation and placeholder resolution;
+//! - [`recovery`]: the three-tier recovery as pure functions;
+//! - [`limits`], [`tool`]: a task's limits, the tool registry's record.
+
+pub mod decision;
+pub mod limits;
+pub mod model;
+pub mod params;
+pub mod plan;
+pub mod records;
+pub mod recovery;
+pub mod status;
+pub mod tool;
+pub mod transitions;
+
+pub use limits::Limits;
+pub use model::{ActionSpec, PlanSpec, StepSpec, ToolFailure, WORKER_LOST, event_kind};
+pub use status::{AttemptStatus, DecisionKind, DecisionStatus, StepStatus, TaskStatus};

@@ -1,0 +1,211 @@
+//! Records: rows as the store reads them, with typed statuses. They derive `sqlx::FromRow`
+//! and never `Serialize`: what clients see is a view type owned by `api/`.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::model::StepSpec;
+use super::params::merge_overrides;
+use super::recovery::Counters;
+use super::status::{AttemptStatus, StepStatus, TaskStatus};
+
+/// A `tasks` row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TaskRow {
+    pub id: Uuid,
+    pub description: String,
+    pub metadata: Value,
+    pub context: Value,
+    pub runtime_metadata: Value,
+    pub priority: i32,
+    pub idempotency_key: Option<String>,
+    pub status: TaskStatus,
+    pub round: i32,
+    pub plan_version: i32,
+    pub task_replan_count: i32,
+    pub single_step_repair_count: i32,
+    pub consecutive_failures: i32,
+    pub max_step_retries: i32,
+    pub max_single_step_repairs: i32,
+    pub max_task_replans: i32,
+    pub max_consecutive_failures: i32,
+    pub max_reflection_rounds: i32,
+    pub max_concurrent_steps: i32,
+    /// Bumped by every status or plan change; fences task-level decisions.
+    pub state_version: i64,
+    pub error: Option<Value>,
+    pub step_reflection: bool,
+    pub auto_reflection: bool,
+    pub success_threshold: f64,
+    pub final_score: Option<f64>,
+    pub stop_reason: Option<String>,
+    pub max_llm_calls: Option<i32>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl TaskRow {
+    /// The recovery counters and limits of this task (and of `step`, when a step is concerned).
+    pub fn counters(&self, step: Option<&StepRow>, max_rescues: i32) -> Counters {
+        Counters {
+            retry_count: step.map(|s| s.retry_count).unwrap_or(0),
+            max_step_retries: self.max_step_retries,
+            single_step_repair_count: self.single_step_repair_count,
+            max_single_step_repairs: self.max_single_step_repairs,
+            task_replan_count: self.task_replan_count,
+            max_task_replans: self.max_task_replans,
+            consecutive_failures: self.consecutive_failures,
+            max_consecutive_failures: self.max_consecutive_failures,
+            round: self.round,
+            max_reflection_rounds: self.max_reflection_rounds,
+            rescue_count: step.map(|s| s.rescue_count).unwrap_or(0),
+            max_rescues,
+        }
+    }
+}
+
+/// One line of the task list.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TaskSummary {
+    pub id: Uuid,
+    pub status: TaskStatus,
+    pub description: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A `steps` row: one step of one plan version.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StepRow {
+    pub id: Uuid,
+    pub task_id: Uuid,
+    pub plan_version: i32,
+    pub step_key: String,
+    pub position: i32,
+    pub name: String,
+    pub tool: String,
+    pub parameters: Value,
+    pub dependencies: Vec<String>,
+    pub expected_output: String,
+    pub optional: bool,
+    pub actions: Value,
+    pub status: StepStatus,
+    pub retry_count: i32,
+    pub attempts: i32,
+    pub rescue_count: i32,
+    pub lease_owner: Option<Uuid>,
+    pub lease_token: i64,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    pub param_overrides: Value,
+    pub tool_override: Option<String>,
+    pub output: Option<Value>,
+    pub error: Option<Value>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl StepRow {
+    /// The tool the step runs with (a recovery override wins).
+    pub fn effective_tool(&self) -> &str {
+        self.tool_override.as_deref().unwrap_or(&self.tool)
+    }
+
+    /// The step's definition as it stands (recovery overrides applied).
+    pub fn effective_spec(&self) -> StepSpec {
+        let mut parameters = self.parameters.clone();
+        merge_overrides(&mut parameters, &self.param_overrides);
+        StepSpec {
+            id: self.step_key.clone(),
+            name: self.name.clone(),
+            tool: self.effective_tool().to_string(),
+            parameters,
+            dependencies: self.dependencies.clone(),
+            expected_output: self.expected_output.clone(),
+            optional: self.optional,
+            actions: serde_json::from_value(self.actions.clone()).unwrap_or_default(),
+        }
+    }
+}
+
+/// A `plans` row (immutable once written).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PlanRow {
+    pub version: i32,
+    pub origin: String,
+    pub reasoning: String,
+    pub estimated_duration: Option<i32>,
+    pub steps: Value,
+    pub created_at: DateTime<Utc>,
+}
+
+/// An `attempts` row (append-only).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AttemptRow {
+    pub step_id: Uuid,
+    pub step_key: String,
+    pub plan_version: i32,
+    pub attempt: i32,
+    pub tool: String,
+    pub parameters: Value,
+    pub status: AttemptStatus,
+    pub output: Option<Value>,
+    pub error: Option<Value>,
+    pub error_category: Option<String>,
+    pub worker_id: Option<Uuid>,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    pub duration_ms: Option<i64>,
+}
+
+/// An `events` row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct EventRow {
+    pub seq: i64,
+    pub kind: String,
+    pub at: DateTime<Utc>,
+    pub payload: Value,
+}
+
+/// A `reflections` row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ReflectionRecord {
+    pub level: String,
+    pub step_key: Option<String>,
+    pub plan_version: i32,
+    pub round: i32,
+    pub is_fallback: bool,
+    pub body: Value,
+    pub raw: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// An `evaluations` row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct EvaluationRecord {
+    pub round: i32,
+    pub plan_version: i32,
+    pub overall_score: f64,
+    pub completeness: f64,
+    pub correctness: f64,
+    pub efficiency: f64,
+    pub reliability: f64,
+    pub is_successful: bool,
+    pub successes: Value,
+    pub failures: Value,
+    pub improvement_suggestions: Value,
+    pub created_at: DateTime<Utc>,
+}
+
+/// LLM usage of one task (cost reporting).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct LlmUsage {
+    pub calls: i64,
+    pub failed_calls: i64,
+    pub requests: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub total_tokens: i64,
+}

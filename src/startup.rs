@@ -1,0 +1,130 @@
+//! The application as the binaries and the test harness build it: connect and migrate, bind the
+//! listener, serve the router, run an in-process worker when asked, and stop cleanly.
+//!
+//! `trellis-api` and `trellis-worker` are thin `main`s over this module, and `tests/common`
+//! builds its test server with [`Application::build_with_store`], so the tests run the very
+//! wiring production runs.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::{AppState, app};
+use crate::config::Settings;
+use crate::store::{Store, StoreError};
+use crate::worker::{self, WorkerConfig};
+
+/// Connect with the configured URL and pool settings, then apply migrations: what every
+/// process does at start.
+pub async fn open_store(settings: &Settings) -> Result<Store, StoreError> {
+    let url = settings
+        .database_url()
+        .map_err(|e| StoreError::Rejected(e.to_string()))?;
+    let store = Store::connect(
+        url,
+        settings.database.max_connections,
+        Duration::from_secs(settings.database.acquire_timeout_secs),
+    )
+    .await?;
+    store.migrate().await?;
+    Ok(store)
+}
+
+/// A bound API server (and, in `--dev`, an in-process worker) ready to run.
+pub struct Application {
+    store: Store,
+    settings: Settings,
+    listener: tokio::net::TcpListener,
+    addr: SocketAddr,
+    with_worker: bool,
+}
+
+impl Application {
+    /// Open the store from `settings` and bind `[server] host:port` (port 0 = any free port).
+    pub async fn build(settings: Settings, with_worker: bool) -> anyhow::Result<Self> {
+        use anyhow::Context;
+        let store = open_store(&settings)
+            .await
+            .context("connecting to PostgreSQL and applying migrations")?;
+        Self::build_with_store(store, settings, with_worker).await
+    }
+
+    /// Bind `[server] host:port` over an open, migrated store.
+    pub async fn build_with_store(
+        store: Store,
+        settings: Settings,
+        with_worker: bool,
+    ) -> anyhow::Result<Self> {
+        use anyhow::Context;
+        let bind = format!("{}:{}", settings.server.host, settings.server.port);
+        let listener = tokio::net::TcpListener::bind(&bind)
+            .await
+            .with_context(|| format!("binding {bind}"))?;
+        let addr = listener.local_addr()?;
+        Ok(Self {
+            store,
+            settings,
+            listener,
+            addr,
+            with_worker,
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Serve until `stop` is cancelled (then drain the in-process worker, if any).
+    pub async fn run_until_stopped(self, stop: CancellationToken) -> anyhow::Result<()> {
+        use anyhow::Context;
+        let worker_task: Option<JoinHandle<Result<(), StoreError>>> = self.with_worker.then(|| {
+            let cfg = WorkerConfig::from_settings(&self.settings);
+            tokio::spawn(worker::run(self.store.clone(), cfg, stop.clone()))
+        });
+        let router = app(AppState::new(self.store.clone(), self.settings));
+        let shutdown = stop.clone();
+        let served = axum::serve(self.listener, router)
+            .with_graceful_shutdown(async move { shutdown.cancelled().await })
+            .await
+            .context("serving HTTP");
+        stop.cancel();
+        if let Some(w) = worker_task {
+            w.await
+                .context("worker task")?
+                .context("in-process worker")?;
+        }
+        served
+    }
+}
+
+/// Run a worker over `settings` until `stop` is cancelled; what `trellis-worker` does.
+pub async fn run_worker(settings: &Settings, stop: CancellationToken) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let store = open_store(settings)
+        .await
+        .context("connecting to PostgreSQL and applying migrations")?;
+    let cfg = WorkerConfig::from_settings(settings);
+    println!("worker {} started", cfg.id);
+    worker::run(store.clone(), cfg, stop).await.context("worker")?;
+    store.pool().close().await;
+    Ok(())
+}
+
+/// Cancel `stop` when the process gets SIGTERM or SIGINT.
+pub fn cancel_on_signal(stop: CancellationToken) {
+    tokio::spawn(async move {
+        crate::shutdown_signal().await;
+        stop.cancel();
+    });
+}

@@ -1,0 +1,251 @@
+//! Applying a decision's outcome, in one transaction fenced on the decision's lease:
+//! [`step`] for step-level outcomes (step reflection → tier 1 retry, tier 2 repair), [`task`]
+//! for task-level ones (plan, overall reflection, replan, evaluation).
+//!
+//! Architecture invariant: a decision is applied at most once — fenced on its own lease token
+//! and status — and only if the state it was made for still holds (the failed step row for step
+//! decisions; the task's `state_version` for task decisions). Otherwise it is cancelled and
+//! changes nothing. Counters are incremented only when an outcome is applied.
+
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::decision_queue::{ClaimedDecision, DecisionFence, Lease};
+use super::step_queue::FailurePolicy;
+use super::transitions::finish_decision;
+use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task};
+use crate::domain::decision::{DecisionInput, DecisionOutcome};
+use crate::domain::records::{StepRow, TaskRow};
+use crate::domain::status::{DecisionKind, StepStatus, TaskStatus};
+
+mod step;
+mod task;
+
+/// What every outcome is applied with: the locked task, the decision's input, the policy, and
+/// the lease any follow-up decision is created with.
+#[derive(Clone, Copy)]
+struct Applying<'a> {
+    task: &'a TaskRow,
+    input: &'a DecisionInput,
+    policy: &'a FailurePolicy,
+    lease: Lease,
+}
+
+/// A reflection answer with the raw text it came from, or the fallback that stands in for it.
+struct Reflected<'a, T> {
+    body: &'a T,
+    raw: Option<&'a str>,
+    fallback: bool,
+}
+
+/// The decision row as locked for applying.
+struct Locked {
+    kind: DecisionKind,
+    task_version: i64,
+    input: DecisionInput,
+    step: Option<StepRow>,
+}
+
+impl Store {
+    /// Apply a decision's outcome in one transaction. Returns the follow-up decision, leased to
+    /// `lease.worker_id`, when the outcome needs another brain call (repair, overall reflection,
+    /// replan). A stale decision is cancelled and changes nothing else.
+    pub async fn apply_decision(
+        &self,
+        f: &DecisionFence,
+        outcome: &DecisionOutcome,
+        policy: &FailurePolicy,
+        lease: Lease,
+    ) -> Result<Option<ClaimedDecision>> {
+        in_tx!(self.pool, |tx| {
+            let task = lock_task(tx, f.task_id).await?;
+            let d = lock_decision(tx, f).await?;
+            let fresh = is_fresh(&d, &task);
+            finish_decision(tx, f.id, fresh).await?;
+            if !fresh {
+                return Ok(None);
+            }
+            let mut events = Vec::new();
+            let c = Applying {
+                task: &task,
+                input: &d.input,
+                policy,
+                lease,
+            };
+            let next = dispatch(tx, &c, &d, outcome, &mut events).await?;
+            append_events(tx, &events).await?;
+            Ok(next)
+        })
+    }
+}
+
+/// Lock the decision if it still carries this lease, and the step it concerns.
+async fn lock_decision(tx: &mut Tx, f: &DecisionFence) -> Result<Locked> {
+    let row: Option<(DecisionKind, Option<Uuid>, i64, Value)> = sqlx::query_as(
+        "SELECT kind, step_id, task_version, input FROM decisions
+         WHERE id = $1 AND task_id = $2 AND lease_token = $3 AND status = 'running'
+         FOR UPDATE",
+    )
+    .bind(f.id)
+    .bind(f.task_id)
+    .bind(f.lease_token)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let (kind, step_id, task_version, input) = row.ok_or(StoreError::Fenced)?;
+    let step: Option<StepRow> = match step_id {
+        Some(id) => {
+            sqlx::query_as("SELECT * FROM steps WHERE id = $1 FOR UPDATE")
+                .bind(id)
+                .fetch_optional(&mut **tx)
+                .await?
+        }
+        None => None,
+    };
+    Ok(Locked {
+        kind,
+        task_version,
+        input: serde_json::from_value(input).unwrap_or_default(),
+        step,
+    })
+}
+
+/// Whether the state the decision was made for still holds.
+fn is_fresh(d: &Locked, task: &TaskRow) -> bool {
+    let same_version = task.state_version == d.task_version;
+    match d.kind {
+        // only a cancel competes with planning
+        DecisionKind::Plan => matches!(task.status, TaskStatus::Pending | TaskStatus::Planning),
+        DecisionKind::StepReflection | DecisionKind::StepRepair => {
+            task.status == TaskStatus::Running
+                && d.step.as_ref().is_some_and(|s| {
+                    s.status == StepStatus::Failed && s.plan_version == task.plan_version
+                })
+        }
+        DecisionKind::OverallReflection => task.status == TaskStatus::Reflecting && same_version,
+        DecisionKind::Replan => task.status == TaskStatus::Replanning && same_version,
+        DecisionKind::Evaluation => task.status == TaskStatus::Evaluating && same_version,
+    }
+}
+
+/// Hand the outcome to the applier of its kind.
+async fn dispatch(
+    tx: &mut Tx,
+    c: &Applying<'_>,
+    d: &Locked,
+    outcome: &DecisionOutcome,
+    events: &mut Vec<NewEvent>,
+) -> Result<Option<ClaimedDecision>> {
+    let fresh_step = || d.step.as_ref().expect("fresh step decision has its step");
+    match (d.kind, outcome) {
+        (DecisionKind::Plan, DecisionOutcome::Plan(answer)) => {
+            task::apply_plan(tx, c, answer, events).await
+        }
+        (
+            DecisionKind::StepReflection,
+            DecisionOutcome::StepReflection {
+                reflection,
+                raw,
+                fallback,
+            },
+        ) => {
+            let r = Reflected {
+                body: reflection,
+                raw: raw.as_deref(),
+                fallback: *fallback,
+            };
+            step::apply_step_reflection(tx, c, fresh_step(), r, events).await
+        }
+        (DecisionKind::StepRepair, DecisionOutcome::Repair(answer)) => {
+            step::apply_repair(tx, c, fresh_step(), answer, events).await
+        }
+        (
+            DecisionKind::OverallReflection,
+            DecisionOutcome::Overall {
+                reflection,
+                raw,
+                fallback,
+            },
+        ) => {
+            let r = Reflected {
+                body: reflection,
+                raw: raw.as_deref(),
+                fallback: *fallback,
+            };
+            task::apply_overall(tx, c, d.step.as_ref(), r, events).await
+        }
+        (DecisionKind::Replan, DecisionOutcome::Replan(answer)) => {
+            task::apply_replan(tx, c, answer, events).await
+        }
+        (DecisionKind::Evaluation, DecisionOutcome::Evaluation { evaluation, raw }) => {
+            task::apply_evaluation(tx, c, evaluation, raw.as_deref(), events).await
+        }
+        (k, _) => Err(StoreError::Corrupt(format!(
+            "outcome does not match decision kind {k}"
+        ))),
+    }
+}
+
+/// A row in `recoveries`, copied from the failed attempt that started the recovery.
+pub(crate) async fn record_recovery(
+    tx: &mut Tx,
+    attempt_id: Option<i64>,
+    tier: i32,
+    action: &str,
+    category: Option<&str>,
+) -> Result<()> {
+    let Some(attempt_id) = attempt_id else {
+        return Ok(());
+    };
+    sqlx::query(
+        "INSERT INTO recoveries (task_id, step_key, plan_version, failed_attempt_id, tier, action, tool, category)
+         SELECT task_id, step_key, plan_version, id, $2, $3, tool,
+                coalesce($4, error_category, 'unknown_error')
+         FROM attempts WHERE id = $1",
+    )
+    .bind(attempt_id)
+    .bind(tier)
+    .bind(action)
+    .bind(category)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// A `reflections` row: the reflection (or its fallback) on `step`, at `level`.
+async fn insert_reflection<T: serde::Serialize>(
+    tx: &mut Tx,
+    task: &TaskRow,
+    level: &'static str,
+    step: Option<&StepRow>,
+    r: &Reflected<'_, T>,
+) -> Result<()> {
+    let body = serde_json::to_value(r.body).expect("reflection serializes");
+    sqlx::query(
+        "INSERT INTO reflections (task_id, level, step_id, step_key, plan_version, round,
+                root_cause_category, is_recoverable, suggested_action, should_replan,
+                replanning_strategy, is_fallback, body, raw)
+         VALUES ($1, $2, $3, $4, $5, $6, $7->>'root_cause_category', ($7->>'is_recoverable')::boolean,
+                 $7->'suggested_action', ($7->>'should_replan')::boolean, $7->'replanning_strategy',
+                 $8, $7, $9)",
+    )
+    .bind(task.id)
+    .bind(level)
+    .bind(step.map(|s| s.id))
+    .bind(step.map(|s| s.step_key.as_str()))
+    .bind(task.plan_version)
+    .bind(task.round)
+    .bind(&body)
+    .bind(r.fallback)
+    .bind(r.raw)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// The root-cause category of the step reflection that started this recovery, if any.
+fn category(input: &DecisionInput) -> Option<&str> {
+    input
+        .step_reflection
+        .as_ref()
+        .map(|r| r.root_cause_category.as_str())
+}

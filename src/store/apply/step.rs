@@ -1,0 +1,209 @@
+//! Step-level outcomes: the step reflection (tier 1 retry, or on to a repair or the task's
+//! reflection) and the single-step repair (tier 2).
+
+use serde_json::json;
+
+use super::{Applying, Reflected, category, insert_reflection, record_recovery};
+use crate::domain::decision::{Answer, DecisionInput};
+use crate::domain::event_kind;
+use crate::domain::model::{PlanSpec, StepSpec};
+use crate::domain::records::StepRow;
+use crate::domain::recovery::{self, AfterStepReflection, Carry, StepReflection, Trigger};
+use crate::domain::status::DecisionKind;
+use crate::store::decision_queue::{ClaimedDecision, create_decision};
+use crate::store::lifecycle::start_overall;
+use crate::store::plans::{insert_steps_for_version, live_steps};
+use crate::store::transitions::{rerun_failed, supersede_step};
+use crate::store::{NewEvent, Result, Tx, known_tools, notify_ready};
+
+pub(super) async fn apply_step_reflection(
+    tx: &mut Tx,
+    c: &Applying<'_>,
+    step: &StepRow,
+    r: Reflected<'_, StepReflection>,
+    events: &mut Vec<NewEvent>,
+) -> Result<Option<ClaimedDecision>> {
+    let Applying {
+        task,
+        input,
+        policy,
+        lease,
+    } = *c;
+    insert_reflection(tx, task, "step", Some(step), &r).await?;
+    let Reflected {
+        body: r, fallback, ..
+    } = r;
+    events.push(NewEvent::new(
+        task.id,
+        event_kind::STEP_REFLECTED,
+        json!({"step_id": step.step_key, "root_cause_category": r.root_cause_category,
+               "is_recoverable": r.is_recoverable, "suggested_action": r.suggested_action,
+               "fallback": fallback}),
+    ));
+    let known = known_tools(tx).await?;
+    let counters = task.counters(Some(step), policy.max_rescues);
+    let category = Some(r.root_cause_category.as_str());
+    match recovery::after_step_reflection(&counters, r, |t| known.contains(t), policy.backoff) {
+        AfterStepReflection::RetryWithParams { params, delay_ms } => {
+            let params = serde_json::to_value(&params).expect("params");
+            retry_step(tx, step, Some(params.clone()), None, delay_ms).await?;
+            record_recovery(tx, input.attempt_id, 1, "retry_with_params", category).await?;
+            events.push(retry_event(
+                task.id,
+                step,
+                delay_ms,
+                "adjusted_parameters",
+                params,
+            ));
+            Ok(None)
+        }
+        AfterStepReflection::RetryWithTool { tool, delay_ms } => {
+            retry_step(tx, step, None, Some(&tool), delay_ms).await?;
+            record_recovery(tx, input.attempt_id, 1, "retry_with_tool", category).await?;
+            events.push(retry_event(
+                task.id,
+                step,
+                delay_ms,
+                "alternative_tool",
+                json!(tool),
+            ));
+            Ok(None)
+        }
+        AfterStepReflection::Repair => {
+            let next = DecisionInput {
+                step_reflection: Some(r.clone()),
+                ..input.clone()
+            };
+            let kind = DecisionKind::StepRepair;
+            create_decision(tx, task.id, kind, Some(step.id), &next, Some(lease)).await
+        }
+        AfterStepReflection::OverallReflection { summary } => {
+            let next = DecisionInput {
+                trigger: Some(Trigger::StepFailure),
+                step_reflection: Some(r.clone()),
+                summary: Some(summary),
+                ..input.clone()
+            };
+            start_overall(tx, task.id, Some(step.id), next, lease).await
+        }
+    }
+}
+
+/// A tier 1 `retry_scheduled` event; `what` names the adjustment.
+fn retry_event(
+    task_id: uuid::Uuid,
+    step: &StepRow,
+    delay_ms: u64,
+    what: &str,
+    value: serde_json::Value,
+) -> NewEvent {
+    let mut payload = json!({"step_id": step.step_key, "tier": 1, "next_attempt": step.attempts + 1,
+                             "delay_ms": delay_ms});
+    payload[what] = value;
+    NewEvent::new(task_id, event_kind::RETRY_SCHEDULED, payload)
+}
+
+/// Tier 1: the same step row runs again (overrides merged), after a backoff.
+async fn retry_step(
+    tx: &mut Tx,
+    step: &StepRow,
+    params: Option<serde_json::Value>,
+    tool: Option<&str>,
+    delay_ms: u64,
+) -> Result<()> {
+    rerun_failed(tx, step.id, params, tool, delay_ms).await?;
+    notify_ready(tx).await
+}
+
+pub(super) async fn apply_repair(
+    tx: &mut Tx,
+    c: &Applying<'_>,
+    step: &StepRow,
+    answer: &Result<Answer<StepSpec>, String>,
+    events: &mut Vec<NewEvent>,
+) -> Result<Option<ClaimedDecision>> {
+    let Applying {
+        task, input, lease, ..
+    } = *c;
+    sqlx::query(
+        "UPDATE tasks SET single_step_repair_count = single_step_repair_count + 1, updated_at = now()
+         WHERE id = $1",
+    )
+    .bind(task.id)
+    .execute(&mut **tx)
+    .await?;
+    let category = category(input);
+    let checked = match answer {
+        Ok(a) => check_repair(tx, c, step, &a.value).await?,
+        Err(e) => Err(e.clone()),
+    };
+    match checked {
+        Ok(spec) => {
+            supersede_step(tx, step.id).await?;
+            let one = PlanSpec {
+                steps: vec![spec.clone()],
+                reasoning: String::new(),
+                estimated_duration: None,
+            };
+            let (version, at) = (task.plan_version, step.position);
+            insert_steps_for_version(tx, task, version, &one, &Carry::default(), at).await?;
+            record_recovery(tx, input.attempt_id, 2, "repair", category).await?;
+            events.push(NewEvent::new(
+                task.id,
+                event_kind::STEP_REPAIRED,
+                json!({"step_id": step.step_key, "ok": true, "old_tool": step.effective_tool(),
+                       "new_tool": spec.tool, "new_step": spec}),
+            ));
+            notify_ready(tx).await?;
+            Ok(None)
+        }
+        Err(reason) => {
+            record_recovery(tx, input.attempt_id, 2, "repair_failed", category).await?;
+            events.push(NewEvent::new(
+                task.id,
+                event_kind::STEP_REPAIRED,
+                json!({"step_id": step.step_key, "ok": false, "reason": reason}),
+            ));
+            let next = DecisionInput {
+                trigger: Some(Trigger::StepFailure),
+                summary: Some(format!("single-step repair failed: {reason}")),
+                ..input.clone()
+            };
+            start_overall(tx, task.id, Some(step.id), next, lease).await
+        }
+    }
+}
+
+/// A repaired step must keep its id and leave a valid plan.
+async fn check_repair(
+    tx: &mut Tx,
+    c: &Applying<'_>,
+    step: &StepRow,
+    spec: &StepSpec,
+) -> Result<Result<StepSpec, String>> {
+    if spec.id != step.step_key {
+        return Ok(Err(format!(
+            "the repaired step is {:?}, not {:?}",
+            spec.id, step.step_key
+        )));
+    }
+    let live = live_steps(&mut **tx, c.task.id, c.task.plan_version).await?;
+    let plan = PlanSpec {
+        steps: live
+            .iter()
+            .map(|s| {
+                if s.id == step.id {
+                    spec.clone()
+                } else {
+                    s.effective_spec()
+                }
+            })
+            .collect(),
+        reasoning: String::new(),
+        estimated_duration: None,
+    };
+    let known = known_tools(tx).await?;
+    Ok(crate::domain::plan::validate(&plan, &known)
+        .map(|_| spec.clone())
+        .map_err(|e| format!("the repaired step is invalid: {}", e.message)))
+}

@@ -1,0 +1,197 @@
+//! The decision queue: brain calls as claimable, leased, fenced work. A decision is created in
+//! the transaction of the change that needs it (leased at once to the worker that caused it, or
+//! pending for any worker), claimed with `SKIP LOCKED`, requeued when its worker dies, and
+//! applied at most once by [`super::apply`].
+
+use uuid::Uuid;
+
+use super::transitions::{
+    claim_pending_decisions, requeue_decision, requeue_expired_decisions, try_move_task,
+};
+use super::{Result, Store, StoreError, Tx, notify_ready};
+use crate::domain::decision::{DecisionContext, DecisionInput, LlmCallRecord, Meter};
+use crate::domain::records::StepRow;
+use crate::domain::status::DecisionKind;
+use crate::domain::transitions::TaskMove;
+
+pub use super::transitions::ClaimedDecision;
+
+/// Identifies one lease on one decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DecisionFence {
+    pub id: Uuid,
+    pub task_id: Uuid,
+    pub lease_token: i64,
+}
+
+impl ClaimedDecision {
+    pub fn fence(&self) -> DecisionFence {
+        DecisionFence {
+            id: self.id,
+            task_id: self.task_id,
+            lease_token: self.lease_token,
+        }
+    }
+
+    /// What the decision was created with (an unreadable input reads as empty).
+    pub fn input(&self) -> DecisionInput {
+        serde_json::from_value(self.input.clone()).unwrap_or_default()
+    }
+}
+
+/// Who takes the lease of a decision created inside a transaction (the worker that caused it
+/// runs it at once). `None` where a lease is optional: it waits, pending, for any worker.
+#[derive(Debug, Clone, Copy)]
+pub struct Lease {
+    pub worker_id: Uuid,
+    pub lease_secs: f64,
+}
+
+/// Create a decision; leased to `lease` at once when given (returned), else pending.
+pub(crate) async fn create_decision(
+    tx: &mut Tx,
+    task_id: Uuid,
+    kind: DecisionKind,
+    step_id: Option<Uuid>,
+    input: &DecisionInput,
+    lease: Option<Lease>,
+) -> Result<Option<ClaimedDecision>> {
+    let d: ClaimedDecision = sqlx::query_as(
+        r#"
+        INSERT INTO decisions (id, task_id, kind, step_id, task_version, input, status,
+                               lease_owner, lease_token, lease_expires_at)
+        VALUES ($1, $2, $3, $4, (SELECT state_version FROM tasks WHERE id = $2), $5,
+                CASE WHEN $6::uuid IS NULL THEN 'pending' ELSE 'running' END,
+                $6, CASE WHEN $6::uuid IS NULL THEN 0 ELSE 1 END,
+                CASE WHEN $6::uuid IS NULL THEN NULL ELSE now() + make_interval(secs => $7) END)
+        RETURNING id, task_id, kind, step_id, input, lease_token, rescue_count
+        "#,
+    )
+    .bind(Uuid::now_v7())
+    .bind(task_id)
+    .bind(kind)
+    .bind(step_id)
+    .bind(serde_json::to_value(input).expect("input serializes"))
+    .bind(lease.map(|l| l.worker_id))
+    .bind(lease.map(|l| l.lease_secs).unwrap_or(0.0))
+    .fetch_one(&mut **tx)
+    .await?;
+    if lease.is_some() {
+        Ok(Some(d))
+    } else {
+        notify_ready(tx).await?;
+        Ok(None)
+    }
+}
+
+impl Store {
+    /// Claim pending decisions (`FOR UPDATE SKIP LOCKED`), leasing them to this worker.
+    pub async fn claim_decisions(
+        &self,
+        worker_id: Uuid,
+        limit: i64,
+        lease_secs: f64,
+    ) -> Result<Vec<ClaimedDecision>> {
+        claim_pending_decisions(&self.pool, worker_id, limit, lease_secs).await
+    }
+
+    /// Decisions whose worker died go back to pending (nothing was applied, nothing counted).
+    pub async fn rescue_expired_decisions(&self, limit: i64) -> Result<u64> {
+        in_tx!(self.pool, |tx| {
+            let n = requeue_expired_decisions(tx, limit).await?;
+            if n > 0 {
+                notify_ready(tx).await?;
+            }
+            Ok(n)
+        })
+    }
+
+    /// Give a decision back (graceful shutdown): pending again, nothing applied. Fenced.
+    pub async fn release_decision(&self, f: &DecisionFence) -> Result<()> {
+        in_tx!(self.pool, |tx| {
+            if !requeue_decision(tx, f.id, f.lease_token).await? {
+                return Err(StoreError::Fenced);
+            }
+            notify_ready(tx).await
+        })
+    }
+
+    /// A worker took up a description-only task's plan decision: `pending → planning` (a task
+    /// already planning, after a rescue, stays as it is).
+    pub async fn start_planning(&self, task_id: Uuid) -> Result<()> {
+        try_move_task(&self.pool, task_id, TaskMove::StartPlanning).await?;
+        Ok(())
+    }
+
+    /// Everything a brain may read for this decision.
+    pub async fn decision_context(
+        &self,
+        d: &ClaimedDecision,
+        max_rescues: i32,
+    ) -> Result<DecisionContext> {
+        let task = self.get_task(d.task_id).await?;
+        let steps = self.live_steps(task.id, task.plan_version).await?;
+        let step: Option<StepRow> = match d.step_id {
+            Some(id) => {
+                sqlx::query_as("SELECT * FROM steps WHERE id = $1")
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?
+            }
+            None => None,
+        };
+        let attempts = self.list_attempts(task.id).await?;
+        let tools = self.list_tools().await?;
+        let counters = task.counters(step.as_ref(), max_rescues);
+        // only a capped task needs the count
+        let llm_calls_used: i64 = match task.max_llm_calls {
+            Some(_) => {
+                sqlx::query_scalar("SELECT count(*) FROM llm_calls WHERE task_id = $1")
+                    .bind(task.id)
+                    .fetch_one(&self.pool)
+                    .await?
+            }
+            None => 0,
+        };
+        Ok(DecisionContext {
+            task,
+            steps,
+            step,
+            attempts,
+            tools: tools.into_iter().map(|t| (t.id.clone(), t)).collect(),
+            counters,
+            input: d.input(),
+            llm_calls_used,
+            meter: Meter::default(),
+        })
+    }
+
+    /// The LLM calls made for a decision (their tokens were spent whether or not the outcome
+    /// is applied). Written before the outcome is applied, in its own statement.
+    pub async fn record_llm_calls(&self, d: &DecisionFence, calls: &[LlmCallRecord]) -> Result<()> {
+        if calls.is_empty() {
+            return Ok(());
+        }
+        let col = |f: fn(&LlmCallRecord) -> i64| calls.iter().map(f).collect::<Vec<i64>>();
+        sqlx::query(
+            "INSERT INTO llm_calls (task_id, decision_id, name, model, ok, error, requests,
+                    prompt_tokens, completion_tokens, total_tokens, latency_ms)
+             SELECT $1, $2, * FROM unnest($3::text[], $4::text[], $5::boolean[], $6::text[],
+                    $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])",
+        )
+        .bind(d.task_id)
+        .bind(d.id)
+        .bind(calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>())
+        .bind(calls.iter().map(|c| c.model.clone()).collect::<Vec<_>>())
+        .bind(calls.iter().map(|c| c.ok).collect::<Vec<_>>())
+        .bind(calls.iter().map(|c| c.error.clone()).collect::<Vec<_>>())
+        .bind(col(|c| c.usage.requests as i64))
+        .bind(col(|c| c.usage.prompt_tokens as i64))
+        .bind(col(|c| c.usage.completion_tokens as i64))
+        .bind(col(|c| c.usage.total_tokens as i64))
+        .bind(col(|c| c.latency_ms))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}

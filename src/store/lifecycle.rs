@@ -1,0 +1,72 @@
+//! Task-level consequences shared by the step queue, the decision appliers and resume: fail a
+//! task, start its evaluation, start its overall reflection.
+
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::decision_queue::{ClaimedDecision, Lease, create_decision};
+use super::transitions::{cancel_open_decisions, move_task, skip_open_steps};
+use super::{NewEvent, Result, Tx};
+use crate::domain::decision::DecisionInput;
+use crate::domain::event_kind;
+use crate::domain::status::DecisionKind;
+use crate::domain::transitions::TaskMove;
+
+/// The task fails: error recorded, open steps skipped, open decisions cancelled.
+pub(crate) async fn fail_task(
+    tx: &mut Tx,
+    task_id: Uuid,
+    error: Value,
+    events: &mut Vec<NewEvent>,
+) -> Result<()> {
+    move_task(tx, task_id, TaskMove::Fail).await?;
+    sqlx::query("UPDATE tasks SET error = $2 WHERE id = $1")
+        .bind(task_id)
+        .bind(&error)
+        .execute(&mut **tx)
+        .await?;
+    let skipped = skip_open_steps(tx, task_id).await?;
+    cancel_open_decisions(tx, task_id).await?;
+    let mut payload = error;
+    payload["skipped_steps"] = json!(skipped);
+    events.push(NewEvent::new(task_id, event_kind::TASK_FAILED, payload));
+    Ok(())
+}
+
+/// Task → evaluating, with an evaluation decision (all steps of the plan are done).
+pub(crate) async fn start_evaluation(
+    tx: &mut Tx,
+    task_id: Uuid,
+    lease: Option<Lease>,
+) -> Result<Option<ClaimedDecision>> {
+    move_task(tx, task_id, TaskMove::Evaluate).await?;
+    create_decision(
+        tx,
+        task_id,
+        DecisionKind::Evaluation,
+        None,
+        &DecisionInput::default(),
+        lease,
+    )
+    .await
+}
+
+/// Task → reflecting, with an overall-reflection decision.
+pub(crate) async fn start_overall(
+    tx: &mut Tx,
+    task_id: Uuid,
+    step_id: Option<Uuid>,
+    input: DecisionInput,
+    lease: Lease,
+) -> Result<Option<ClaimedDecision>> {
+    move_task(tx, task_id, TaskMove::Reflect).await?;
+    create_decision(
+        tx,
+        task_id,
+        DecisionKind::OverallReflection,
+        step_id,
+        &input,
+        Some(lease),
+    )
+    .await
+}

@@ -1,0 +1,242 @@
+//! Plan versions and their step rows: insert a version's steps (kept, skipped, ready or
+//! blocked), and install a replacement plan (replan or resume).
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::decision_queue::{ClaimedDecision, Lease};
+use super::lifecycle::start_evaluation;
+use super::transitions::{move_task, supersede_version};
+use super::{NewEvent, Result, Tx, notify_ready};
+use crate::domain::event_kind;
+use crate::domain::model::PlanSpec;
+use crate::domain::records::{StepRow, TaskRow};
+use crate::domain::recovery::{self, Carry, OldStep, Strategy};
+use crate::domain::status::StepStatus;
+use crate::domain::transitions::TaskMove;
+
+/// Live (not superseded) steps of one plan version, in plan order.
+pub(crate) async fn live_steps(
+    db: impl sqlx::PgExecutor<'_>,
+    task_id: Uuid,
+    version: i32,
+) -> Result<Vec<StepRow>> {
+    Ok(sqlx::query_as(
+        "SELECT * FROM steps WHERE task_id = $1 AND plan_version = $2 AND status <> 'superseded'
+         ORDER BY position",
+    )
+    .bind(task_id)
+    .bind(version)
+    .fetch_all(db)
+    .await?)
+}
+
+/// A `plans` row (immutable).
+pub(crate) async fn insert_plan(
+    tx: &mut Tx,
+    task_id: Uuid,
+    version: i32,
+    origin: &str,
+    plan: &PlanSpec,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO plans (task_id, version, origin, reasoning, estimated_duration, steps)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(task_id)
+    .bind(version)
+    .bind(origin)
+    .bind(&plan.reasoning)
+    .bind(plan.estimated_duration)
+    .bind(serde_json::to_value(&plan.steps).expect("plan serializes"))
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Highest attempt number per step key, over every plan version of a task.
+async fn max_attempts_by_key(tx: &mut Tx, task_id: Uuid) -> Result<HashMap<String, i32>> {
+    let rows: Vec<(String, i32)> = sqlx::query_as(
+        "SELECT step_key, max(attempts) FROM steps WHERE task_id = $1 GROUP BY step_key",
+    )
+    .bind(task_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// Outputs of the succeeded steps of a plan version, by key.
+async fn succeeded_outputs(tx: &mut Tx, task_id: Uuid, version: i32) -> Result<HashMap<String, Value>> {
+    let rows: Vec<(String, Value)> = sqlx::query_as(
+        "SELECT step_key, coalesce(output, 'null'::jsonb) FROM steps
+         WHERE task_id = $1 AND plan_version = $2 AND status = 'succeeded'",
+    )
+    .bind(task_id)
+    .bind(version)
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// Insert steps into a plan version in one statement. Kept steps (`carry.kept`) copy their
+/// output from the previous version and are not run again; skipped ones are `skipped`; the rest
+/// start `ready` when every dependency is already done, else `blocked`. Attempt numbers continue
+/// from earlier rows of the same step key, so a tool never sees an idempotency key twice.
+/// Returns how many steps will run.
+pub(crate) async fn insert_steps_for_version(
+    tx: &mut Tx,
+    task: &TaskRow,
+    version: i32,
+    plan: &PlanSpec,
+    carry: &Carry,
+    base_position: i32,
+) -> Result<usize> {
+    let floors = max_attempts_by_key(tx, task.id).await?;
+    let done_in_version: Vec<String> = sqlx::query_scalar(
+        "SELECT step_key FROM steps WHERE task_id = $1 AND plan_version = $2
+           AND status IN ('succeeded', 'skipped')",
+    )
+    .bind(task.id)
+    .bind(version)
+    .fetch_all(&mut **tx)
+    .await?;
+    let kept_outputs = if carry.kept.is_empty() {
+        HashMap::new()
+    } else {
+        succeeded_outputs(tx, task.id, version - 1).await?
+    };
+    let done = |k: &String| {
+        carry.kept.contains(k) || carry.skipped.contains(k) || done_in_version.contains(k)
+    };
+    let mut runnable = 0;
+    let records: Vec<Value> = plan
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let status = if carry.kept.contains(&s.id) {
+                StepStatus::Succeeded
+            } else if carry.skipped.contains(&s.id) {
+                StepStatus::Skipped
+            } else {
+                runnable += 1;
+                if s.dependencies.iter().all(done) {
+                    StepStatus::Ready
+                } else {
+                    StepStatus::Blocked
+                }
+            };
+            json!({
+                "id": Uuid::now_v7(),
+                "step_key": s.id,
+                "position": base_position + i as i32,
+                "name": s.name,
+                "tool": s.tool,
+                "parameters": s.parameters,
+                "dependencies": s.dependencies,
+                "expected_output": s.expected_output,
+                "optional": s.optional,
+                "actions": s.actions,
+                "status": status,
+                "attempts": floors.get(&s.id).copied().unwrap_or(0),
+                "output": if status == StepStatus::Succeeded { kept_outputs.get(&s.id).cloned() } else { None },
+                "finished": status.is_done(),
+            })
+        })
+        .collect();
+    sqlx::query(
+        r#"
+        INSERT INTO steps (id, task_id, plan_version, step_key, position, name, tool, parameters,
+                           dependencies, expected_output, optional, actions, status, priority,
+                           attempts, output, finished_at)
+        SELECT r.id, $1, $2, r.step_key, r.position, r.name, r.tool, r.parameters,
+               r.dependencies, r.expected_output, r.optional, r.actions, r.status, $3,
+               r.attempts, r.output, CASE WHEN r.finished THEN now() END
+        FROM jsonb_to_recordset($4) AS r(id uuid, step_key text, position int, name text, tool text,
+             parameters jsonb, dependencies text[], expected_output text, optional boolean,
+             actions jsonb, status text, attempts int, output jsonb, finished boolean)
+        "#,
+    )
+    .bind(task.id)
+    .bind(version)
+    .bind(task.priority)
+    .bind(Value::Array(records))
+    .execute(&mut **tx)
+    .await?;
+    Ok(runnable)
+}
+
+/// Install `plan` as the task's next version: what the strategy keeps is copied (not run
+/// again), the old version's open steps are superseded, counters of the new steps start at
+/// zero, `consecutive_failures` resets, and a full replan starts a fresh runtime context.
+pub(crate) async fn replace_plan(
+    tx: &mut Tx,
+    task: &TaskRow,
+    plan: &PlanSpec,
+    strategy: &Strategy,
+    origin: &str,
+    lease: Option<Lease>,
+    events: &mut Vec<NewEvent>,
+) -> Result<Option<ClaimedDecision>> {
+    let old = live_steps(&mut **tx, task.id, task.plan_version).await?;
+    let old_specs: Vec<OldStep> = old
+        .iter()
+        .map(|s| OldStep {
+            spec: s.effective_spec(),
+            succeeded: s.status == StepStatus::Succeeded,
+        })
+        .collect();
+    let carry = recovery::carry_over(&old_specs, &plan.steps, strategy);
+    let version = task.plan_version + 1;
+    insert_plan(tx, task.id, version, origin, plan).await?;
+    supersede_version(tx, task.id, task.plan_version).await?;
+    sqlx::query(
+        "UPDATE tasks SET plan_version = $2, consecutive_failures = 0, stop_reason = NULL,
+                runtime_metadata = CASE WHEN $3 THEN '{}'::jsonb ELSE runtime_metadata END,
+                updated_at = now()
+         WHERE id = $1",
+    )
+    .bind(task.id)
+    .bind(version)
+    .bind(matches!(strategy, Strategy::FullReplan))
+    .execute(&mut **tx)
+    .await?;
+    let runnable = insert_steps_for_version(tx, task, version, plan, &carry, 0).await?;
+    events.extend(replanned_events(task, version, origin, plan, strategy, &carry));
+    if runnable == 0 {
+        // everything was kept or skipped: the plan is already done
+        return start_evaluation(tx, task.id, lease).await;
+    }
+    move_task(tx, task.id, TaskMove::Run).await?;
+    notify_ready(tx).await?;
+    Ok(None)
+}
+
+fn replanned_events(
+    task: &TaskRow,
+    version: i32,
+    origin: &str,
+    plan: &PlanSpec,
+    strategy: &Strategy,
+    carry: &Carry,
+) -> [NewEvent; 2] {
+    let mut kept: Vec<&String> = carry.kept.iter().collect();
+    kept.sort();
+    let mut skipped: Vec<&String> = carry.skipped.iter().collect();
+    skipped.sort();
+    [
+        NewEvent::new(
+            task.id,
+            event_kind::REPLANNED,
+            json!({"from_version": task.plan_version, "to_version": version, "strategy": strategy,
+                   "kept": kept, "skipped": skipped, "steps": plan.steps.len()}),
+        ),
+        NewEvent::new(
+            task.id,
+            event_kind::PLAN_GENERATED,
+            json!({"version": version, "origin": origin, "steps": plan.steps.len()}),
+        ),
+    ]
+}

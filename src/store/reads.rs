@@ -1,0 +1,210 @@
+//! Read models: tasks, steps, plans, attempts, events, reflections, evaluations, LLM usage.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{Result, Store, StoreError};
+use crate::domain::records::{
+    AttemptRow, EvaluationRecord, EventRow, LlmUsage, PlanRow, ReflectionRecord, StepRow, TaskRow,
+    TaskSummary,
+};
+use crate::domain::status::{StepStatus, TaskStatus};
+
+/// `GET /api/v1/tasks` filters.
+#[derive(Debug, Clone, Default)]
+pub struct ListTasks {
+    pub status: Option<TaskStatus>,
+    pub limit: i64,
+    /// Only tasks created before this one (cursor) ...
+    pub before_task: Option<Uuid>,
+    /// ... or before this instant.
+    pub before_time: Option<DateTime<Utc>>,
+}
+
+impl Store {
+    pub async fn get_task(&self, id: Uuid) -> Result<TaskRow> {
+        sqlx::query_as("SELECT * FROM tasks WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("task {id}")))
+    }
+
+    /// Step counts of one plan version by status.
+    pub async fn step_counts(
+        &self,
+        task_id: Uuid,
+        plan_version: i32,
+    ) -> Result<BTreeMap<StepStatus, i64>> {
+        let rows: Vec<(StepStatus, i64)> = sqlx::query_as(
+            "SELECT status, count(*) FROM steps WHERE task_id = $1 AND plan_version = $2 GROUP BY status",
+        )
+        .bind(task_id)
+        .bind(plan_version)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().collect())
+    }
+
+    /// Steps of a task, all plan versions, in plan order.
+    pub async fn list_steps(&self, task_id: Uuid) -> Result<Vec<StepRow>> {
+        Ok(
+            sqlx::query_as(
+                "SELECT * FROM steps WHERE task_id = $1 ORDER BY plan_version, position",
+            )
+            .bind(task_id)
+            .fetch_all(&self.pool)
+            .await?,
+        )
+    }
+
+    pub async fn list_plans(&self, task_id: Uuid) -> Result<Vec<PlanRow>> {
+        Ok(sqlx::query_as(
+            "SELECT version, origin, reasoning, estimated_duration, steps, created_at
+             FROM plans WHERE task_id = $1 ORDER BY version",
+        )
+        .bind(task_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn list_attempts(&self, task_id: Uuid) -> Result<Vec<AttemptRow>> {
+        Ok(sqlx::query_as(
+            "SELECT step_id, step_key, plan_version, attempt, tool, parameters, status, output, error,
+                    error_category, worker_id, started_at, finished_at, duration_ms
+             FROM attempts WHERE task_id = $1 ORDER BY id",
+        )
+        .bind(task_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn list_events(
+        &self,
+        task_id: Uuid,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<EventRow>> {
+        Ok(sqlx::query_as(
+            "SELECT seq, kind, at, payload FROM events WHERE task_id = $1 AND seq > $2
+             ORDER BY seq LIMIT $3",
+        )
+        .bind(task_id)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn list_tasks(&self, q: &ListTasks) -> Result<Vec<TaskSummary>> {
+        Ok(sqlx::query_as(
+            r#"
+            SELECT id, status, description, created_at, updated_at FROM tasks
+            WHERE ($1::text IS NULL OR status = $1)
+              AND ($2::uuid IS NULL OR (created_at, id) < (SELECT c.created_at, c.id FROM tasks c WHERE c.id = $2))
+              AND ($3::timestamptz IS NULL OR created_at < $3)
+            ORDER BY created_at DESC, id DESC
+            LIMIT $4
+            "#,
+        )
+        .bind(q.status)
+        .bind(q.before_task)
+        .bind(q.before_time)
+        .bind(q.limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Task and step counts by status, every status present (zero when none).
+    pub async fn stats(&self) -> Result<(BTreeMap<String, i64>, BTreeMap<String, i64>)> {
+        let tasks: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, count(*) FROM tasks GROUP BY status")
+                .fetch_all(&self.pool)
+                .await?;
+        let steps: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, count(*) FROM steps GROUP BY status")
+                .fetch_all(&self.pool)
+                .await?;
+        let mut t: BTreeMap<String, i64> =
+            TaskStatus::ALL.iter().map(|s| (s.to_string(), 0)).collect();
+        t.extend(tasks);
+        let mut s: BTreeMap<String, i64> =
+            StepStatus::ALL.iter().map(|s| (s.to_string(), 0)).collect();
+        s.extend(steps);
+        Ok((t, s))
+    }
+
+    /// Known tool ids (for plan validation).
+    pub async fn tool_ids(&self) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar("SELECT id FROM tools")
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Live (not superseded) steps of one plan version, in plan order.
+    pub async fn live_steps(&self, task_id: Uuid, version: i32) -> Result<Vec<StepRow>> {
+        super::plans::live_steps(&self.pool, task_id, version).await
+    }
+
+    pub async fn list_reflections(&self, task_id: Uuid) -> Result<Vec<ReflectionRecord>> {
+        Ok(sqlx::query_as(
+            "SELECT level, step_key, plan_version, round, is_fallback, body, raw, created_at
+             FROM reflections WHERE task_id = $1 ORDER BY id",
+        )
+        .bind(task_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn list_evaluations(&self, task_id: Uuid) -> Result<Vec<EvaluationRecord>> {
+        Ok(sqlx::query_as(
+            "SELECT round, plan_version, overall_score, completeness, correctness, efficiency,
+                    reliability, is_successful, successes, failures, improvement_suggestions, created_at
+             FROM evaluations WHERE task_id = $1 ORDER BY id",
+        )
+        .bind(task_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// LLM calls and tokens spent on a task (the `llm_usage_by_task` view; zeros when none).
+    pub async fn llm_usage(&self, task_id: Uuid) -> Result<LlmUsage> {
+        Ok(sqlx::query_as(
+            "SELECT count(*) AS calls, count(*) FILTER (WHERE NOT ok) AS failed_calls,
+                    coalesce(sum(requests), 0)::bigint AS requests,
+                    coalesce(sum(prompt_tokens), 0)::bigint AS prompt_tokens,
+                    coalesce(sum(completion_tokens), 0)::bigint AS completion_tokens,
+                    coalesce(sum(total_tokens), 0)::bigint AS total_tokens
+             FROM llm_calls WHERE task_id = $1",
+        )
+        .bind(task_id)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
+    /// LLM usage over all tasks by json_schema name: (name, ok calls, failed calls, prompt
+    /// tokens, completion tokens), for `/metrics`.
+    pub async fn llm_totals(&self) -> Result<Vec<(String, i64, i64, i64, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT name, count(*) FILTER (WHERE ok), count(*) FILTER (WHERE NOT ok),
+                    coalesce(sum(prompt_tokens), 0)::bigint, coalesce(sum(completion_tokens), 0)::bigint
+             FROM llm_calls GROUP BY name ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Created → finished (or → now, database clock, while unfinished), in milliseconds.
+    pub async fn task_duration_ms(&self, id: Uuid) -> Result<i64> {
+        sqlx::query_scalar(
+            "SELECT (extract(epoch FROM (coalesce(finished_at, now()) - created_at)) * 1000)::bigint
+             FROM tasks WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("task {id}")))
+    }
+}

@@ -1,0 +1,804 @@
+//! The step queue: claim, heartbeat, complete, fail, release, rescue.
+//!
+//! Architecture invariant: every state change of a running step is fenced on
+//! `(step id, lease_token, status = 'running')`; a worker whose lease was taken over gets
+//! [`StoreError::Fenced`] and changes nothing. No transaction here is held across a tool call.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::apply::record_recovery;
+use super::decision_queue::{ClaimedDecision, Lease, create_decision};
+use super::lifecycle::{fail_task, start_evaluation};
+use super::transitions::{
+    DoneStep, FailedRun, Success, claim_ready, complete_running, fail_running, promote_unblocked,
+    release_running,
+};
+use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task, notify_ready};
+use crate::domain::decision::DecisionInput;
+use crate::domain::model::{ToolFailure, WORKER_LOST, event_kind};
+use crate::domain::records::TaskRow;
+use crate::domain::recovery::{self, AfterFailure, Backoff, Counters};
+use crate::domain::status::{DecisionKind, TaskStatus};
+use crate::domain::tool::ToolDef;
+use crate::domain::transitions::StepMove;
+
+pub use super::transitions::{Claim, ClaimedStep};
+
+/// Identifies one lease on one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fence {
+    pub step_id: Uuid,
+    pub task_id: Uuid,
+    pub lease_token: i64,
+}
+
+impl ClaimedStep {
+    pub fn fence(&self) -> Fence {
+        Fence {
+            step_id: self.id,
+            task_id: self.task_id,
+            lease_token: self.lease_token,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct StepSuccess {
+    pub fence: Fence,
+    pub worker_id: Uuid,
+    pub tool: String,
+    pub parameters: Value,
+    pub output: Value,
+    /// Copied into the task's runtime metadata.
+    pub output_params: Map<String, Value>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StepFailure {
+    pub fence: Fence,
+    pub worker_id: Uuid,
+    pub tool: String,
+    pub parameters: Value,
+    pub failure: ToolFailure,
+}
+
+/// Knobs of the failure path that come from worker configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct FailurePolicy {
+    pub backoff: Backoff,
+    pub max_rescues: i32,
+    /// Lease length of decisions this worker creates and runs at once.
+    pub lease_secs: f64,
+}
+
+/// What a failed attempt led to.
+#[derive(Debug, Clone)]
+pub struct FailOutcome {
+    pub transition: AfterFailure,
+    /// A step reflection, leased to the failing worker, to run now.
+    pub decision: Option<ClaimedDecision>,
+}
+
+/// What a step needs to resolve its parameters.
+#[derive(Debug, Clone)]
+pub struct StepContext {
+    pub outputs: HashMap<String, Value>,
+    /// Runtime metadata overlaid on task metadata.
+    pub metadata: Map<String, Value>,
+    pub tools: HashMap<String, ToolDef>,
+}
+
+/// A running step as locked by a fenced failure or release.
+#[derive(sqlx::FromRow)]
+struct LockedStep {
+    step_key: String,
+    plan_version: i32,
+    attempts: i32,
+    retry_count: i32,
+    rescue_count: i32,
+    started_at: Option<DateTime<Utc>>,
+    lease_owner: Option<Uuid>,
+    tool: String,
+    parameters: Value,
+}
+
+/// One result per item of a completion batch: the evaluation it started, if any.
+pub type Completed = Result<Option<ClaimedDecision>>;
+
+impl Store {
+    /// Claim up to `c.limit` ready steps, honouring each task's `max_concurrent_steps`.
+    ///
+    /// One short transaction, two statements: lock tasks that have ready steps
+    /// (`FOR NO KEY UPDATE SKIP LOCKED`), then lease their ready steps in plan order up to each
+    /// task's free room ([`super::transitions`]); `step_started` events in the same transaction.
+    pub async fn claim_steps(&self, c: &Claim) -> Result<Vec<ClaimedStep>> {
+        in_tx!(self.pool, |tx| {
+            let task_ids = lock_claimable_tasks(tx, c.limit).await?;
+            if task_ids.is_empty() {
+                return Ok(vec![]);
+            }
+            let claimed = claim_ready(tx, &task_ids, c).await?;
+            let events: Vec<NewEvent> = claimed
+                .iter()
+                .map(|s| {
+                    NewEvent::new(
+                        s.task_id,
+                        event_kind::STEP_STARTED,
+                        json!({"step_id": s.step_key, "attempt": s.attempt, "tool": s.tool, "worker_id": c.worker_id}),
+                    )
+                })
+                .collect();
+            append_events(tx, &events).await?;
+            Ok(claimed)
+        })
+    }
+
+    /// Milliseconds until the earliest ready step in backoff becomes due (None: none waiting).
+    pub async fn next_due_ms(&self) -> Result<Option<f64>> {
+        Ok(sqlx::query_scalar(
+            "SELECT (extract(epoch FROM min(run_after) - now()) * 1000)::float8 FROM steps
+             WHERE status = 'ready' AND run_after > now()",
+        )
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
+    /// A listener on the ready channel (LISTEN/NOTIFY wakes idle workers).
+    pub async fn ready_listener(&self) -> Result<sqlx::postgres::PgListener> {
+        let mut l = sqlx::postgres::PgListener::connect_with(&self.pool).await?;
+        l.listen(super::READY_CHANNEL).await?;
+        Ok(l)
+    }
+
+    /// Extend every lease this worker holds and record its heartbeat. Returns leases extended.
+    pub async fn heartbeat(&self, worker_id: Uuid, lease_secs: f64) -> Result<u64> {
+        let n = sqlx::query(
+            "UPDATE steps SET lease_expires_at = now() + make_interval(secs => $2)
+             WHERE lease_owner = $1 AND status = 'running'",
+        )
+        .bind(worker_id)
+        .bind(lease_secs)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        sqlx::query(
+            "UPDATE decisions SET lease_expires_at = now() + make_interval(secs => $2)
+             WHERE lease_owner = $1 AND status = 'running'",
+        )
+        .bind(worker_id)
+        .bind(lease_secs)
+        .execute(&self.pool)
+        .await?;
+        sqlx::query("UPDATE workers SET last_heartbeat = now() WHERE id = $1")
+            .bind(worker_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(n)
+    }
+
+    /// Everything a claimed step needs to resolve its parameters: outputs of the named steps
+    /// of its plan version, merged metadata, and the tool definitions.
+    pub async fn step_context(
+        &self,
+        task_id: Uuid,
+        plan_version: i32,
+        step_keys: &[String],
+        tool_ids: &[String],
+    ) -> Result<StepContext> {
+        let outputs: Vec<(String, Value)> = sqlx::query_as(
+            "SELECT step_key, coalesce(output, 'null'::jsonb) FROM steps
+             WHERE task_id = $1 AND plan_version = $2 AND step_key = ANY($3)
+               AND status IN ('succeeded', 'skipped')",
+        )
+        .bind(task_id)
+        .bind(plan_version)
+        .bind(step_keys)
+        .fetch_all(&self.pool)
+        .await?;
+        let metadata: Value =
+            sqlx::query_scalar("SELECT metadata || runtime_metadata FROM tasks WHERE id = $1")
+                .bind(task_id)
+                .fetch_optional(&self.pool)
+                .await?
+                .ok_or_else(|| StoreError::NotFound(format!("task {task_id}")))?;
+        let tools: Vec<ToolDef> = sqlx::query_as("SELECT * FROM tools WHERE id = ANY($1)")
+            .bind(tool_ids)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(StepContext {
+            outputs: outputs.into_iter().collect(),
+            metadata: match metadata {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            },
+            tools: tools.into_iter().map(|t| (t.id.clone(), t)).collect(),
+        })
+    }
+
+    /// Record a successful attempt; promote dependents whose dependencies are all done; when
+    /// nothing of the plan is left, start its evaluation (returned, leased to this worker).
+    /// One transaction, fenced. (The one-item case of [`Store::complete_steps`].)
+    pub async fn complete_step(&self, s: &StepSuccess, lease_secs: f64) -> Completed {
+        self.complete_steps(std::slice::from_ref(s), lease_secs)
+            .await?
+            .pop()
+            .expect("one result per item")
+    }
+
+    /// Complete many steps in one transaction with a fixed number of statements, whatever the
+    /// batch size: lock their tasks (in id order, so concurrent batches cannot deadlock), mark
+    /// every step whose lease still holds `succeeded` (fenced `UPDATE … FROM unnest`), insert
+    /// their attempts, merge output params into runtime metadata, promote blocked steps whose
+    /// dependencies are all done, and start the evaluation of every task whose plan is done.
+    /// A step whose lease was taken over gets `Err(Fenced)` and changes nothing.
+    pub async fn complete_steps(
+        &self,
+        items: &[StepSuccess],
+        lease_secs: f64,
+    ) -> Result<Vec<Completed>> {
+        in_tx!(self.pool, |tx| complete_batch(tx, items, lease_secs).await)
+    }
+
+    /// Record a failed attempt, count it, and apply the failure decision
+    /// ([`recovery::after_failure`]) in the same transaction. Fenced.
+    pub async fn fail_step(&self, f: &StepFailure, policy: FailurePolicy) -> Result<FailOutcome> {
+        let input = FailureInput {
+            fence: &f.fence,
+            worker_id: Some(f.worker_id),
+            tool: Some(&f.tool),
+            parameters: Some(&f.parameters),
+            failure: &f.failure,
+            require_expired: false,
+        };
+        in_tx!(self.pool, |tx| fail_locked(tx, input, policy).await)
+    }
+
+    /// Give a step back without burning an attempt (graceful shutdown). Fenced.
+    pub async fn release_step(&self, fence: &Fence, worker_id: Uuid) -> Result<()> {
+        in_tx!(self.pool, |tx| {
+            lock_task(tx, fence.task_id).await?;
+            let step = lock_running_step(tx, fence, false).await?;
+            release_running(tx, fence.step_id).await?;
+            append_events(
+                tx,
+                &[NewEvent::new(
+                    fence.task_id,
+                    event_kind::STEP_RELEASED,
+                    json!({"step_id": step.step_key, "worker_id": worker_id, "reason": "worker shutting down"}),
+                )],
+            )
+            .await?;
+            notify_ready(tx).await
+        })
+    }
+
+    /// Re-queue steps whose lease expired (their worker is presumed dead) as failed attempts
+    /// with category `worker_lost`. Safe to run from many workers at once: each rescue is fenced
+    /// on the expired lease. Returns how many steps were rescued.
+    pub async fn rescue_expired(&self, limit: i64, policy: FailurePolicy) -> Result<u64> {
+        let expired: Vec<(Uuid, Uuid, i64)> = sqlx::query_as(
+            "SELECT id, task_id, lease_token FROM steps
+             WHERE status = 'running' AND lease_expires_at < now()
+             ORDER BY lease_expires_at LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        let failure = ToolFailure::new(
+            WORKER_LOST,
+            "the worker holding this step stopped renewing its lease",
+            true,
+        );
+        let mut rescued = 0;
+        for (step_id, task_id, lease_token) in expired {
+            let fence = Fence {
+                step_id,
+                task_id,
+                lease_token,
+            };
+            let input = FailureInput {
+                fence: &fence,
+                worker_id: None,
+                tool: None,
+                parameters: None,
+                failure: &failure,
+                require_expired: true,
+            };
+            match in_tx!(self.pool, |tx| fail_locked(tx, input, policy).await) {
+                Ok(_) => rescued += 1,
+                // another worker rescued it first, or its owner came back in time
+                Err(StoreError::Fenced) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(rescued)
+    }
+}
+
+/// Lock up to `limit` running tasks that have due ready steps and free room under their
+/// `max_concurrent_steps`, in claim order, skipping tasks another transaction holds.
+async fn lock_claimable_tasks(tx: &mut Tx, limit: i64) -> Result<Vec<Uuid>> {
+    Ok(sqlx::query_scalar(
+        r#"
+        SELECT t.id FROM tasks t
+        WHERE t.status = 'running'
+          -- correlated probes with LIMIT 1 stay index lookups per task (a semi-join here
+          -- degenerates into rescanning every ready step for every running task)
+          AND (SELECT true FROM steps s
+               WHERE s.task_id = t.id AND s.status = 'ready' AND s.run_after <= now() LIMIT 1)
+          AND t.max_concurrent_steps
+              > (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running')
+        ORDER BY t.priority DESC, t.created_at, t.id
+        LIMIT $1
+        FOR NO KEY UPDATE OF t SKIP LOCKED
+        "#,
+    )
+    .bind(limit)
+    .fetch_all(&mut **tx)
+    .await?)
+}
+
+/// The items of a batch whose lease held, with their rows.
+type DoneItems<'a> = Vec<(&'a StepSuccess, &'a DoneStep)>;
+
+async fn complete_batch(
+    tx: &mut Tx,
+    items: &[StepSuccess],
+    lease_secs: f64,
+) -> Result<Vec<Completed>> {
+    let task_state = lock_batch_tasks(tx, items).await?;
+    let successes: Vec<Success<'_>> = items
+        .iter()
+        .map(|s| Success {
+            step_id: s.fence.step_id,
+            task_id: s.fence.task_id,
+            lease_token: s.fence.lease_token,
+            output: &s.output,
+        })
+        .collect();
+    let done = complete_running(tx, &successes).await?;
+    let done_by_id: HashMap<Uuid, &DoneStep> = done.iter().map(|d| (d.id, d)).collect();
+    let done_items: DoneItems<'_> = items
+        .iter()
+        .filter_map(|s| done_by_id.get(&s.fence.step_id).map(|d| (s, *d)))
+        .collect();
+    if done_items.is_empty() {
+        return Ok(items.iter().map(|_| Err(StoreError::Fenced)).collect());
+    }
+    insert_success_attempts(tx, &done_items).await?;
+    let mut events: Vec<NewEvent> = done_items
+        .iter()
+        .map(|(s, d)| {
+            NewEvent::new(
+                d.task_id,
+                event_kind::STEP_COMPLETED,
+                json!({"step_id": d.step_key, "attempt": d.attempts, "tool": s.tool}),
+            )
+        })
+        .collect();
+    let decisions = advance_tasks(tx, &done_items, &task_state, lease_secs, &mut events).await?;
+    append_events(tx, &events).await?;
+    Ok(batch_results(items, &done_by_id, decisions))
+}
+
+/// Lock the batch's tasks in id order (concurrent batches cannot deadlock): status and plan
+/// version of each.
+async fn lock_batch_tasks(
+    tx: &mut Tx,
+    items: &[StepSuccess],
+) -> Result<HashMap<Uuid, (TaskStatus, i32)>> {
+    let mut task_ids: Vec<Uuid> = items.iter().map(|s| s.fence.task_id).collect();
+    task_ids.sort();
+    task_ids.dedup();
+    let tasks: Vec<(Uuid, TaskStatus, i32)> = sqlx::query_as(
+        "SELECT id, status, plan_version FROM tasks WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
+    )
+    .bind(&task_ids)
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(tasks.into_iter().map(|(id, st, v)| (id, (st, v))).collect())
+}
+
+/// The succeeded attempts of a batch, one statement.
+async fn insert_success_attempts(tx: &mut Tx, done: &DoneItems<'_>) -> Result<()> {
+    sqlx::query(
+        r#"
+        INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, parameters,
+                              status, output, worker_id, started_at, finished_at)
+        SELECT a.task_id, a.step_id, a.step_key, a.plan_version, a.attempt, a.tool, a.parameters,
+               'succeeded', a.output, a.worker_id, coalesce(a.started_at, now()), clock_timestamp()
+        FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::text[], $7::jsonb[],
+                    $8::jsonb[], $9::uuid[], $10::timestamptz[])
+             AS a(task_id, step_id, step_key, plan_version, attempt, tool, parameters, output, worker_id, started_at)
+        "#,
+    )
+    .bind(done.iter().map(|(_, d)| d.task_id).collect::<Vec<_>>())
+    .bind(done.iter().map(|(_, d)| d.id).collect::<Vec<_>>())
+    .bind(done.iter().map(|(_, d)| d.step_key.clone()).collect::<Vec<_>>())
+    .bind(done.iter().map(|(_, d)| d.plan_version).collect::<Vec<_>>())
+    .bind(done.iter().map(|(_, d)| d.attempts).collect::<Vec<_>>())
+    .bind(done.iter().map(|(s, _)| s.tool.clone()).collect::<Vec<_>>())
+    .bind(done.iter().map(|(s, _)| s.parameters.clone()).collect::<Vec<_>>())
+    .bind(done.iter().map(|(s, _)| s.output.clone()).collect::<Vec<_>>())
+    .bind(done.iter().map(|(s, _)| s.worker_id).collect::<Vec<_>>())
+    .bind(done.iter().map(|(_, d)| d.started_at).collect::<Vec<_>>())
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Tasks still running the plan version their completed steps belong to, with the output
+/// params to merge. Steps of a replaced plan, or of a task that stopped running, only record
+/// their result.
+fn active_tasks(
+    done: &DoneItems<'_>,
+    task_state: &HashMap<Uuid, (TaskStatus, i32)>,
+) -> (Vec<(Uuid, i32)>, HashMap<Uuid, Map<String, Value>>) {
+    let mut active: Vec<(Uuid, i32)> = Vec::new();
+    let mut params: HashMap<Uuid, Map<String, Value>> = HashMap::new();
+    for (s, d) in done {
+        let Some((status, version)) = task_state.get(&d.task_id) else {
+            continue;
+        };
+        if *status == TaskStatus::Running && *version == d.plan_version {
+            if !active.iter().any(|(t, _)| *t == d.task_id) {
+                active.push((d.task_id, d.plan_version));
+            }
+            params
+                .entry(d.task_id)
+                .or_default()
+                .extend(s.output_params.clone());
+        }
+    }
+    (active, params)
+}
+
+/// For the active tasks of a batch: merge runtime metadata, promote unblocked steps, and start
+/// the evaluation of every task whose plan is done (leased to the worker that finished it).
+async fn advance_tasks(
+    tx: &mut Tx,
+    done: &DoneItems<'_>,
+    task_state: &HashMap<Uuid, (TaskStatus, i32)>,
+    lease_secs: f64,
+    events: &mut [NewEvent],
+) -> Result<HashMap<Uuid, ClaimedDecision>> {
+    let (active, mut params) = active_tasks(done, task_state);
+    let mut decisions = HashMap::new();
+    if active.is_empty() {
+        return Ok(decisions);
+    }
+    let ids: Vec<Uuid> = active.iter().map(|(t, _)| *t).collect();
+    let versions: Vec<i32> = active.iter().map(|(_, v)| *v).collect();
+    sqlx::query(
+        "UPDATE tasks t SET consecutive_failures = 0, runtime_metadata = t.runtime_metadata || m.params,
+                updated_at = now()
+         FROM unnest($1::uuid[], $2::jsonb[]) AS m(id, params)
+         WHERE t.id = m.id",
+    )
+    .bind(&ids)
+    .bind(
+        ids.iter()
+            .map(|t| Value::Object(params.remove(t).unwrap_or_default()))
+            .collect::<Vec<_>>(),
+    )
+    .execute(&mut **tx)
+    .await?;
+    let promoted = promote_unblocked(tx, &ids, &versions).await?;
+    note_promoted(events, &promoted);
+    let mut any_ready = false;
+    for (task_id, open, ready) in open_counts(tx, &ids, &versions).await? {
+        any_ready |= ready > 0;
+        if open == 0 {
+            // the worker that finished the plan runs its evaluation
+            let worker_id = done
+                .iter()
+                .rev()
+                .find(|(_, d)| d.task_id == task_id)
+                .map(|(s, _)| s.worker_id)
+                .expect("an active task has a completed step");
+            let lease = Lease {
+                worker_id,
+                lease_secs,
+            };
+            if let Some(d) = start_evaluation(tx, task_id, Some(lease)).await? {
+                decisions.insert(task_id, d);
+            }
+        }
+    }
+    if any_ready {
+        // promoted steps, or room freed under a task's concurrency cap
+        notify_ready(tx).await?;
+    }
+    Ok(decisions)
+}
+
+/// Add each promoted step to the `promoted` list of its task's last `step_completed` event.
+fn note_promoted(events: &mut [NewEvent], promoted: &[(Uuid, String)]) {
+    for (task_id, key) in promoted {
+        if let Some(e) = events
+            .iter_mut()
+            .rev()
+            .find(|e| e.task_id == *task_id && e.kind == event_kind::STEP_COMPLETED)
+        {
+            match e.payload["promoted"].as_array_mut() {
+                Some(l) => l.push(json!(key)),
+                None => e.payload["promoted"] = json!([key]),
+            }
+        }
+    }
+}
+
+/// Per task: steps of the plan version still open (blocked, ready, running, failed), and ready.
+async fn open_counts(tx: &mut Tx, ids: &[Uuid], versions: &[i32]) -> Result<Vec<(Uuid, i64, i64)>> {
+    Ok(sqlx::query_as(
+        r#"
+        SELECT s.task_id,
+               count(*) FILTER (WHERE s.status IN ('blocked', 'ready', 'running', 'failed')),
+               count(*) FILTER (WHERE s.status = 'ready')
+        FROM steps s JOIN unnest($1::uuid[], $2::int[]) AS a(task_id, plan_version)
+          ON s.task_id = a.task_id AND s.plan_version = a.plan_version
+        GROUP BY s.task_id
+        "#,
+    )
+    .bind(ids)
+    .bind(versions)
+    .fetch_all(&mut **tx)
+    .await?)
+}
+
+/// One result per item; a task's evaluation goes to the last of its items in the batch.
+fn batch_results(
+    items: &[StepSuccess],
+    done_by_id: &HashMap<Uuid, &DoneStep>,
+    mut decisions: HashMap<Uuid, ClaimedDecision>,
+) -> Vec<Completed> {
+    let mut out: Vec<Completed> = Vec::with_capacity(items.len());
+    for (i, s) in items.iter().enumerate() {
+        if !done_by_id.contains_key(&s.fence.step_id) {
+            out.push(Err(StoreError::Fenced));
+            continue;
+        }
+        let last_of_task = !items[i + 1..].iter().any(|o| {
+            o.fence.task_id == s.fence.task_id && done_by_id.contains_key(&o.fence.step_id)
+        });
+        out.push(Ok(if last_of_task {
+            decisions.remove(&s.fence.task_id)
+        } else {
+            None
+        }));
+    }
+    out
+}
+
+/// Lock the step row if it still carries this lease. `require_expired` adds the lease deadline
+/// to the fence (rescue must not steal a lease its owner just renewed).
+async fn lock_running_step(tx: &mut Tx, fence: &Fence, require_expired: bool) -> Result<LockedStep> {
+    sqlx::query_as(
+        "SELECT step_key, plan_version, attempts, retry_count, rescue_count, started_at, lease_owner,
+                coalesce(tool_override, tool) AS tool, parameters || param_overrides AS parameters
+         FROM steps
+         WHERE id = $1 AND task_id = $2 AND lease_token = $3 AND status = 'running'
+           AND (NOT $4 OR lease_expires_at < now())
+         FOR UPDATE",
+    )
+    .bind(fence.step_id)
+    .bind(fence.task_id)
+    .bind(fence.lease_token)
+    .bind(require_expired)
+    .fetch_optional(&mut **tx)
+    .await?
+    .ok_or(StoreError::Fenced)
+}
+
+/// A failed attempt's row.
+struct NewAttempt<'a> {
+    fence: &'a Fence,
+    step: &'a LockedStep,
+    attempt: i32,
+    tool: &'a str,
+    parameters: &'a Value,
+    error: &'a ToolFailure,
+    worker_id: Option<Uuid>,
+}
+
+async fn insert_failed_attempt(tx: &mut Tx, a: &NewAttempt<'_>) -> Result<i64> {
+    Ok(sqlx::query_scalar(
+        "INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, parameters,
+                               status, output, error, error_category, worker_id, started_at, finished_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'failed', NULL, $8, $9, $10, coalesce($11, now()), clock_timestamp())
+         RETURNING id",
+    )
+    .bind(a.fence.task_id)
+    .bind(a.fence.step_id)
+    .bind(&a.step.step_key)
+    .bind(a.step.plan_version)
+    .bind(a.attempt)
+    .bind(a.tool)
+    .bind(a.parameters)
+    .bind(serde_json::to_value(a.error).expect("failure serializes"))
+    .bind(a.error.category.as_str())
+    .bind(a.worker_id)
+    .bind(a.step.started_at)
+    .fetch_one(&mut **tx)
+    .await?)
+}
+
+#[derive(Clone, Copy)]
+struct FailureInput<'a> {
+    fence: &'a Fence,
+    /// None: the lease owner recorded on the step (rescue).
+    worker_id: Option<Uuid>,
+    tool: Option<&'a str>,
+    parameters: Option<&'a Value>,
+    failure: &'a ToolFailure,
+    require_expired: bool,
+}
+
+/// What a failed attempt counts, and what follows from it.
+struct Counted {
+    /// The worker was lost: a rescue, not the step's fault.
+    lost: bool,
+    attempt: i32,
+    counters: Counters,
+    /// The task still runs this step's plan version.
+    active: bool,
+    transition: AfterFailure,
+}
+
+async fn fail_locked(
+    tx: &mut Tx,
+    f: FailureInput<'_>,
+    policy: FailurePolicy,
+) -> Result<FailOutcome> {
+    let task = lock_task(tx, f.fence.task_id).await?;
+    let step = lock_running_step(tx, f.fence, f.require_expired).await?;
+    let counted = count_failure(&task, &step, &f, policy);
+    sqlx::query("UPDATE tasks SET consecutive_failures = $2, updated_at = now() WHERE id = $1")
+        .bind(task.id)
+        .bind(counted.counters.consecutive_failures)
+        .execute(&mut **tx)
+        .await?;
+    let error = serde_json::to_value(f.failure).expect("failure serializes");
+    let (step_move, delay_ms) = match &counted.transition {
+        AfterFailure::Retry { delay_ms } => (StepMove::RetryAfterFailure, *delay_ms as f64),
+        AfterFailure::Reflect | AfterFailure::FailTask { .. } => (StepMove::Fail, 0.0),
+    };
+    let c = &counted.counters;
+    fail_running(
+        tx,
+        &FailedRun {
+            step_id: f.fence.step_id,
+            step_move,
+            error: &error,
+            attempts: counted.attempt,
+            retry_count: c.retry_count,
+            rescue_count: c.rescue_count,
+            delay_ms,
+        },
+    )
+    .await?;
+    let attempt_id = insert_failed_attempt(
+        tx,
+        &NewAttempt {
+            fence: f.fence,
+            step: &step,
+            attempt: counted.attempt,
+            tool: f.tool.unwrap_or(&step.tool),
+            parameters: f.parameters.unwrap_or(&step.parameters),
+            error: f.failure,
+            worker_id: f.worker_id.or(step.lease_owner),
+        },
+    )
+    .await?;
+    let decision = follow_failure(tx, &f, &step, &counted, attempt_id, &error, policy).await?;
+    Ok(FailOutcome {
+        transition: counted.transition,
+        decision,
+    })
+}
+
+/// Count the failure ([`Counters`]) and ask [`recovery::after_failure`] what follows.
+fn count_failure(
+    task: &TaskRow,
+    step: &LockedStep,
+    f: &FailureInput<'_>,
+    policy: FailurePolicy,
+) -> Counted {
+    let lost = f.failure.category == WORKER_LOST;
+    // A lost worker is not the step's fault: it counts as a rescue, not as a retry or a failure.
+    let counters = Counters {
+        retry_count: step.retry_count + i32::from(!lost),
+        rescue_count: step.rescue_count + i32::from(lost),
+        consecutive_failures: task.consecutive_failures + i32::from(!lost),
+        ..task.counters(None, policy.max_rescues)
+    };
+    let active = task.status == TaskStatus::Running && step.plan_version == task.plan_version;
+    let transition = if active {
+        recovery::after_failure(&counters, f.failure, task.step_reflection, policy.backoff)
+    } else {
+        // the task was cancelled, stopped or replanned while this step ran: record, start nothing
+        AfterFailure::FailTask {
+            reason: format!(
+                "task is {} (plan version {})",
+                task.status, task.plan_version
+            ),
+        }
+    };
+    Counted {
+        lost,
+        attempt: step.attempts + 1,
+        counters,
+        active,
+        transition,
+    }
+}
+
+/// Events of a failed attempt, and its follow-up: a scheduled retry, a step reflection (leased
+/// to the failing worker), or the task's failure.
+async fn follow_failure(
+    tx: &mut Tx,
+    f: &FailureInput<'_>,
+    step: &LockedStep,
+    counted: &Counted,
+    attempt_id: i64,
+    error: &Value,
+    policy: FailurePolicy,
+) -> Result<Option<ClaimedDecision>> {
+    let task_id = f.fence.task_id;
+    let (lost, attempt, c) = (counted.lost, counted.attempt, &counted.counters);
+    let mut events = vec![NewEvent::new(
+        task_id,
+        event_kind::STEP_FAILED,
+        json!({"step_id": step.step_key, "attempt": attempt, "error": error,
+               "retry_count": c.retry_count, "rescue_count": c.rescue_count,
+               "consecutive_failures": c.consecutive_failures}),
+    )];
+    if lost {
+        events.push(NewEvent::new(
+            task_id,
+            event_kind::STEP_RESCUED,
+            json!({"step_id": step.step_key, "lost_worker_id": step.lease_owner}),
+        ));
+    }
+    let mut decision = None;
+    match &counted.transition {
+        AfterFailure::Retry { delay_ms } => {
+            if !lost {
+                record_recovery(tx, Some(attempt_id), 1, "retry", None).await?;
+            }
+            events.push(NewEvent::new(
+                task_id,
+                event_kind::RETRY_SCHEDULED,
+                json!({"step_id": step.step_key, "next_attempt": attempt + 1, "delay_ms": delay_ms,
+                       "tier": if lost { 0 } else { 1 }}),
+            ));
+            notify_ready(tx).await?;
+        }
+        AfterFailure::Reflect => {
+            let input = DecisionInput {
+                step_key: Some(step.step_key.clone()),
+                attempt_id: Some(attempt_id),
+                failure: Some(f.failure.clone()),
+                ..Default::default()
+            };
+            let lease = f.worker_id.map(|worker_id| Lease {
+                worker_id,
+                lease_secs: policy.lease_secs,
+            });
+            let kind = DecisionKind::StepReflection;
+            decision =
+                create_decision(tx, task_id, kind, Some(f.fence.step_id), &input, lease).await?;
+        }
+        AfterFailure::FailTask { reason } if counted.active => {
+            let error = json!({"step_id": step.step_key, "reason": reason, "last_error": error});
+            fail_task(tx, task_id, error, &mut events).await?;
+        }
+        AfterFailure::FailTask { .. } => {}
+    }
+    append_events(tx, &events).await?;
+    Ok(decision)
+}

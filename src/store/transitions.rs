@@ -1,0 +1,508 @@
+//! The only writer of a task's, a step's or a decision's status. Every statement here is one
+//! named move of [`crate::domain::transitions`]: its SQL is rendered from the move, so it sets
+//! the move's target status and only matches rows in the move's source statuses. A task move
+//! that matches nothing is an error ([`StoreError::Corrupt`]), never a silent overwrite.
+//!
+//! The statuses are rendered as literals (not bound), so the planner still sees the partial
+//! indexes' predicates (`WHERE status = 'ready'`, `'running'`).
+
+use std::sync::LazyLock;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{Result, StoreError, Tx};
+use crate::domain::status::DecisionKind;
+use crate::domain::transitions::{DecisionMove, StepMove, TaskMove};
+
+/// Replace `{to}` with the move's target and `{from}` with the list of its sources.
+fn render(template: &str, to: &str, from: &[&str]) -> String {
+    let from: Vec<String> = from.iter().map(|s| format!("'{s}'")).collect();
+    template
+        .replace("{to}", &format!("'{to}'"))
+        .replace("{from}", &format!("({})", from.join(", ")))
+}
+
+macro_rules! statement {
+    ($(#[$m:meta])* $name:ident = $mv:expr, $sql:literal) => {
+        $(#[$m])*
+        static $name: LazyLock<String> = LazyLock::new(|| {
+            let m = $mv;
+            let from: Vec<&str> = m.from().iter().map(|s| s.as_str()).collect();
+            render($sql, m.to().as_str(), &from)
+        });
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tasks
+
+fn task_move_sql(m: TaskMove) -> &'static str {
+    static ALL: LazyLock<Vec<(TaskMove, String)>> = LazyLock::new(|| {
+        TaskMove::ALL
+            .iter()
+            .map(|m| {
+                let from: Vec<&str> = m.from().iter().map(|s| s.as_str()).collect();
+                let sql = render(
+                    "UPDATE tasks SET status = {to}, updated_at = now(), state_version = state_version + 1,
+                            finished_at = CASE WHEN {to} IN ('succeeded', 'failed', 'cancelled') THEN now() END
+                     WHERE id = $1 AND status IN {from}",
+                    m.to().as_str(),
+                    &from,
+                );
+                (*m, sql)
+            })
+            .collect()
+    });
+    ALL.iter()
+        .find(|(k, _)| *k == m)
+        .map(|(_, s)| s.as_str())
+        .expect("every move has its statement")
+}
+
+/// Move a task (and bump `state_version`, which fences task decisions). The task must be in
+/// one of the move's source statuses; otherwise nothing changes and the move is an error.
+pub(crate) async fn move_task(tx: &mut Tx, task_id: Uuid, m: TaskMove) -> Result<()> {
+    if try_move_task(&mut **tx, task_id, m).await? {
+        Ok(())
+    } else {
+        Err(StoreError::Corrupt(format!(
+            "task {task_id}: {m:?} (to {}) is not allowed from its status",
+            m.to()
+        )))
+    }
+}
+
+/// Move a task if it is in one of the move's source statuses; false when it was not.
+pub(crate) async fn try_move_task(
+    db: impl sqlx::PgExecutor<'_>,
+    task_id: Uuid,
+    m: TaskMove,
+) -> Result<bool> {
+    let n = sqlx::query(task_move_sql(m))
+        .bind(task_id)
+        .execute(db)
+        .await?
+        .rows_affected();
+    Ok(n == 1)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps
+
+/// A step this worker now holds a lease on.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ClaimedStep {
+    pub id: Uuid,
+    pub task_id: Uuid,
+    pub plan_version: i32,
+    pub step_key: String,
+    /// Effective tool (a recovery override wins).
+    pub tool: String,
+    pub parameters: Value,
+    pub param_overrides: Value,
+    pub actions: Value,
+    /// Number of the attempt this run will record.
+    pub attempt: i32,
+    pub lease_token: i64,
+    pub started_at: DateTime<Utc>,
+}
+
+statement!(
+    /// With a snapshot taken after the task locks (so the running counts are exact), pick each
+    /// task's ready steps in plan order up to its free room and lease them.
+    CLAIM = StepMove::Claim,
+    r#"
+    WITH room AS (
+        SELECT t.id AS task_id, t.priority, t.created_at,
+               t.max_concurrent_steps
+                 - (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running') AS room
+        FROM tasks t WHERE t.id = ANY($1)
+    ), picked AS (
+        SELECT p.id FROM room
+        CROSS JOIN LATERAL (
+            SELECT s.id, s.position FROM steps s
+            WHERE s.task_id = room.task_id AND s.status IN {from} AND s.run_after <= now()
+            ORDER BY s.position
+            LIMIT greatest(room.room, 0)
+        ) p
+        ORDER BY room.priority DESC, room.created_at, room.task_id, p.position
+        LIMIT $2
+    )
+    UPDATE steps s
+    SET status = {to}, lease_owner = $3, lease_token = s.lease_token + 1,
+        lease_expires_at = now() + make_interval(secs => $4), started_at = clock_timestamp(), updated_at = now()
+    FROM picked
+    WHERE s.id = picked.id AND s.status IN {from}
+    RETURNING s.id, s.task_id, s.plan_version, s.step_key, coalesce(s.tool_override, s.tool) AS tool,
+              s.parameters, s.param_overrides, s.actions, s.attempts + 1 AS attempt,
+              s.lease_token, s.started_at
+    "#
+);
+
+/// Who claims, how many, for how long.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub worker_id: Uuid,
+    pub limit: i64,
+    pub lease_secs: f64,
+}
+
+/// `ready → running` for up to `c.limit` steps of the locked `task_ids`.
+pub(crate) async fn claim_ready(
+    tx: &mut Tx,
+    task_ids: &[Uuid],
+    c: &Claim,
+) -> Result<Vec<ClaimedStep>> {
+    Ok(sqlx::query_as(CLAIM.as_str())
+        .bind(task_ids)
+        .bind(c.limit)
+        .bind(c.worker_id)
+        .bind(c.lease_secs)
+        .fetch_all(&mut **tx)
+        .await?)
+}
+
+/// A step a completion batch marked succeeded.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct DoneStep {
+    pub id: Uuid,
+    pub task_id: Uuid,
+    pub step_key: String,
+    pub plan_version: i32,
+    pub attempts: i32,
+    pub started_at: Option<DateTime<Utc>>,
+}
+
+/// One fenced success: (step, task, lease token, output).
+pub(crate) struct Success<'a> {
+    pub step_id: Uuid,
+    pub task_id: Uuid,
+    pub lease_token: i64,
+    pub output: &'a Value,
+}
+
+statement!(COMPLETE = StepMove::Complete, r#"
+    UPDATE steps s
+    SET status = {to}, output = i.output, error = NULL, attempts = s.attempts + 1,
+        lease_owner = NULL, lease_expires_at = NULL, finished_at = clock_timestamp(), updated_at = now()
+    FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::jsonb[]) AS i(step_id, task_id, token, output)
+    WHERE s.id = i.step_id AND s.task_id = i.task_id AND s.lease_token = i.token AND s.status IN {from}
+    RETURNING s.id, s.task_id, s.step_key, s.plan_version, s.attempts, s.started_at
+    "#);
+
+/// `running → succeeded` for every item whose lease still holds (one statement); a taken-over
+/// lease is simply not matched.
+pub(crate) async fn complete_running(tx: &mut Tx, items: &[Success<'_>]) -> Result<Vec<DoneStep>> {
+    Ok(sqlx::query_as(COMPLETE.as_str())
+        .bind(items.iter().map(|i| i.step_id).collect::<Vec<_>>())
+        .bind(items.iter().map(|i| i.task_id).collect::<Vec<_>>())
+        .bind(items.iter().map(|i| i.lease_token).collect::<Vec<_>>())
+        .bind(items.iter().map(|i| i.output.clone()).collect::<Vec<_>>())
+        .fetch_all(&mut **tx)
+        .await?)
+}
+
+statement!(PROMOTE = StepMove::Promote, r#"
+    UPDATE steps d SET status = {to}, run_after = now(), updated_at = now()
+    FROM unnest($1::uuid[], $2::int[]) AS a(task_id, plan_version)
+    WHERE d.task_id = a.task_id AND d.plan_version = a.plan_version AND d.status IN {from}
+      AND NOT EXISTS (
+          SELECT 1 FROM steps p
+          WHERE p.task_id = d.task_id AND p.plan_version = d.plan_version
+            AND p.step_key = ANY(d.dependencies)
+            AND p.status NOT IN ('succeeded', 'skipped', 'superseded'))
+    RETURNING d.task_id, d.step_key
+    "#);
+
+/// `blocked → ready` for the steps of these (task, plan version)s whose dependencies are all
+/// done. Returns (task, step key) of each.
+pub(crate) async fn promote_unblocked(
+    tx: &mut Tx,
+    task_ids: &[Uuid],
+    versions: &[i32],
+) -> Result<Vec<(Uuid, String)>> {
+    Ok(sqlx::query_as(PROMOTE.as_str())
+        .bind(task_ids)
+        .bind(versions)
+        .fetch_all(&mut **tx)
+        .await?)
+}
+
+/// How a failed attempt leaves its (locked, running) step.
+pub(crate) struct FailedRun<'a> {
+    pub step_id: Uuid,
+    /// [`StepMove::RetryAfterFailure`] (after `delay_ms`) or [`StepMove::Fail`].
+    pub step_move: StepMove,
+    pub error: &'a Value,
+    pub attempts: i32,
+    pub retry_count: i32,
+    pub rescue_count: i32,
+    pub delay_ms: f64,
+}
+
+statement!(FAIL_RETRY = StepMove::RetryAfterFailure, "
+    UPDATE steps SET status = {to}, error = $2, attempts = $3, retry_count = $4, rescue_count = $5,
+           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now(),
+           run_after = now() + make_interval(secs => $6 / 1000.0), finished_at = NULL
+    WHERE id = $1 AND status IN {from}");
+statement!(FAIL = StepMove::Fail, "
+    UPDATE steps SET status = {to}, error = $2, attempts = $3, retry_count = $4, rescue_count = $5,
+           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now(),
+           run_after = now() + make_interval(secs => $6 / 1000.0), finished_at = now()
+    WHERE id = $1 AND status IN {from}");
+
+/// `running → ready` (plain retry) or `running → failed`, with the attempt counted.
+pub(crate) async fn fail_running(tx: &mut Tx, f: &FailedRun<'_>) -> Result<()> {
+    let sql = match f.step_move {
+        StepMove::RetryAfterFailure => FAIL_RETRY.as_str(),
+        StepMove::Fail => FAIL.as_str(),
+        other => {
+            return Err(StoreError::Corrupt(format!(
+                "{other:?} is not a move after a failed attempt"
+            )));
+        }
+    };
+    let n = sqlx::query(sql)
+        .bind(f.step_id)
+        .bind(f.error)
+        .bind(f.attempts)
+        .bind(f.retry_count)
+        .bind(f.rescue_count)
+        .bind(f.delay_ms)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    if n == 0 {
+        return Err(StoreError::Fenced);
+    }
+    Ok(())
+}
+
+statement!(RELEASE = StepMove::Release, "
+    UPDATE steps SET status = {to}, lease_owner = NULL, lease_expires_at = NULL,
+           started_at = NULL, run_after = now(), updated_at = now()
+    WHERE id = $1 AND status IN {from}");
+
+/// `running → ready` without an attempt (the caller holds the fenced step lock).
+pub(crate) async fn release_running(tx: &mut Tx, step_id: Uuid) -> Result<()> {
+    sqlx::query(RELEASE.as_str())
+        .bind(step_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+statement!(RERUN = StepMove::Rerun, "
+    UPDATE steps SET status = {to}, param_overrides = param_overrides || coalesce($2, '{}'::jsonb),
+           tool_override = coalesce($3, tool_override), finished_at = NULL, updated_at = now(),
+           run_after = now() + make_interval(secs => $4 / 1000.0)
+    WHERE id = $1 AND status IN {from}");
+
+/// Tier 1: `failed → ready` on the same row, overrides merged, after `delay_ms`.
+pub(crate) async fn rerun_failed(
+    tx: &mut Tx,
+    step_id: Uuid,
+    params: Option<Value>,
+    tool: Option<&str>,
+    delay_ms: u64,
+) -> Result<()> {
+    sqlx::query(RERUN.as_str())
+        .bind(step_id)
+        .bind(params)
+        .bind(tool)
+        .bind(delay_ms as f64)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+statement!(RERUN_ALL = StepMove::Rerun, "
+    WITH r AS (
+        UPDATE steps SET status = {to}, retry_count = 0, run_after = now(),
+               finished_at = NULL, updated_at = now()
+        WHERE task_id = $1 AND plan_version = $2 AND status IN {from}
+        RETURNING 1)
+    SELECT (SELECT count(*) FROM r),
+           (SELECT count(*) FROM steps WHERE task_id = $1 AND plan_version = $2
+              AND status IN ('blocked', 'ready', 'running'))");
+
+/// Resume: every failed step of the plan version `failed → ready` with a fresh retry count.
+/// Returns (steps rerun, steps already open).
+pub(crate) async fn rerun_all_failed(tx: &mut Tx, task_id: Uuid, version: i32) -> Result<(i64, i64)> {
+    Ok(sqlx::query_as(RERUN_ALL.as_str())
+        .bind(task_id)
+        .bind(version)
+        .fetch_one(&mut **tx)
+        .await?)
+}
+
+statement!(SUPERSEDE_ONE = StepMove::Supersede, "
+    UPDATE steps SET status = {to}, finished_at = now(), updated_at = now()
+    WHERE id = $1 AND status IN {from}");
+
+/// Tier 2: the failed row makes way for its repaired definition.
+pub(crate) async fn supersede_step(tx: &mut Tx, step_id: Uuid) -> Result<()> {
+    sqlx::query(SUPERSEDE_ONE.as_str())
+        .bind(step_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+statement!(SUPERSEDE_OPEN = StepMove::Supersede, "
+    UPDATE steps SET status = {to}, updated_at = now(), finished_at = coalesce(finished_at, now())
+    WHERE task_id = $1 AND plan_version = $2 AND status IN {from}");
+
+/// A new plan version replaces this one: its open and failed rows are superseded.
+pub(crate) async fn supersede_version(tx: &mut Tx, task_id: Uuid, version: i32) -> Result<()> {
+    sqlx::query(SUPERSEDE_OPEN.as_str())
+        .bind(task_id)
+        .bind(version)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+statement!(SKIP = StepMove::Skip, "
+    UPDATE steps SET status = {to}, updated_at = now(), finished_at = now()
+    WHERE task_id = $1 AND status IN {from}");
+
+/// Blocked and ready steps of a task become skipped. Returns how many.
+pub(crate) async fn skip_open_steps(tx: &mut Tx, task_id: Uuid) -> Result<u64> {
+    Ok(sqlx::query(SKIP.as_str())
+        .bind(task_id)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decisions
+
+/// A decision this worker now holds a lease on.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ClaimedDecision {
+    pub id: Uuid,
+    pub task_id: Uuid,
+    pub kind: DecisionKind,
+    pub step_id: Option<Uuid>,
+    pub input: Value,
+    pub lease_token: i64,
+    pub rescue_count: i32,
+}
+
+statement!(CLAIM_DECISIONS = DecisionMove::Claim, r#"
+    WITH c AS (
+        SELECT id FROM decisions
+        WHERE status IN {from} AND run_after <= now()
+        ORDER BY created_at LIMIT $1
+        FOR UPDATE SKIP LOCKED
+    )
+    UPDATE decisions d
+    SET status = {to}, lease_owner = $2, lease_token = d.lease_token + 1,
+        lease_expires_at = now() + make_interval(secs => $3)
+    FROM c WHERE d.id = c.id
+    RETURNING d.id, d.task_id, d.kind, d.step_id, d.input, d.lease_token, d.rescue_count
+    "#);
+
+/// `pending → running` for up to `limit` decisions (`FOR UPDATE SKIP LOCKED`).
+pub(crate) async fn claim_pending_decisions(
+    db: impl sqlx::PgExecutor<'_>,
+    worker_id: Uuid,
+    limit: i64,
+    lease_secs: f64,
+) -> Result<Vec<ClaimedDecision>> {
+    Ok(sqlx::query_as(CLAIM_DECISIONS.as_str())
+        .bind(limit)
+        .bind(worker_id)
+        .bind(lease_secs)
+        .fetch_all(db)
+        .await?)
+}
+
+statement!(REQUEUE_EXPIRED = DecisionMove::Requeue, r#"
+    UPDATE decisions SET status = {to}, lease_owner = NULL, lease_expires_at = NULL,
+           rescue_count = rescue_count + 1
+    WHERE id IN (SELECT id FROM decisions WHERE status IN {from} AND lease_expires_at < now()
+                 ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+    "#);
+
+/// `running → pending` for decisions whose lease expired (nothing was applied or counted).
+pub(crate) async fn requeue_expired_decisions(tx: &mut Tx, limit: i64) -> Result<u64> {
+    Ok(sqlx::query(REQUEUE_EXPIRED.as_str())
+        .bind(limit)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected())
+}
+
+statement!(REQUEUE = DecisionMove::Requeue, "
+    UPDATE decisions SET status = {to}, lease_owner = NULL, lease_expires_at = NULL
+    WHERE id = $1 AND lease_token = $2 AND status IN {from}");
+
+/// `running → pending`, fenced on the lease (a release on shutdown). False when fenced.
+pub(crate) async fn requeue_decision(tx: &mut Tx, id: Uuid, lease_token: i64) -> Result<bool> {
+    let n = sqlx::query(REQUEUE.as_str())
+        .bind(id)
+        .bind(lease_token)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    Ok(n == 1)
+}
+
+statement!(FINISH_APPLIED = DecisionMove::Apply, "
+    UPDATE decisions SET status = {to}, lease_owner = NULL, lease_expires_at = NULL, finished_at = now()
+    WHERE id = $1 AND status IN {from}");
+statement!(FINISH_STALE = DecisionMove::Cancel, "
+    UPDATE decisions SET status = {to}, lease_owner = NULL, lease_expires_at = NULL, finished_at = now()
+    WHERE id = $1 AND status IN {from}");
+
+/// The (locked, running) decision ends: applied, or cancelled as stale.
+pub(crate) async fn finish_decision(tx: &mut Tx, id: Uuid, applied: bool) -> Result<()> {
+    let sql = if applied {
+        FINISH_APPLIED.as_str()
+    } else {
+        FINISH_STALE.as_str()
+    };
+    sqlx::query(sql).bind(id).execute(&mut **tx).await?;
+    Ok(())
+}
+
+statement!(CANCEL_OPEN = DecisionMove::Cancel, "
+    UPDATE decisions SET status = {to}, lease_owner = NULL, lease_expires_at = NULL,
+           finished_at = now()
+    WHERE task_id = $1 AND status IN {from}");
+
+/// Every pending or running decision of a task is cancelled.
+pub(crate) async fn cancel_open_decisions(tx: &mut Tx, task_id: Uuid) -> Result<u64> {
+    Ok(sqlx::query(CANCEL_OPEN.as_str())
+        .bind(task_id)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_are_rendered_from_their_moves() {
+        assert!(CLAIM.contains("SET status = 'running'"));
+        assert!(CLAIM.contains("s.status IN ('ready')"));
+        assert!(SKIP.contains("status IN ('blocked', 'ready')"));
+        assert!(SUPERSEDE_OPEN.contains("status IN ('blocked', 'ready', 'failed')"));
+        assert!(CANCEL_OPEN.contains("status IN ('pending', 'running')"));
+        for m in TaskMove::ALL {
+            let sql = task_move_sql(*m);
+            assert!(sql.contains(&format!("SET status = '{}'", m.to())), "{m:?}");
+            for f in m.from() {
+                assert!(sql.contains(&format!("'{f}'")), "{m:?} from {f}");
+            }
+            assert!(!sql.contains('{'), "{m:?} left a placeholder: {sql}");
+        }
+    }
+}
