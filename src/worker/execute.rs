@@ -1,0 +1,267 @@
+//! Running one claimed step: resolve its placeholders, run its actions in parallel and then
+//! its tool, with no transaction open; record the outcome (fenced).
+
+use std::collections::{HashMap, HashSet};
+
+use futures::future::join_all;
+use serde_json::{Map, Value, json};
+
+use super::{Runtime, with_retries};
+use crate::domain::params::{self, Scope};
+use crate::domain::plan::{self, Reference};
+use crate::domain::{ActionSpec, ToolFailure};
+use crate::store::decision_queue::ClaimedDecision;
+use crate::store::step_queue::{ClaimedStep, StepContext, StepFailure, StepSuccess};
+use crate::store::{Store, StoreError};
+use crate::tools::{Invocation, ToolOutput, ToolRunner};
+
+/// Outcome of running a step's tool(s).
+struct Ran {
+    tool: String,
+    parameters: Value,
+    result: Result<ToolOutput, ToolFailure>,
+}
+
+impl Ran {
+    fn failed(tool: &str, parameters: Value, f: ToolFailure) -> Self {
+        Ran {
+            tool: tool.to_string(),
+            parameters,
+            result: Err(f),
+        }
+    }
+}
+
+/// Run a claimed step and record its outcome; returns the decision that outcome started
+/// (a step reflection or an evaluation), leased to this worker.
+pub(super) async fn execute(rt: &Runtime, step: ClaimedStep) -> Option<ClaimedDecision> {
+    let (store, cfg) = (&rt.store, &rt.cfg);
+    let ran = run_step(store, &rt.runner, &step).await;
+    let fence = step.fence();
+    let outcome = match ran.result {
+        Ok(out) => {
+            let s = StepSuccess {
+                fence,
+                worker_id: cfg.id,
+                tool: ran.tool,
+                parameters: ran.parameters,
+                output: out.output,
+                output_params: out.output_params,
+            };
+            rt.completer.complete(s).await.map(|d| ("succeeded", d))
+        }
+        Err(failure) => {
+            let f = StepFailure {
+                fence,
+                worker_id: cfg.id,
+                tool: ran.tool,
+                parameters: ran.parameters,
+                failure,
+            };
+            with_retries(|| store.fail_step(&f, cfg.policy))
+                .await
+                .map(|o| ("failed", o.decision))
+        }
+    };
+    match outcome {
+        Ok((what, next)) => {
+            tracing::debug!(step = %step.step_key, task = %step.task_id, what, "step recorded");
+            next
+        }
+        Err(StoreError::Fenced) => {
+            tracing::warn!(
+                step = %step.step_key, task = %step.task_id,
+                "lease was taken over while the step ran; outcome discarded"
+            );
+            None
+        }
+        Err(e) => {
+            tracing::error!(
+                step = %step.step_key, task = %step.task_id, error = %e,
+                "could not record the outcome; the lease will expire and the step be rescued"
+            );
+            None
+        }
+    }
+}
+
+async fn run_step(store: &Store, runner: &ToolRunner, step: &ClaimedStep) -> Ran {
+    let mut parameters = step.parameters.clone();
+    params::merge_overrides(&mut parameters, &step.param_overrides);
+    let actions: Vec<ActionSpec> = serde_json::from_value(step.actions.clone()).unwrap_or_default();
+    let ctx = match load_context(store, step, &parameters, &actions).await {
+        Ok(c) => c,
+        Err(f) => return Ran::failed(&step.tool, parameters, f),
+    };
+    // Actions run in parallel; the step's own tool may read their outputs.
+    let mut action_outputs: HashMap<String, Value> = HashMap::new();
+    let mut output_params = Map::new();
+    if !actions.is_empty() {
+        let done = match run_actions(runner, step, &actions, &ctx).await {
+            Ok(done) => done,
+            Err(ran) => return ran,
+        };
+        output_params = done.output_params;
+        if step.tool.is_empty() {
+            return Ran {
+                tool: String::new(),
+                parameters: json!({ "actions": done.parameters }),
+                result: Ok(ToolOutput {
+                    output: Value::Object(done.outputs.into_iter().collect()),
+                    output_params,
+                }),
+            };
+        }
+        action_outputs = done.outputs;
+    }
+    let scope = Scope {
+        steps: &ctx.outputs,
+        metadata: &ctx.metadata,
+        actions: Some(&action_outputs),
+    };
+    let mut ran = run_tool(runner, step, &step.tool, &step.step_key, &parameters, &scope, &ctx).await;
+    if let Ok(out) = &mut ran.result {
+        output_params.extend(std::mem::take(&mut out.output_params));
+        out.output_params = output_params;
+    }
+    ran
+}
+
+/// What the placeholders and tools of a step need, loaded in one go: the outputs of the steps
+/// its parameters name, the merged metadata, the tool definitions.
+async fn load_context(
+    store: &Store,
+    step: &ClaimedStep,
+    parameters: &Value,
+    actions: &[ActionSpec],
+) -> Result<StepContext, ToolFailure> {
+    let mut keys = HashSet::new();
+    let mut tool_ids: Vec<String> = actions.iter().map(|a| a.tool.clone()).collect();
+    if !step.tool.is_empty() {
+        tool_ids.push(step.tool.clone());
+    }
+    for v in std::iter::once(parameters).chain(actions.iter().map(|a| &a.parameters)) {
+        let refs = plan::references(v).map_err(|e| param_error(e.message))?;
+        keys.extend(refs.into_iter().filter_map(|r| match r {
+            Reference::Step { key, .. } => Some(key),
+            _ => None,
+        }));
+    }
+    let keys: Vec<String> = keys.into_iter().collect();
+    store
+        .step_context(step.task_id, step.plan_version, &keys, &tool_ids)
+        .await
+        .map_err(|e| {
+            ToolFailure::new(
+                "tool_error",
+                format!("could not load the step's context: {e}"),
+                true,
+            )
+        })
+}
+
+/// What a step's actions produced, all of them having succeeded.
+struct ActionsDone {
+    outputs: HashMap<String, Value>,
+    /// Resolved parameters by action id (recorded on the attempt).
+    parameters: Map<String, Value>,
+    output_params: Map<String, Value>,
+}
+
+/// Run every action of a step in parallel. The first failure fails the step (as a [`Ran`]).
+async fn run_actions(
+    runner: &ToolRunner,
+    step: &ClaimedStep,
+    actions: &[ActionSpec],
+    ctx: &StepContext,
+) -> Result<ActionsDone, Ran> {
+    let scope = Scope {
+        steps: &ctx.outputs,
+        metadata: &ctx.metadata,
+        actions: None,
+    };
+    let calls = actions.iter().map(|a| {
+        let scope = &scope;
+        async move {
+            if !ctx.tools.contains_key(&a.tool) {
+                return (a, Ran::failed(&a.tool, Value::Null, unknown_tool(&a.tool)));
+            }
+            let key = format!("{}.{}", step.step_key, a.id);
+            (a, run_tool(runner, step, &a.tool, &key, &a.parameters, scope, ctx).await)
+        }
+    });
+    let mut done = ActionsDone {
+        outputs: HashMap::new(),
+        parameters: Map::new(),
+        output_params: Map::new(),
+    };
+    let mut first_failure = None;
+    for (a, ran) in join_all(calls).await {
+        done.parameters.insert(a.id.clone(), ran.parameters);
+        match ran.result {
+            Ok(out) => {
+                done.output_params.extend(out.output_params);
+                done.outputs.insert(a.id.clone(), out.output);
+            }
+            Err(mut f) => {
+                if first_failure.is_none() {
+                    f.message = format!("action {}: {}", a.id, f.message);
+                    first_failure = Some(f);
+                }
+            }
+        }
+    }
+    match first_failure {
+        Some(f) => Err(Ran::failed(
+            &step.tool,
+            json!({ "actions": done.parameters }),
+            f,
+        )),
+        None => Ok(done),
+    }
+}
+
+/// Resolve `parameters` in `scope`, fill what the tool's input schema names from metadata,
+/// and run `tool` under the idempotency key `key`.
+async fn run_tool(
+    runner: &ToolRunner,
+    step: &ClaimedStep,
+    tool: &str,
+    key: &str,
+    parameters: &Value,
+    scope: &Scope<'_>,
+    ctx: &StepContext,
+) -> Ran {
+    let Some(def) = ctx.tools.get(tool) else {
+        return Ran::failed(tool, parameters.clone(), unknown_tool(tool));
+    };
+    let mut resolved = match params::resolve(parameters, scope) {
+        Ok(p) => p,
+        Err(e) => return Ran::failed(tool, parameters.clone(), param_error(e.0)),
+    };
+    params::fill_from_metadata(&mut resolved, &def.input_schema, &ctx.metadata);
+    let invocation = Invocation {
+        task_id: step.task_id,
+        step_key: key,
+        attempt: step.attempt,
+        parameters: &resolved,
+    };
+    let result = runner.run(def, &invocation).await;
+    Ran {
+        tool: tool.to_string(),
+        parameters: resolved,
+        result,
+    }
+}
+
+fn param_error(message: String) -> ToolFailure {
+    ToolFailure::new("parameter_error", message, false)
+}
+
+fn unknown_tool(id: &str) -> ToolFailure {
+    ToolFailure::new(
+        "tool_error",
+        format!("tool {id:?} is not registered"),
+        false,
+    )
+}

@@ -1,0 +1,101 @@
+//! Background loops of a worker: LISTEN for ready work, heartbeat leases, rescue the work of
+//! dead workers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::WorkerConfig;
+use crate::store::Store;
+
+/// Start the three loops; they stop when `stop` is cancelled.
+pub(super) fn spawn(
+    store: &Store,
+    cfg: &WorkerConfig,
+    wake: &Arc<Notify>,
+    stop: &CancellationToken,
+) -> JoinSet<()> {
+    let mut helpers = JoinSet::new();
+    helpers.spawn(listen_loop(store.clone(), wake.clone(), stop.clone()));
+    helpers.spawn(heartbeat_loop(store.clone(), cfg.clone(), stop.clone()));
+    helpers.spawn(rescue_loop(
+        store.clone(),
+        cfg.clone(),
+        wake.clone(),
+        stop.clone(),
+    ));
+    helpers
+}
+
+async fn listen_loop(store: Store, wake: Arc<Notify>, stop: CancellationToken) {
+    loop {
+        let mut listener = match store.ready_listener().await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(error = %e, "LISTEN failed; polling until it works");
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                }
+            }
+        };
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                msg = listener.recv() => match msg {
+                    Ok(_) => wake.notify_one(),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "notification stream broke; reconnecting");
+                        wake.notify_one();
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn heartbeat_loop(store: Store, cfg: WorkerConfig, stop: CancellationToken) {
+    let period = (cfg.lease / 3).max(Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(period) => {}
+        }
+        if let Err(e) = store.heartbeat(cfg.id, cfg.lease.as_secs_f64()).await {
+            tracing::warn!(error = %e, "heartbeat failed");
+        }
+    }
+}
+
+async fn rescue_loop(store: Store, cfg: WorkerConfig, wake: Arc<Notify>, stop: CancellationToken) {
+    loop {
+        // jitter so that a fleet does not scan in lockstep
+        let jitter = Duration::from_millis(u64::from(Uuid::new_v4().as_bytes()[0]) % 250);
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(cfg.rescue_interval + jitter) => {}
+        }
+        match store.rescue_expired(100, cfg.policy).await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::warn!(rescued = n, "re-queued steps of lost workers");
+                wake.notify_one();
+            }
+            Err(e) => tracing::warn!(error = %e, "rescue scan failed"),
+        }
+        match store.rescue_expired_decisions(100).await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::warn!(rescued = n, "re-queued decisions of lost workers");
+                wake.notify_one();
+            }
+            Err(e) => tracing::warn!(error = %e, "decision rescue scan failed"),
+        }
+    }
+}
+

@@ -1,0 +1,322 @@
+//! The worker runtime: claim ready steps and decisions in batches, run them concurrently with
+//! no transaction open, record outcomes (fenced), heartbeat leases, rescue the work of dead
+//! workers, drain on shutdown.
+//!
+//! - this module: [`WorkerConfig`] and [`run`], the claim loop and the drain;
+//! - [`completer`]: batched completions (one transaction per batch);
+//! - [`execute`]: running one claimed step (actions, placeholders, the tool) and recording it;
+//! - [`decisions`]: running a decision chain (context → brain → apply);
+//! - [`maintenance`]: the listen, heartbeat and rescue loops.
+//!
+//! Built on tokio `JoinSet` + `Semaphore` + `CancellationToken` rather than apalis; see
+//! ARCHITECTURE.md ("Why not apalis") for the reasons.
+//!
+//! Architecture invariant: no transaction is open while a tool or an LLM runs.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::brain::{self, Brain};
+use crate::config::Settings;
+use crate::domain::recovery::Backoff;
+use crate::store::decision_queue::DecisionFence;
+use crate::store::step_queue::{Claim, FailurePolicy, Fence};
+use crate::store::workers::WorkerInfo;
+use crate::store::{Store, StoreError};
+use crate::tools::ToolRunner;
+
+mod completer;
+mod decisions;
+mod execute;
+mod maintenance;
+
+pub use completer::Completer;
+pub use decisions::run_decision_chain;
+
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    pub id: Uuid,
+    pub concurrency: usize,
+    pub lease: Duration,
+    pub poll: Duration,
+    pub claim_batch: usize,
+    pub shutdown_grace: Duration,
+    pub rescue_interval: Duration,
+    pub policy: FailurePolicy,
+    pub brain: Arc<dyn Brain>,
+}
+
+impl WorkerConfig {
+    pub fn from_settings(s: &Settings) -> Self {
+        let w = &s.worker;
+        Self {
+            id: w
+                .id
+                .as_deref()
+                .and_then(|id| Uuid::parse_str(id).ok())
+                .unwrap_or_else(Uuid::now_v7),
+            concurrency: w.concurrency as usize,
+            lease: Duration::from_secs(w.lease_secs),
+            poll: Duration::from_millis(w.poll_ms),
+            claim_batch: w.claim_batch as usize,
+            shutdown_grace: Duration::from_secs(w.shutdown_grace_secs),
+            rescue_interval: Duration::from_millis(w.rescue_interval_ms),
+            policy: FailurePolicy {
+                backoff: Backoff {
+                    base_ms: w.retry_backoff_ms,
+                    max_ms: w.retry_backoff_max_ms,
+                },
+                max_rescues: w.max_rescues as i32,
+                lease_secs: w.lease_secs as f64,
+            },
+            brain: brain::from_settings(s),
+        }
+    }
+}
+
+/// A lease this worker holds.
+#[derive(Debug, Clone, Copy)]
+enum Held {
+    Step(Fence),
+    Decision(DecisionFence),
+}
+
+/// Leases this worker holds, so a drain can release what did not finish.
+type InFlight = Arc<Mutex<HashMap<Uuid, Held>>>;
+
+/// What the claim loop shares with the work it spawns.
+#[derive(Clone)]
+struct Runtime {
+    store: Store,
+    cfg: WorkerConfig,
+    runner: ToolRunner,
+    completer: Completer,
+    in_flight: InFlight,
+}
+
+/// Run a worker until `shutdown` is cancelled, then drain: no new claims; in-flight steps get
+/// `shutdown_grace` to finish, the rest are released without burning an attempt.
+pub async fn run(
+    store: Store,
+    cfg: WorkerConfig,
+    shutdown: CancellationToken,
+) -> Result<(), StoreError> {
+    store
+        .register_worker(&WorkerInfo {
+            id: cfg.id,
+            host: hostname(),
+            pid: std::process::id() as i32,
+            concurrency: cfg.concurrency as i32,
+        })
+        .await?;
+    tracing::info!(worker_id = %cfg.id, concurrency = cfg.concurrency, "worker started");
+
+    let background = CancellationToken::new();
+    let wake = Arc::new(Notify::new());
+    let mut helpers = maintenance::spawn(&store, &cfg, &wake, &background);
+    let (completer, completer_task) = Completer::start(store.clone(), cfg.lease.as_secs_f64());
+    let rt = Runtime {
+        store: store.clone(),
+        cfg: cfg.clone(),
+        runner: ToolRunner::new(),
+        completer,
+        in_flight: Arc::default(),
+    };
+    let mut running: JoinSet<()> = JoinSet::new();
+    claim_loop(&rt, &mut running, &wake, &shutdown).await;
+
+    tracing::info!(worker_id = %cfg.id, in_flight = running.len(), "draining");
+    let drained = drain(&rt, &mut running).await;
+    background.cancel();
+    while helpers.join_next().await.is_some() {}
+    drop(rt);
+    let _ = completer_task.await;
+    store.stop_worker(cfg.id).await?;
+    tracing::info!(worker_id = %cfg.id, drained, "worker stopped");
+    Ok(())
+}
+
+/// Claim while permits are free, until shutdown.
+async fn claim_loop(
+    rt: &Runtime,
+    running: &mut JoinSet<()>,
+    wake: &Notify,
+    shutdown: &CancellationToken,
+) {
+    let sem = Arc::new(Semaphore::new(rt.cfg.concurrency));
+    loop {
+        while running.try_join_next().is_some() {}
+        let first = tokio::select! {
+            biased;
+            _ = shutdown.cancelled() => break,
+            p = sem.clone().acquire_owned() => p.expect("semaphore is never closed"),
+        };
+        let mut permits = vec![first];
+        while permits.len() < rt.cfg.claim_batch {
+            match sem.clone().try_acquire_owned() {
+                Ok(p) => permits.push(p),
+                Err(_) => break,
+            }
+        }
+        let wanted = permits.len();
+        // Never cancelled midway: a claim that committed must reach the in-flight set.
+        let claimed = claim_decisions(rt, running, &mut permits)
+            .await
+            .and(claim_steps(rt, running, &mut permits).await);
+        let got = wanted - permits.len();
+        drop(permits);
+        if claimed.is_err() {
+            tokio::select! {
+                _ = shutdown.cancelled() => {}
+                _ = tokio::time::sleep(rt.cfg.poll.min(Duration::from_secs(1))) => {}
+            }
+        } else if got < wanted {
+            idle_wait(&rt.store, &rt.cfg, wake, shutdown).await;
+        }
+    }
+}
+
+/// Claim pending decisions (one per permit) and run each chain.
+async fn claim_decisions(
+    rt: &Runtime,
+    running: &mut JoinSet<()>,
+    permits: &mut Vec<OwnedSemaphorePermit>,
+) -> Result<(), ()> {
+    let lease = rt.cfg.lease.as_secs_f64();
+    match rt.store.claim_decisions(rt.cfg.id, permits.len() as i64, lease).await {
+        Ok(claimed) => {
+            for d in claimed {
+                let permit = permits.pop().expect("claimed at most one decision per permit");
+                let rt = rt.clone();
+                running.spawn(async move {
+                    decisions::run(&rt.store, &rt.cfg, &rt.in_flight, Some(d)).await;
+                    drop(permit);
+                });
+            }
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "claiming decisions failed; retrying");
+            Err(())
+        }
+    }
+}
+
+/// Claim ready steps with the permits left (one per permit) and run each.
+async fn claim_steps(
+    rt: &Runtime,
+    running: &mut JoinSet<()>,
+    permits: &mut Vec<OwnedSemaphorePermit>,
+) -> Result<(), ()> {
+    if permits.is_empty() {
+        return Ok(());
+    }
+    let claim = Claim {
+        worker_id: rt.cfg.id,
+        limit: permits.len() as i64,
+        lease_secs: rt.cfg.lease.as_secs_f64(),
+    };
+    match rt.store.claim_steps(&claim).await {
+        Ok(steps) => {
+            for step in steps {
+                let permit = permits.pop().expect("claimed at most one step per permit");
+                rt.in_flight
+                    .lock()
+                    .expect("in-flight lock")
+                    .insert(step.id, Held::Step(step.fence()));
+                let rt = rt.clone();
+                running.spawn(async move {
+                    let id = step.id;
+                    let next = execute::execute(&rt, step).await;
+                    rt.in_flight.lock().expect("in-flight lock").remove(&id);
+                    decisions::run(&rt.store, &rt.cfg, &rt.in_flight, next).await;
+                    drop(permit);
+                });
+            }
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "claiming steps failed; retrying");
+            Err(())
+        }
+    }
+}
+
+/// Give running work `shutdown_grace` to finish; release what is left (no attempt burnt).
+/// True when everything finished in time.
+async fn drain(rt: &Runtime, running: &mut JoinSet<()>) -> bool {
+    let drained = tokio::time::timeout(rt.cfg.shutdown_grace, async {
+        while running.join_next().await.is_some() {}
+    })
+    .await
+    .is_ok();
+    if drained {
+        return true;
+    }
+    running.abort_all();
+    while running.join_next().await.is_some() {}
+    let left: Vec<Held> = rt
+        .in_flight
+        .lock()
+        .expect("in-flight lock")
+        .drain()
+        .map(|(_, h)| h)
+        .collect();
+    for held in left {
+        let r = match held {
+            Held::Step(fence) => rt.store.release_step(&fence, rt.cfg.id).await,
+            Held::Decision(fence) => rt.store.release_decision(&fence).await,
+        };
+        match r {
+            Ok(()) | Err(StoreError::Fenced) => {}
+            Err(e) => tracing::warn!(error = %e, "release failed; the lease will expire"),
+        }
+    }
+    false
+}
+
+/// Sleep until a notification, the next retry falls due, the poll period ends, or shutdown.
+async fn idle_wait(store: &Store, cfg: &WorkerConfig, wake: &Notify, shutdown: &CancellationToken) {
+    let mut wait = cfg.poll;
+    if let Ok(Some(ms)) = store.next_due_ms().await {
+        wait = wait.min(Duration::from_millis(ms.max(1.0).ceil() as u64));
+    }
+    tokio::select! {
+        _ = shutdown.cancelled() => {}
+        _ = wake.notified() => {}
+        _ = tokio::time::sleep(wait) => {}
+    }
+}
+
+/// Retry transient database errors a few times; a fenced answer is final.
+pub(crate) async fn with_retries<T, F, Fut>(mut f: F) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StoreError>>,
+{
+    let mut delay = Duration::from_millis(50);
+    for _ in 0..5 {
+        match f().await {
+            Err(StoreError::Db(e)) => {
+                tracing::warn!(error = %e, "database error recording an outcome; retrying");
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+            other => return other,
+        }
+    }
+    f().await
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "unknown".into())
+}
