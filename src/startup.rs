@@ -116,7 +116,9 @@ pub async fn run_worker(settings: &Settings, stop: CancellationToken) -> anyhow:
         .context("connecting to PostgreSQL and applying migrations")?;
     let cfg = WorkerConfig::from_settings(settings);
     println!("worker {} started", cfg.id);
-    worker::run(store.clone(), cfg, stop).await.context("worker")?;
+    worker::run(store.clone(), cfg, stop)
+        .await
+        .context("worker")?;
     store.pool().close().await;
     Ok(())
 }

@@ -9,15 +9,15 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 use trellis::brain::{self, Answer, Brain, BrainError, BrainFuture, DecisionContext, Planned};
 use trellis::config::Settings;
-use trellis::domain::{PlanSpec, StepSpec, ToolFailure};
+use trellis::domain::Limits;
+use trellis::domain::decision::DecisionOutcome;
 use trellis::domain::recovery::{
     Backoff, Evaluation, OverallReflection, StepAction, StepReflection, Strategy,
 };
+use trellis::domain::{PlanSpec, StepSpec, ToolFailure};
 use trellis::store::Store;
-use trellis::domain::decision::DecisionOutcome;
 use trellis::store::decision_queue::{ClaimedDecision, Lease};
 use trellis::store::step_queue::{Claim, ClaimedStep, FailurePolicy, StepFailure, StepSuccess};
-use trellis::domain::Limits;
 use trellis::store::submit::NewTask;
 use trellis::testkit::fresh_db;
 use uuid::Uuid;

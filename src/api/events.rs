@@ -116,4 +116,3 @@ fn event_stream(
     });
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
-

@@ -1,6 +1,6 @@
 //! The REST API (CONTRACT.md). `app(state)` builds the router; [`crate::startup`] serves it,
-//! and tests drive it with `oneshot` or a real listener. One file per resource ([`tasks`],
-//! [`events`], [`tools`], [`system`]); [`views`] holds every response shape clients see, and the
+//! and tests drive it with `oneshot` or a real listener. One file per resource (`tasks`,
+//! `events`, `tools`, `system`); [`views`] holds every response shape clients see, and the
 //! request types live beside their handlers.
 //!
 //! Architecture invariant: validation happens before the first write, so a rejected request
@@ -98,4 +98,3 @@ pub(crate) fn task_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw)
         .map_err(|_| ApiError::bad_request(format!("{raw:?} is not a task id (UUID)")))
 }
-

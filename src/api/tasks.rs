@@ -334,7 +334,6 @@ pub(super) async fn list(
     Ok(Json(rows.into_iter().map(TaskSummaryView::from).collect()))
 }
 
-
 /// `POST /tasks/{id}/resume`: a replacement plan, or parameter/tool overrides for steps.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

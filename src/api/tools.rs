@@ -103,4 +103,3 @@ pub(super) async fn delete(
     st.store.delete_tool(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
-

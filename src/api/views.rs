@@ -16,7 +16,12 @@ use crate::domain::status::{AttemptStatus, StepStatus, TaskStatus};
 use crate::domain::tool::ToolDef;
 
 /// `GET /tasks/{id}`.
-pub fn task(t: &TaskRow, counts: &BTreeMap<StepStatus, i64>, current: &[&StepRow], usage: LlmUsage) -> Value {
+pub fn task(
+    t: &TaskRow,
+    counts: &BTreeMap<StepStatus, i64>,
+    current: &[&StepRow],
+    usage: LlmUsage,
+) -> Value {
     let n = |s: StepStatus| counts.get(&s).copied().unwrap_or(0);
     let focus = current
         .iter()

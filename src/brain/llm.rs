@@ -258,14 +258,15 @@ impl LlmClient {
         }
     }
 
-    async fn send_once(
+    /// The chat-completions request: `json_schema` when `use_schema`, else `json_object` with
+    /// the schema in a system message.
+    fn request_body(
         &self,
         name: &str,
         schema: &Value,
         messages: &[Message],
         use_schema: bool,
-        usage: &mut Usage,
-    ) -> Result<Sent, (Option<u16>, String)> {
+    ) -> Value {
         let response_format = if use_schema {
             json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema}})
         } else {
@@ -296,6 +297,18 @@ impl LlmClient {
         if let Some(s) = self.cfg.seed {
             body["seed"] = json!(s);
         }
+        body
+    }
+
+    async fn send_once(
+        &self,
+        name: &str,
+        schema: &Value,
+        messages: &[Message],
+        use_schema: bool,
+        usage: &mut Usage,
+    ) -> Result<Sent, (Option<u16>, String)> {
+        let body = self.request_body(name, schema, messages, use_schema);
         let mut req = self
             .http
             .post(format!("{}/chat/completions", self.cfg.base_url))

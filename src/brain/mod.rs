@@ -15,9 +15,9 @@ pub use crate::domain::decision::{
     Answer, DecisionContext, DecisionInput, DecisionOutcome, LlmCallRecord, Meter, Planned,
     ToolSelection, Usage,
 };
-pub use crate::domain::status::DecisionKind;
 use crate::domain::model::StepSpec;
 use crate::domain::recovery::{Evaluation, OverallReflection, StepReflection};
+pub use crate::domain::status::DecisionKind;
 
 pub mod llm;
 pub mod llm_brain;

@@ -188,7 +188,10 @@ impl RulesBrain {
 
     pub fn evaluate(ctx: &DecisionContext) -> Evaluation {
         let required: Vec<_> = ctx.steps.iter().filter(|s| !s.optional).collect();
-        let done = required.iter().filter(|s| s.status == StepStatus::Succeeded).count();
+        let done = required
+            .iter()
+            .filter(|s| s.status == StepStatus::Succeeded)
+            .count();
         let completeness = if required.is_empty() {
             100.0
         } else {

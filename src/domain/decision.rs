@@ -9,9 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::model::{PlanSpec, StepSpec, ToolFailure};
 use super::records::{AttemptRow, StepRow, TaskRow};
-use super::recovery::{
-    Counters, Evaluation, OverallReflection, StepReflection, Strategy, Trigger,
-};
+use super::recovery::{Counters, Evaluation, OverallReflection, StepReflection, Strategy, Trigger};
 use super::tool::ToolDef;
 
 /// A brain answer and, when there was one, the raw text it came from (kept for audit).

@@ -251,7 +251,9 @@ mod tests {
     #[test]
     fn decision_kinds_match_the_schema_and_docs() {
         // the latest migration that redefines the CHECK
-        let sql = flat(include_str!("../../migrations/20261122000004_llm_brain.sql"));
+        let sql = flat(include_str!(
+            "../../migrations/20261122000004_llm_brain.sql"
+        ));
         let list = check_list(DecisionKind::ALL, DecisionKind::as_str, "'");
         assert!(
             sql.contains(&format!("kind IN ({list})")),

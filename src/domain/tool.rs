@@ -19,4 +19,3 @@ pub struct ToolDef {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
-

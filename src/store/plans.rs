@@ -68,7 +68,11 @@ async fn max_attempts_by_key(tx: &mut Tx, task_id: Uuid) -> Result<HashMap<Strin
 }
 
 /// Outputs of the succeeded steps of a plan version, by key.
-async fn succeeded_outputs(tx: &mut Tx, task_id: Uuid, version: i32) -> Result<HashMap<String, Value>> {
+async fn succeeded_outputs(
+    tx: &mut Tx,
+    task_id: Uuid,
+    version: i32,
+) -> Result<HashMap<String, Value>> {
     let rows: Vec<(String, Value)> = sqlx::query_as(
         "SELECT step_key, coalesce(output, 'null'::jsonb) FROM steps
          WHERE task_id = $1 AND plan_version = $2 AND status = 'succeeded'",
@@ -204,7 +208,9 @@ pub(crate) async fn replace_plan(
     .execute(&mut **tx)
     .await?;
     let runnable = insert_steps_for_version(tx, task, version, plan, &carry, 0).await?;
-    events.extend(replanned_events(task, version, origin, plan, strategy, &carry));
+    events.extend(replanned_events(
+        task, version, origin, plan, strategy, &carry,
+    ));
     if runnable == 0 {
         // everything was kept or skipped: the plan is already done
         return start_evaluation(tx, task.id, lease).await;

@@ -431,15 +431,18 @@ async fn insert_success_attempts(tx: &mut Tx, done: &DoneItems<'_>) -> Result<()
     Ok(())
 }
 
+/// Output params to merge into each task's runtime metadata.
+type OutputParams = HashMap<Uuid, Map<String, Value>>;
+
 /// Tasks still running the plan version their completed steps belong to, with the output
 /// params to merge. Steps of a replaced plan, or of a task that stopped running, only record
 /// their result.
 fn active_tasks(
     done: &DoneItems<'_>,
     task_state: &HashMap<Uuid, (TaskStatus, i32)>,
-) -> (Vec<(Uuid, i32)>, HashMap<Uuid, Map<String, Value>>) {
+) -> (Vec<(Uuid, i32)>, OutputParams) {
     let mut active: Vec<(Uuid, i32)> = Vec::new();
-    let mut params: HashMap<Uuid, Map<String, Value>> = HashMap::new();
+    let mut params: OutputParams = HashMap::new();
     for (s, d) in done {
         let Some((status, version)) = task_state.get(&d.task_id) else {
             continue;
@@ -576,7 +579,11 @@ fn batch_results(
 
 /// Lock the step row if it still carries this lease. `require_expired` adds the lease deadline
 /// to the fence (rescue must not steal a lease its owner just renewed).
-async fn lock_running_step(tx: &mut Tx, fence: &Fence, require_expired: bool) -> Result<LockedStep> {
+async fn lock_running_step(
+    tx: &mut Tx,
+    fence: &Fence,
+    require_expired: bool,
+) -> Result<LockedStep> {
     sqlx::query_as(
         "SELECT step_key, plan_version, attempts, retry_count, rescue_count, started_at, lease_owner,
                 coalesce(tool_override, tool) AS tool, parameters || param_overrides AS parameters

@@ -8,10 +8,10 @@ use uuid::Uuid;
 use super::decision_queue::create_decision;
 use super::lifecycle::start_evaluation;
 use super::plans::{insert_plan, insert_steps_for_version, replace_plan};
-use super::transitions::{
-    cancel_open_decisions, move_task, rerun_all_failed, skip_open_steps,
+use super::transitions::{cancel_open_decisions, move_task, rerun_all_failed, skip_open_steps};
+use super::{
+    NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task, notify_ready,
 };
-use super::{NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task, notify_ready};
 use crate::domain::decision::DecisionInput;
 use crate::domain::event_kind;
 use crate::domain::limits::Limits;
@@ -61,30 +61,30 @@ impl Store {
     /// idempotency key that already exists, nothing is written and the existing task is returned.
     pub async fn submit_task(&self, t: &NewTask) -> Result<Submitted> {
         let inserted = in_tx!(self.pool, |tx| {
-                let Some(task) = insert_task(tx, t).await? else {
-                    return Ok(None);
-                };
-                let submitted = NewEvent::new(
-                    task.id,
-                    event_kind::TASK_SUBMITTED,
-                    json!({"description": t.description, "priority": t.priority, "limits": t.limits,
+            let Some(task) = insert_task(tx, t).await? else {
+                return Ok(None);
+            };
+            let submitted = NewEvent::new(
+                task.id,
+                event_kind::TASK_SUBMITTED,
+                json!({"description": t.description, "priority": t.priority, "limits": t.limits,
                            "planned_by_brain": t.plan.is_none()}),
-                );
-                match &t.plan {
-                    Some(plan) => install_first_plan(tx, &task, plan, submitted).await?,
-                    None => {
-                        // planned by the brain: a claimable `plan` decision, any worker may take it
-                        let input = DecisionInput::default();
-                        create_decision(tx, task.id, DecisionKind::Plan, None, &input, None).await?;
-                        append_events(tx, &[submitted]).await?;
-                    }
+            );
+            match &t.plan {
+                Some(plan) => install_first_plan(tx, &task, plan, submitted).await?,
+                None => {
+                    // planned by the brain: a claimable `plan` decision, any worker may take it
+                    let input = DecisionInput::default();
+                    create_decision(tx, task.id, DecisionKind::Plan, None, &input, None).await?;
+                    append_events(tx, &[submitted]).await?;
                 }
-                Ok(Some(Submitted {
-                    task_id: task.id,
-                    status: task.status,
-                    created: true,
-                }))
-            })?;
+            }
+            Ok(Some(Submitted {
+                task_id: task.id,
+                status: task.status,
+                created: true,
+            }))
+        })?;
         match inserted {
             Some(s) => Ok(s),
             None => {

@@ -89,9 +89,7 @@ impl Store {
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
         {
-            return Err(StoreError::Rejected(format!(
-                "bad database name {name:?}"
-            )));
+            return Err(StoreError::Rejected(format!("bad database name {name:?}")));
         }
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
             .execute(&self.pool)

@@ -183,14 +183,17 @@ pub(crate) struct Success<'a> {
     pub output: &'a Value,
 }
 
-statement!(COMPLETE = StepMove::Complete, r#"
+statement!(
+    COMPLETE = StepMove::Complete,
+    r#"
     UPDATE steps s
     SET status = {to}, output = i.output, error = NULL, attempts = s.attempts + 1,
         lease_owner = NULL, lease_expires_at = NULL, finished_at = clock_timestamp(), updated_at = now()
     FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::jsonb[]) AS i(step_id, task_id, token, output)
     WHERE s.id = i.step_id AND s.task_id = i.task_id AND s.lease_token = i.token AND s.status IN {from}
     RETURNING s.id, s.task_id, s.step_key, s.plan_version, s.attempts, s.started_at
-    "#);
+    "#
+);
 
 /// `running → succeeded` for every item whose lease still holds (one statement); a taken-over
 /// lease is simply not matched.
@@ -204,7 +207,9 @@ pub(crate) async fn complete_running(tx: &mut Tx, items: &[Success<'_>]) -> Resu
         .await?)
 }
 
-statement!(PROMOTE = StepMove::Promote, r#"
+statement!(
+    PROMOTE = StepMove::Promote,
+    r#"
     UPDATE steps d SET status = {to}, run_after = now(), updated_at = now()
     FROM unnest($1::uuid[], $2::int[]) AS a(task_id, plan_version)
     WHERE d.task_id = a.task_id AND d.plan_version = a.plan_version AND d.status IN {from}
@@ -214,7 +219,8 @@ statement!(PROMOTE = StepMove::Promote, r#"
             AND p.step_key = ANY(d.dependencies)
             AND p.status NOT IN ('succeeded', 'skipped', 'superseded'))
     RETURNING d.task_id, d.step_key
-    "#);
+    "#
+);
 
 /// `blocked → ready` for the steps of these (task, plan version)s whose dependencies are all
 /// done. Returns (task, step key) of each.
@@ -242,16 +248,22 @@ pub(crate) struct FailedRun<'a> {
     pub delay_ms: f64,
 }
 
-statement!(FAIL_RETRY = StepMove::RetryAfterFailure, "
+statement!(
+    FAIL_RETRY = StepMove::RetryAfterFailure,
+    "
     UPDATE steps SET status = {to}, error = $2, attempts = $3, retry_count = $4, rescue_count = $5,
            lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now(),
            run_after = now() + make_interval(secs => $6 / 1000.0), finished_at = NULL
-    WHERE id = $1 AND status IN {from}");
-statement!(FAIL = StepMove::Fail, "
+    WHERE id = $1 AND status IN {from}"
+);
+statement!(
+    FAIL = StepMove::Fail,
+    "
     UPDATE steps SET status = {to}, error = $2, attempts = $3, retry_count = $4, rescue_count = $5,
            lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now(),
            run_after = now() + make_interval(secs => $6 / 1000.0), finished_at = now()
-    WHERE id = $1 AND status IN {from}");
+    WHERE id = $1 AND status IN {from}"
+);
 
 /// `running → ready` (plain retry) or `running → failed`, with the attempt counted.
 pub(crate) async fn fail_running(tx: &mut Tx, f: &FailedRun<'_>) -> Result<()> {
@@ -280,10 +292,13 @@ pub(crate) async fn fail_running(tx: &mut Tx, f: &FailedRun<'_>) -> Result<()> {
     Ok(())
 }
 
-statement!(RELEASE = StepMove::Release, "
+statement!(
+    RELEASE = StepMove::Release,
+    "
     UPDATE steps SET status = {to}, lease_owner = NULL, lease_expires_at = NULL,
            started_at = NULL, run_after = now(), updated_at = now()
-    WHERE id = $1 AND status IN {from}");
+    WHERE id = $1 AND status IN {from}"
+);
 
 /// `running → ready` without an attempt (the caller holds the fenced step lock).
 pub(crate) async fn release_running(tx: &mut Tx, step_id: Uuid) -> Result<()> {
@@ -294,11 +309,14 @@ pub(crate) async fn release_running(tx: &mut Tx, step_id: Uuid) -> Result<()> {
     Ok(())
 }
 
-statement!(RERUN = StepMove::Rerun, "
+statement!(
+    RERUN = StepMove::Rerun,
+    "
     UPDATE steps SET status = {to}, param_overrides = param_overrides || coalesce($2, '{}'::jsonb),
            tool_override = coalesce($3, tool_override), finished_at = NULL, updated_at = now(),
            run_after = now() + make_interval(secs => $4 / 1000.0)
-    WHERE id = $1 AND status IN {from}");
+    WHERE id = $1 AND status IN {from}"
+);
 
 /// Tier 1: `failed → ready` on the same row, overrides merged, after `delay_ms`.
 pub(crate) async fn rerun_failed(
@@ -318,7 +336,9 @@ pub(crate) async fn rerun_failed(
     Ok(())
 }
 
-statement!(RERUN_ALL = StepMove::Rerun, "
+statement!(
+    RERUN_ALL = StepMove::Rerun,
+    "
     WITH r AS (
         UPDATE steps SET status = {to}, retry_count = 0, run_after = now(),
                finished_at = NULL, updated_at = now()
@@ -326,11 +346,16 @@ statement!(RERUN_ALL = StepMove::Rerun, "
         RETURNING 1)
     SELECT (SELECT count(*) FROM r),
            (SELECT count(*) FROM steps WHERE task_id = $1 AND plan_version = $2
-              AND status IN ('blocked', 'ready', 'running'))");
+              AND status IN ('blocked', 'ready', 'running'))"
+);
 
 /// Resume: every failed step of the plan version `failed → ready` with a fresh retry count.
 /// Returns (steps rerun, steps already open).
-pub(crate) async fn rerun_all_failed(tx: &mut Tx, task_id: Uuid, version: i32) -> Result<(i64, i64)> {
+pub(crate) async fn rerun_all_failed(
+    tx: &mut Tx,
+    task_id: Uuid,
+    version: i32,
+) -> Result<(i64, i64)> {
     Ok(sqlx::query_as(RERUN_ALL.as_str())
         .bind(task_id)
         .bind(version)
@@ -338,9 +363,12 @@ pub(crate) async fn rerun_all_failed(tx: &mut Tx, task_id: Uuid, version: i32) -
         .await?)
 }
 
-statement!(SUPERSEDE_ONE = StepMove::Supersede, "
+statement!(
+    SUPERSEDE_ONE = StepMove::Supersede,
+    "
     UPDATE steps SET status = {to}, finished_at = now(), updated_at = now()
-    WHERE id = $1 AND status IN {from}");
+    WHERE id = $1 AND status IN {from}"
+);
 
 /// Tier 2: the failed row makes way for its repaired definition.
 pub(crate) async fn supersede_step(tx: &mut Tx, step_id: Uuid) -> Result<()> {
@@ -351,9 +379,12 @@ pub(crate) async fn supersede_step(tx: &mut Tx, step_id: Uuid) -> Result<()> {
     Ok(())
 }
 
-statement!(SUPERSEDE_OPEN = StepMove::Supersede, "
+statement!(
+    SUPERSEDE_OPEN = StepMove::Supersede,
+    "
     UPDATE steps SET status = {to}, updated_at = now(), finished_at = coalesce(finished_at, now())
-    WHERE task_id = $1 AND plan_version = $2 AND status IN {from}");
+    WHERE task_id = $1 AND plan_version = $2 AND status IN {from}"
+);
 
 /// A new plan version replaces this one: its open and failed rows are superseded.
 pub(crate) async fn supersede_version(tx: &mut Tx, task_id: Uuid, version: i32) -> Result<()> {
@@ -365,9 +396,12 @@ pub(crate) async fn supersede_version(tx: &mut Tx, task_id: Uuid, version: i32) 
     Ok(())
 }
 
-statement!(SKIP = StepMove::Skip, "
+statement!(
+    SKIP = StepMove::Skip,
+    "
     UPDATE steps SET status = {to}, updated_at = now(), finished_at = now()
-    WHERE task_id = $1 AND status IN {from}");
+    WHERE task_id = $1 AND status IN {from}"
+);
 
 /// Blocked and ready steps of a task become skipped. Returns how many.
 pub(crate) async fn skip_open_steps(tx: &mut Tx, task_id: Uuid) -> Result<u64> {
@@ -393,7 +427,9 @@ pub struct ClaimedDecision {
     pub rescue_count: i32,
 }
 
-statement!(CLAIM_DECISIONS = DecisionMove::Claim, r#"
+statement!(
+    CLAIM_DECISIONS = DecisionMove::Claim,
+    r#"
     WITH c AS (
         SELECT id FROM decisions
         WHERE status IN {from} AND run_after <= now()
@@ -405,7 +441,8 @@ statement!(CLAIM_DECISIONS = DecisionMove::Claim, r#"
         lease_expires_at = now() + make_interval(secs => $3)
     FROM c WHERE d.id = c.id
     RETURNING d.id, d.task_id, d.kind, d.step_id, d.input, d.lease_token, d.rescue_count
-    "#);
+    "#
+);
 
 /// `pending → running` for up to `limit` decisions (`FOR UPDATE SKIP LOCKED`).
 pub(crate) async fn claim_pending_decisions(
@@ -422,12 +459,15 @@ pub(crate) async fn claim_pending_decisions(
         .await?)
 }
 
-statement!(REQUEUE_EXPIRED = DecisionMove::Requeue, r#"
+statement!(
+    REQUEUE_EXPIRED = DecisionMove::Requeue,
+    r#"
     UPDATE decisions SET status = {to}, lease_owner = NULL, lease_expires_at = NULL,
            rescue_count = rescue_count + 1
     WHERE id IN (SELECT id FROM decisions WHERE status IN {from} AND lease_expires_at < now()
                  ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-    "#);
+    "#
+);
 
 /// `running → pending` for decisions whose lease expired (nothing was applied or counted).
 pub(crate) async fn requeue_expired_decisions(tx: &mut Tx, limit: i64) -> Result<u64> {
@@ -438,9 +478,12 @@ pub(crate) async fn requeue_expired_decisions(tx: &mut Tx, limit: i64) -> Result
         .rows_affected())
 }
 
-statement!(REQUEUE = DecisionMove::Requeue, "
+statement!(
+    REQUEUE = DecisionMove::Requeue,
+    "
     UPDATE decisions SET status = {to}, lease_owner = NULL, lease_expires_at = NULL
-    WHERE id = $1 AND lease_token = $2 AND status IN {from}");
+    WHERE id = $1 AND lease_token = $2 AND status IN {from}"
+);
 
 /// `running → pending`, fenced on the lease (a release on shutdown). False when fenced.
 pub(crate) async fn requeue_decision(tx: &mut Tx, id: Uuid, lease_token: i64) -> Result<bool> {
@@ -471,10 +514,13 @@ pub(crate) async fn finish_decision(tx: &mut Tx, id: Uuid, applied: bool) -> Res
     Ok(())
 }
 
-statement!(CANCEL_OPEN = DecisionMove::Cancel, "
+statement!(
+    CANCEL_OPEN = DecisionMove::Cancel,
+    "
     UPDATE decisions SET status = {to}, lease_owner = NULL, lease_expires_at = NULL,
            finished_at = now()
-    WHERE task_id = $1 AND status IN {from}");
+    WHERE task_id = $1 AND status IN {from}"
+);
 
 /// Every pending or running decision of a task is cancelled.
 pub(crate) async fn cancel_open_decisions(tx: &mut Tx, task_id: Uuid) -> Result<u64> {

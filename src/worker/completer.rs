@@ -64,4 +64,3 @@ impl Completer {
             .unwrap_or_else(|_| Err(StoreError::Db(sqlx::Error::PoolClosed)))
     }
 }
-

@@ -63,4 +63,3 @@ async fn decide_and_apply(
     }
     with_retries(|| store.apply_decision(&fence, &outcome, &cfg.policy, lease)).await
 }
-

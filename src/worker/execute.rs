@@ -119,7 +119,16 @@ async fn run_step(store: &Store, runner: &ToolRunner, step: &ClaimedStep) -> Ran
         metadata: &ctx.metadata,
         actions: Some(&action_outputs),
     };
-    let mut ran = run_tool(runner, step, &step.tool, &step.step_key, &parameters, &scope, &ctx).await;
+    let mut ran = run_tool(
+        runner,
+        step,
+        &step.tool,
+        &step.step_key,
+        &parameters,
+        &scope,
+        &ctx,
+    )
+    .await;
     if let Ok(out) = &mut ran.result {
         output_params.extend(std::mem::take(&mut out.output_params));
         out.output_params = output_params;
@@ -187,7 +196,10 @@ async fn run_actions(
                 return (a, Ran::failed(&a.tool, Value::Null, unknown_tool(&a.tool)));
             }
             let key = format!("{}.{}", step.step_key, a.id);
-            (a, run_tool(runner, step, &a.tool, &key, &a.parameters, scope, ctx).await)
+            (
+                a,
+                run_tool(runner, step, &a.tool, &key, &a.parameters, scope, ctx).await,
+            )
         }
     });
     let mut done = ActionsDone {

@@ -98,4 +98,3 @@ async fn rescue_loop(store: Store, cfg: WorkerConfig, wake: Arc<Notify>, stop: C
         }
     }
 }
-

@@ -3,10 +3,10 @@
 //! workers, drain on shutdown.
 //!
 //! - this module: [`WorkerConfig`] and [`run`], the claim loop and the drain;
-//! - [`completer`]: batched completions (one transaction per batch);
-//! - [`execute`]: running one claimed step (actions, placeholders, the tool) and recording it;
-//! - [`decisions`]: running a decision chain (context → brain → apply);
-//! - [`maintenance`]: the listen, heartbeat and rescue loops.
+//! - `completer`: batched completions (one transaction per batch);
+//! - `execute`: running one claimed step (actions, placeholders, the tool) and recording it;
+//! - `decisions`: running a decision chain (context → brain → apply);
+//! - `maintenance`: the listen, heartbeat and rescue loops.
 //!
 //! Built on tokio `JoinSet` + `Semaphore` + `CancellationToken` rather than apalis; see
 //! ARCHITECTURE.md ("Why not apalis") for the reasons.
@@ -189,10 +189,16 @@ async fn claim_decisions(
     permits: &mut Vec<OwnedSemaphorePermit>,
 ) -> Result<(), ()> {
     let lease = rt.cfg.lease.as_secs_f64();
-    match rt.store.claim_decisions(rt.cfg.id, permits.len() as i64, lease).await {
+    match rt
+        .store
+        .claim_decisions(rt.cfg.id, permits.len() as i64, lease)
+        .await
+    {
         Ok(claimed) => {
             for d in claimed {
-                let permit = permits.pop().expect("claimed at most one decision per permit");
+                let permit = permits
+                    .pop()
+                    .expect("claimed at most one decision per permit");
                 let rt = rt.clone();
                 running.spawn(async move {
                     decisions::run(&rt.store, &rt.cfg, &rt.in_flight, Some(d)).await;

@@ -1,5 +1,5 @@
 //! Applying a decision's outcome, in one transaction fenced on the decision's lease:
-//! [`step`] for step-level outcomes (step reflection → tier 1 retry, tier 2 repair), [`task`]
+//! `step` for step-level outcomes (step reflection → tier 1 retry, tier 2 repair), `task`
 //! for task-level ones (plan, overall reflection, replan, evaluation).
 //!
 //! Architecture invariant: a decision is applied at most once — fenced on its own lease token

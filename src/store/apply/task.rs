@@ -55,7 +55,15 @@ pub(super) async fn apply_overall(
                 ..input.clone()
             };
             let step_id = step.map(|s| s.id);
-            create_decision(tx, task.id, DecisionKind::Replan, step_id, &next, Some(lease)).await
+            create_decision(
+                tx,
+                task.id,
+                DecisionKind::Replan,
+                step_id,
+                &next,
+                Some(lease),
+            )
+            .await
         }
         AfterOverall::Intervention { reason } => {
             move_task(tx, task.id, TaskMove::NeedIntervention).await?;
