@@ -11,7 +11,8 @@
 //! - [`worker`]: the claim/run/complete loop;
 //! - [`api`]: the REST router and the JSON views;
 //! - [`startup`]: the application both binaries and the test harness build;
-//! - [`config`], [`devpg`]: configuration, a throwaway PostgreSQL; `testkit` (feature
+//! - [`config`], [`devpg`], [`net`]: configuration, a throwaway PostgreSQL, outbound HTTP
+//!   helpers; `testkit` (feature
 //!   `testing`): a fresh database per test.
 
 pub mod api;
@@ -19,6 +20,7 @@ pub mod brain;
 pub mod config;
 pub mod devpg;
 pub mod domain;
+pub mod net;
 pub mod startup;
 pub mod store;
 #[cfg(feature = "testing")]

@@ -244,13 +244,7 @@ impl ToolRunner {
 }
 
 fn transport_failure(e: reqwest::Error) -> ToolFailure {
-    let what = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "connection failed"
-    } else {
-        "request failed"
-    };
+    let what = crate::net::transport_error_kind(&e);
     ToolFailure::new("tool_error", format!("{what}: {e}"), true)
 }
 

@@ -577,7 +577,7 @@ async fn row_replan_from_step_ok() {
     // the kept step is not claimable again; step_2 runs as the next attempt number
     let s2 = h.claim("step_2").await;
     assert_eq!(s2.attempt, 2);
-    let plans = h.store.list_plans(h.task).await.unwrap();
+    let plans: Vec<trellis::api::views::PlanView> = h.store.list_plans(h.task).await.unwrap();
     assert_eq!(
         plans.iter().map(|p| p.origin.as_str()).collect::<Vec<_>>(),
         ["initial", "replan:replan_from_step"]
@@ -723,7 +723,8 @@ async fn row_reflection_failure_fallback() {
             json!({"tok": "t1"})
         )
     );
-    let refl = h.store.list_reflections(h.task).await.unwrap();
+    let refl: Vec<trellis::api::views::ReflectionView> =
+        h.store.list_reflections(h.task).await.unwrap();
     assert_eq!(refl.len(), 1);
     assert!(refl[0].is_fallback);
     assert_eq!(refl[0].body["root_cause_category"], "reflection_error");

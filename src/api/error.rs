@@ -67,16 +67,8 @@ impl From<StoreError> for ApiError {
                     "the database could not complete the request; try again",
                 )
             }
-            StoreError::Corrupt(what) => {
-                tracing::error!(error = %what, "corrupt state");
-                Self::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "internal error",
-                )
-            }
-            StoreError::Migrate(err) => {
-                tracing::error!(error = %err, "migration error");
+            StoreError::Corrupt(_) | StoreError::Migrate(_) => {
+                tracing::error!(error = %e, "internal error");
                 Self::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "internal",

@@ -1,15 +1,14 @@
 //! `/tasks/{id}/events`: the audit log as JSON, or live over Server-Sent Events.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use uuid::Uuid;
 
 use super::views::EventView;
-use super::{ApiError, AppState, task_id};
-use crate::domain::records::EventRow;
+use super::{ApiError, AppState, TaskId};
 use crate::store::Store;
 
 #[derive(Debug, Deserialize)]
@@ -23,11 +22,10 @@ pub(super) struct EventsQuery {
 /// finished and every event has been sent.
 pub(super) async fn list_or_stream(
     State(st): State<AppState>,
-    Path(id): Path<String>,
+    TaskId(id): TaskId,
     headers: axum::http::HeaderMap,
     q: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let id = task_id(&id)?;
     let Query(q) = q.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let last_event_id = match headers.get("last-event-id") {
         None => None,
@@ -55,8 +53,7 @@ pub(super) async fn list_or_stream(
     if wants_stream {
         return Ok(event_stream(st.store.clone(), id, after).into_response());
     }
-    let events = st.store.list_events(id, after, limit).await?;
-    let events: Vec<EventView> = events.into_iter().map(EventView::from).collect();
+    let events: Vec<EventView> = st.store.list_events(id, after, limit).await?;
     Ok(Json(events).into_response())
 }
 
@@ -75,7 +72,7 @@ fn event_stream(
         store: Store,
         task: Uuid,
         last: i64,
-        pending: std::collections::VecDeque<EventRow>,
+        pending: std::collections::VecDeque<EventView>,
         done: bool,
     }
     let state = State {
@@ -90,7 +87,7 @@ fn event_stream(
             if let Some(e) = st.pending.pop_front() {
                 st.last = e.seq;
                 let (id, kind) = (e.seq.to_string(), e.kind.clone());
-                let data = serde_json::to_string(&EventView::from(e)).expect("event serializes");
+                let data = serde_json::to_string(&e).expect("event serializes");
                 let event = Event::default().id(id).event(kind).data(data);
                 return Some((Ok(event), st));
             }

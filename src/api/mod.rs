@@ -94,7 +94,41 @@ async fn not_found() -> ApiError {
     ApiError::not_found("no such route")
 }
 
-pub(crate) fn task_id(raw: &str) -> Result<Uuid, ApiError> {
+/// A task id from the route's `{id}`; a malformed one is a 400 that names it.
+pub struct TaskId(pub Uuid);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for TaskId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        let axum::extract::Path(raw) =
+            axum::extract::Path::<String>::from_request_parts(parts, state)
+                .await
+                .map_err(|e| ApiError::bad_request(e.body_text()))?;
+        task_id(&raw).map(TaskId)
+    }
+}
+
+/// A task id from the route's `{id}` that names an existing task (404 otherwise).
+pub struct KnownTask(pub Uuid);
+
+impl axum::extract::FromRequestParts<AppState> for KnownTask {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let TaskId(id) = TaskId::from_request_parts(parts, state).await?;
+        state.store.get_task(id).await?;
+        Ok(KnownTask(id))
+    }
+}
+
+fn task_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw)
         .map_err(|_| ApiError::bad_request(format!("{raw:?} is not a task id (UUID)")))
 }

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::views::{
-    self, AttemptView, EvaluationView, PlanView, PlanWithHistory, ReflectionView, TaskSummaryView,
+    self, EvaluationView, LlmUsageView, PlanView, PlanWithHistory, ReflectionView, TaskSummaryView,
 };
-use super::{ApiError, ApiJson, AppState, task_id};
+use super::{ApiError, ApiJson, AppState, KnownTask, TaskId};
 use crate::domain::plan;
 use crate::domain::records::StepRow;
 use crate::domain::status::{StepStatus, TaskStatus};
@@ -165,9 +165,8 @@ pub(super) async fn submit(
 
 pub(super) async fn get(
     State(st): State<AppState>,
-    Path(id): Path<String>,
+    TaskId(id): TaskId,
 ) -> Result<Json<Value>, ApiError> {
-    let id = task_id(&id)?;
     let t = st.store.get_task(id).await?;
     let counts = st.store.step_counts(id, t.plan_version).await?;
     let steps = st.store.list_steps(id).await?;
@@ -175,15 +174,14 @@ pub(super) async fn get(
         .iter()
         .filter(|s| s.plan_version == t.plan_version && s.status != StepStatus::Superseded)
         .collect();
-    let usage = st.store.llm_usage(id).await?;
+    let usage: LlmUsageView = st.store.llm_usage(id).await?;
     Ok(Json(views::task(&t, &counts, &current, usage)))
 }
 
 pub(super) async fn result(
     State(st): State<AppState>,
-    Path(id): Path<String>,
+    TaskId(id): TaskId,
 ) -> Result<Json<Value>, ApiError> {
-    let id = task_id(&id)?;
     let t = st.store.get_task(id).await?;
     let steps = st.store.list_steps(id).await?;
     let duration_ms = st.store.task_duration_ms(id).await?;
@@ -192,42 +190,38 @@ pub(super) async fn result(
 
 pub(super) async fn plan(
     State(st): State<AppState>,
-    Path(id): Path<String>,
+    TaskId(id): TaskId,
 ) -> Result<Json<PlanWithHistory>, ApiError> {
-    let id = task_id(&id)?;
     let t = st.store.get_task(id).await?;
-    let plans = st.store.list_plans(id).await?;
+    let plans: Vec<PlanView> = st.store.list_plans(id).await?;
     let steps = st.store.list_steps(id).await?;
-    let current = plans
-        .iter()
-        .find(|p| p.version == t.plan_version)
+    let (current, history): (Vec<PlanView>, Vec<PlanView>) = plans
+        .into_iter()
+        .map(|p| p.with_steps(&steps))
+        .partition(|p| p.version == t.plan_version);
+    let current = current
+        .into_iter()
+        .next()
         .ok_or_else(|| ApiError::not_found(format!("task {id} has no plan yet")))?;
     Ok(Json(PlanWithHistory {
         task_id: id,
-        current: PlanView::new(current, &steps),
-        history: plans
-            .iter()
-            .filter(|p| p.version != t.plan_version)
-            .map(|p| PlanView::new(p, &steps))
-            .collect(),
+        current,
+        history,
     }))
 }
 
 pub(super) async fn attempts(
     State(st): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<Json<Vec<AttemptView>>, ApiError> {
-    let id = task_id(&id)?;
-    st.store.get_task(id).await?;
+    KnownTask(id): KnownTask,
+) -> Result<Json<Vec<Value>>, ApiError> {
     let rows = st.store.list_attempts(id).await?;
-    Ok(Json(rows.into_iter().map(AttemptView::from).collect()))
+    Ok(Json(rows.iter().map(views::attempt).collect()))
 }
 
 pub(super) async fn cancel(
     State(st): State<AppState>,
-    Path(id): Path<String>,
+    TaskId(id): TaskId,
 ) -> Result<Json<Value>, ApiError> {
-    let id = task_id(&id)?;
     let status = st.store.cancel_task(id).await?;
     Ok(Json(json!({"task_id": id, "status": status})))
 }
@@ -237,10 +231,9 @@ pub(super) async fn cancel(
 /// failed steps as they are.
 pub(super) async fn resume(
     State(st): State<AppState>,
-    Path(id): Path<String>,
+    TaskId(id): TaskId,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let id = task_id(&id)?;
     let req: ResumeRequest = if body.iter().all(|b| b.is_ascii_whitespace()) {
         ResumeRequest::default()
     } else {
@@ -267,22 +260,16 @@ pub(super) async fn resume(
 
 pub(super) async fn reflections(
     State(st): State<AppState>,
-    Path(id): Path<String>,
+    KnownTask(id): KnownTask,
 ) -> Result<Json<Vec<ReflectionView>>, ApiError> {
-    let id = task_id(&id)?;
-    st.store.get_task(id).await?;
-    let rows = st.store.list_reflections(id).await?;
-    Ok(Json(rows.into_iter().map(ReflectionView::from).collect()))
+    Ok(Json(st.store.list_reflections::<ReflectionView>(id).await?))
 }
 
 pub(super) async fn evaluations(
     State(st): State<AppState>,
-    Path(id): Path<String>,
+    KnownTask(id): KnownTask,
 ) -> Result<Json<Vec<EvaluationView>>, ApiError> {
-    let id = task_id(&id)?;
-    st.store.get_task(id).await?;
-    let rows = st.store.list_evaluations(id).await?;
-    Ok(Json(rows.into_iter().map(EvaluationView::from).collect()))
+    Ok(Json(st.store.list_evaluations::<EvaluationView>(id).await?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -330,8 +317,7 @@ pub(super) async fn list(
             ));
         }
     }
-    let rows = st.store.list_tasks(&filter).await?;
-    Ok(Json(rows.into_iter().map(TaskSummaryView::from).collect()))
+    Ok(Json(st.store.list_tasks::<TaskSummaryView>(&filter).await?))
 }
 
 /// `POST /tasks/{id}/resume`: a replacement plan, or parameter/tool overrides for steps.

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::views::ToolView;
+use super::views;
 use super::{ApiError, ApiJson, AppState};
 use crate::store::tools::NewTool;
 
@@ -81,19 +81,19 @@ pub(super) async fn create(
             tags: t.tags,
         })
         .await?;
-    Ok((StatusCode::CREATED, Json(ToolView::from(row))).into_response())
+    Ok((StatusCode::CREATED, Json(views::tool(&row))).into_response())
 }
 
-pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<ToolView>>, ApiError> {
+pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<Value>>, ApiError> {
     let tools = st.store.list_tools().await?;
-    Ok(Json(tools.into_iter().map(ToolView::from).collect()))
+    Ok(Json(tools.iter().map(views::tool).collect()))
 }
 
 pub(super) async fn get(
     State(st): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<ToolView>, ApiError> {
-    Ok(Json(ToolView::from(st.store.get_tool(&id).await?)))
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(views::tool(&st.store.get_tool(&id).await?)))
 }
 
 pub(super) async fn delete(

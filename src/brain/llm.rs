@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::config::LlmSettings;
 pub use crate::domain::decision::Usage;
+use crate::net::transport_error_kind;
 
 #[derive(Clone)]
 pub struct LlmConfig {
@@ -318,16 +319,7 @@ impl LlmClient {
         }
         let resp = match req.send().await {
             Ok(r) => r,
-            Err(e) => {
-                let what = if e.is_timeout() {
-                    "timed out"
-                } else if e.is_connect() {
-                    "connection failed"
-                } else {
-                    "request failed"
-                };
-                return Err((None, what.to_string()));
-            }
+            Err(e) => return Err((None, transport_error_kind(&e).to_string())),
         };
         let status = resp.status();
         let text = match resp.text().await {

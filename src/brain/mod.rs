@@ -60,96 +60,81 @@ pub async fn decide(
     skip_brain: bool,
 ) -> DecisionOutcome {
     use DecisionOutcome as O;
-    let lost = || BrainError::NoAnswer("the decision lost its worker too many times".into());
+    let text = |e: BrainError| e.to_string();
     match kind {
-        DecisionKind::Plan => {
-            let r = if skip_brain {
-                Err(lost())
-            } else {
-                brain.plan(ctx).await
-            };
-            O::Plan(r.map_err(|e| e.to_string()))
+        DecisionKind::Plan => O::Plan(ask(skip_brain, || brain.plan(ctx)).await.map_err(text)),
+        DecisionKind::StepRepair => O::Repair(
+            ask(skip_brain, || brain.repair_step(ctx))
+                .await
+                .map_err(text),
+        ),
+        DecisionKind::Replan => {
+            O::Replan(ask(skip_brain, || brain.replan(ctx)).await.map_err(text))
         }
-        DecisionKind::StepReflection => {
-            let r = if skip_brain {
-                Err(lost())
-            } else {
-                brain.reflect_step(ctx).await
-            };
-            match r {
-                Ok(a) => O::StepReflection {
-                    reflection: a.value,
-                    raw: a.raw,
-                    fallback: false,
-                },
-                Err(e) => O::StepReflection {
-                    reflection: crate::domain::recovery::fallback_reflection(&e.to_string()),
-                    raw: None,
-                    fallback: true,
-                },
-            }
-        }
-        DecisionKind::StepRepair => {
-            let r = if skip_brain {
-                Err(lost())
-            } else {
-                brain.repair_step(ctx).await
-            };
-            O::Repair(r.map_err(|e| e.to_string()))
-        }
+        DecisionKind::StepReflection => match ask(skip_brain, || brain.reflect_step(ctx)).await {
+            Ok(a) => O::StepReflection {
+                reflection: a.value,
+                raw: a.raw,
+                fallback: false,
+            },
+            Err(e) => O::StepReflection {
+                reflection: crate::domain::recovery::fallback_reflection(&e.to_string()),
+                raw: None,
+                fallback: true,
+            },
+        },
         DecisionKind::OverallReflection => {
-            let r = if skip_brain {
-                Err(lost())
-            } else {
-                brain.reflect_overall(ctx).await
-            };
-            match r {
+            match ask(skip_brain, || brain.reflect_overall(ctx)).await {
                 Ok(a) => O::Overall {
                     reflection: a.value,
                     raw: a.raw,
                     fallback: false,
                 },
                 Err(e) => O::Overall {
-                    reflection: OverallReflection {
-                        should_replan: false,
-                        root_causes: vec![],
-                        incorrect_assumptions: vec![],
-                        alternative_approaches: vec![],
-                        lessons_learned: vec![],
-                        stop_reason: format!("overall reflection failed: {e}"),
-                        replanning_strategy: None,
-                    },
+                    reflection: fallback_overall(&e),
                     raw: None,
                     fallback: true,
                 },
             }
         }
-        DecisionKind::Replan => {
-            let r = if skip_brain {
-                Err(lost())
-            } else {
-                brain.replan(ctx).await
-            };
-            O::Replan(r.map_err(|e| e.to_string()))
-        }
-        DecisionKind::Evaluation => {
-            let r = if skip_brain {
-                Err(lost())
-            } else {
-                brain.evaluate(ctx).await
-            };
-            match r {
-                Ok(a) => O::Evaluation {
-                    evaluation: a.value,
-                    raw: a.raw,
-                },
-                // the rules evaluation needs no I/O and cannot fail
-                Err(_) => O::Evaluation {
-                    evaluation: rules::RulesBrain::evaluate(ctx),
-                    raw: None,
-                },
-            }
-        }
+        DecisionKind::Evaluation => match ask(skip_brain, || brain.evaluate(ctx)).await {
+            Ok(a) => O::Evaluation {
+                evaluation: a.value,
+                raw: a.raw,
+            },
+            // the rules evaluation needs no I/O and cannot fail
+            Err(_) => O::Evaluation {
+                evaluation: rules::RulesBrain::evaluate(ctx),
+                raw: None,
+            },
+        },
+    }
+}
+
+/// The brain's answer, unless the decision lost its worker too often (then the brain is not
+/// asked at all).
+async fn ask<'a, T>(
+    skip_brain: bool,
+    call: impl FnOnce() -> BrainFuture<'a, T>,
+) -> Result<Answer<T>, BrainError> {
+    if skip_brain {
+        return Err(BrainError::NoAnswer(
+            "the decision lost its worker too many times".into(),
+        ));
+    }
+    call().await
+}
+
+/// SPEC §4: an overall reflection that failed stops the task for a person.
+fn fallback_overall(e: &BrainError) -> OverallReflection {
+    OverallReflection {
+        should_replan: false,
+        root_causes: vec![],
+        incorrect_assumptions: vec![],
+        alternative_approaches: vec![],
+        lessons_learned: vec![],
+        stop_reason: format!("overall reflection failed: {e}"),
+        replanning_strategy: None,
     }
 }
 

@@ -1,5 +1,8 @@
-//! Records: rows as the store reads them, with typed statuses. They derive `sqlx::FromRow`
-//! and never `Serialize`: what clients see is a view type owned by `api/`.
+//! Records: the rows Trellis reasons about (task, step, attempt), as the store reads them, with
+//! typed statuses. They derive `sqlx::FromRow` and never `Serialize`: what clients see is a view
+//! owned by `api/`. Rows that exist only to be shown (events, reflections, evaluations, plan
+//! versions, task summaries, LLM usage) have no record here: the store's reads are generic over
+//! the row type, and the API decodes them straight into its views.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -66,16 +69,6 @@ impl TaskRow {
     }
 }
 
-/// One line of the task list.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct TaskSummary {
-    pub id: Uuid,
-    pub status: TaskStatus,
-    pub description: String,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
 /// A `steps` row: one step of one plan version.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct StepRow {
@@ -130,17 +123,6 @@ impl StepRow {
     }
 }
 
-/// A `plans` row (immutable once written).
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct PlanRow {
-    pub version: i32,
-    pub origin: String,
-    pub reasoning: String,
-    pub estimated_duration: Option<i32>,
-    pub steps: Value,
-    pub created_at: DateTime<Utc>,
-}
-
 /// An `attempts` row (append-only).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct AttemptRow {
@@ -158,54 +140,4 @@ pub struct AttemptRow {
     pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
     pub duration_ms: Option<i64>,
-}
-
-/// An `events` row.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct EventRow {
-    pub seq: i64,
-    pub kind: String,
-    pub at: DateTime<Utc>,
-    pub payload: Value,
-}
-
-/// A `reflections` row.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct ReflectionRecord {
-    pub level: String,
-    pub step_key: Option<String>,
-    pub plan_version: i32,
-    pub round: i32,
-    pub is_fallback: bool,
-    pub body: Value,
-    pub raw: Option<String>,
-    pub created_at: DateTime<Utc>,
-}
-
-/// An `evaluations` row.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct EvaluationRecord {
-    pub round: i32,
-    pub plan_version: i32,
-    pub overall_score: f64,
-    pub completeness: f64,
-    pub correctness: f64,
-    pub efficiency: f64,
-    pub reliability: f64,
-    pub is_successful: bool,
-    pub successes: Value,
-    pub failures: Value,
-    pub improvement_suggestions: Value,
-    pub created_at: DateTime<Utc>,
-}
-
-/// LLM usage of one task (cost reporting).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
-pub struct LlmUsage {
-    pub calls: i64,
-    pub failed_calls: i64,
-    pub requests: i64,
-    pub prompt_tokens: i64,
-    pub completion_tokens: i64,
-    pub total_tokens: i64,
 }

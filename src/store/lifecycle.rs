@@ -40,18 +40,11 @@ pub(crate) async fn start_evaluation(
     lease: Option<Lease>,
 ) -> Result<Option<ClaimedDecision>> {
     move_task(tx, task_id, TaskMove::Evaluate).await?;
-    create_decision(
-        tx,
-        task_id,
-        DecisionKind::Evaluation,
-        None,
-        &DecisionInput::default(),
-        lease,
-    )
-    .await
+    let input = DecisionInput::default();
+    create_decision(tx, task_id, DecisionKind::Evaluation, None, &input, lease).await
 }
 
-/// Task → reflecting, with an overall-reflection decision.
+/// Task → reflecting, with an overall-reflection decision leased to `lease`.
 pub(crate) async fn start_overall(
     tx: &mut Tx,
     task_id: Uuid,
@@ -60,13 +53,6 @@ pub(crate) async fn start_overall(
     lease: Lease,
 ) -> Result<Option<ClaimedDecision>> {
     move_task(tx, task_id, TaskMove::Reflect).await?;
-    create_decision(
-        tx,
-        task_id,
-        DecisionKind::OverallReflection,
-        step_id,
-        &input,
-        Some(lease),
-    )
-    .await
+    let kind = DecisionKind::OverallReflection;
+    create_decision(tx, task_id, kind, step_id, &input, Some(lease)).await
 }

@@ -6,10 +6,12 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Result, Store, StoreError};
-use crate::domain::records::{
-    AttemptRow, EvaluationRecord, EventRow, LlmUsage, PlanRow, ReflectionRecord, StepRow, TaskRow,
-    TaskSummary,
-};
+use crate::domain::records::{AttemptRow, StepRow, TaskRow};
+
+/// A row type a read decodes into (the caller's view: `sqlx::FromRow` by column name).
+pub trait Row: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin {}
+
+impl<T> Row for T where T: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin {}
 use crate::domain::status::{StepStatus, TaskStatus};
 
 /// `GET /api/v1/tasks` filters.
@@ -60,7 +62,9 @@ impl Store {
         )
     }
 
-    pub async fn list_plans(&self, task_id: Uuid) -> Result<Vec<PlanRow>> {
+    /// Plan versions, oldest first (columns `version, origin, reasoning, estimated_duration,
+    /// steps, created_at`).
+    pub async fn list_plans<R: Row>(&self, task_id: Uuid) -> Result<Vec<R>> {
         Ok(sqlx::query_as(
             "SELECT version, origin, reasoning, estimated_duration, steps, created_at
              FROM plans WHERE task_id = $1 ORDER BY version",
@@ -81,12 +85,13 @@ impl Store {
         .await?)
     }
 
-    pub async fn list_events(
+    /// Events after `after`, in order (columns `seq, kind, at, payload`).
+    pub async fn list_events<R: Row>(
         &self,
         task_id: Uuid,
         after: i64,
         limit: i64,
-    ) -> Result<Vec<EventRow>> {
+    ) -> Result<Vec<R>> {
         Ok(sqlx::query_as(
             "SELECT seq, kind, at, payload FROM events WHERE task_id = $1 AND seq > $2
              ORDER BY seq LIMIT $3",
@@ -98,7 +103,8 @@ impl Store {
         .await?)
     }
 
-    pub async fn list_tasks(&self, q: &ListTasks) -> Result<Vec<TaskSummary>> {
+    /// Newest first (columns `id, status, description, created_at, updated_at`).
+    pub async fn list_tasks<R: Row>(&self, q: &ListTasks) -> Result<Vec<R>> {
         Ok(sqlx::query_as(
             r#"
             SELECT id, status, description, created_at, updated_at FROM tasks
@@ -148,7 +154,9 @@ impl Store {
         super::plans::live_steps(&self.pool, task_id, version).await
     }
 
-    pub async fn list_reflections(&self, task_id: Uuid) -> Result<Vec<ReflectionRecord>> {
+    /// Reflections, oldest first (columns `level, step_key, plan_version, round, is_fallback,
+    /// body, raw, created_at`).
+    pub async fn list_reflections<R: Row>(&self, task_id: Uuid) -> Result<Vec<R>> {
         Ok(sqlx::query_as(
             "SELECT level, step_key, plan_version, round, is_fallback, body, raw, created_at
              FROM reflections WHERE task_id = $1 ORDER BY id",
@@ -158,7 +166,8 @@ impl Store {
         .await?)
     }
 
-    pub async fn list_evaluations(&self, task_id: Uuid) -> Result<Vec<EvaluationRecord>> {
+    /// Evaluations, oldest first (the columns of `evaluations` but `id`, `task_id`, `raw`).
+    pub async fn list_evaluations<R: Row>(&self, task_id: Uuid) -> Result<Vec<R>> {
         Ok(sqlx::query_as(
             "SELECT round, plan_version, overall_score, completeness, correctness, efficiency,
                     reliability, is_successful, successes, failures, improvement_suggestions, created_at
@@ -169,8 +178,9 @@ impl Store {
         .await?)
     }
 
-    /// LLM calls and tokens spent on a task (the `llm_usage_by_task` view; zeros when none).
-    pub async fn llm_usage(&self, task_id: Uuid) -> Result<LlmUsage> {
+    /// LLM calls and tokens spent on a task (zeros when none; columns `calls, failed_calls,
+    /// requests, prompt_tokens, completion_tokens, total_tokens`).
+    pub async fn llm_usage<R: Row>(&self, task_id: Uuid) -> Result<R> {
         Ok(sqlx::query_as(
             "SELECT count(*) AS calls, count(*) FILTER (WHERE NOT ok) AS failed_calls,
                     coalesce(sum(requests), 0)::bigint AS requests,

@@ -27,14 +27,18 @@ impl Store {
 
     /// Make a step's lease look expired (as if its worker stopped heartbeating long ago).
     pub async fn expire_lease(&self, step_id: Uuid) -> Result<u64> {
-        Ok(sqlx::query(
-            "UPDATE steps SET lease_expires_at = now() - interval '1 second'
-             WHERE id = $1 AND status = 'running'",
-        )
-        .bind(step_id)
-        .execute(&self.pool)
-        .await?
-        .rows_affected())
+        let sql = "UPDATE steps SET lease_expires_at = now() - interval '1 second'
+                   WHERE id = $1 AND status = 'running'";
+        self.update_for(sql, step_id).await
+    }
+
+    /// An `UPDATE` with one id parameter; rows it changed.
+    async fn update_for(&self, sql: &'static str, id: Uuid) -> Result<u64> {
+        Ok(sqlx::query(sql)
+            .bind(id)
+            .execute(&self.pool)
+            .await?
+            .rows_affected())
     }
 
     /// Steps currently running on one worker.
@@ -49,22 +53,14 @@ impl Store {
 
     /// Steps in a status, over all tasks.
     pub async fn count_steps(&self, status: &str) -> Result<i64> {
-        Ok(
-            sqlx::query_scalar("SELECT count(*) FROM steps WHERE status = $1")
-                .bind(status)
-                .fetch_one(&self.pool)
-                .await?,
-        )
+        self.count_where("SELECT count(*) FROM steps WHERE status = $1", status)
+            .await
     }
 
     /// Tasks in a status.
     pub async fn count_tasks(&self, status: &str) -> Result<i64> {
-        Ok(
-            sqlx::query_scalar("SELECT count(*) FROM tasks WHERE status = $1")
-                .bind(status)
-                .fetch_one(&self.pool)
-                .await?,
-        )
+        self.count_where("SELECT count(*) FROM tasks WHERE status = $1", status)
+            .await
     }
 
     /// (attempts rows, succeeded attempts, steps whose succeeded attempts ≠ 1, max lease token).
@@ -101,36 +97,31 @@ impl Store {
 impl Store {
     /// Attempts recorded with this error category (e.g. `worker_lost`).
     pub async fn count_attempts_in_category(&self, category: &str) -> Result<i64> {
-        Ok(
-            sqlx::query_scalar("SELECT count(*) FROM attempts WHERE error_category = $1")
-                .bind(category)
-                .fetch_one(&self.pool)
-                .await?,
-        )
+        let sql = "SELECT count(*) FROM attempts WHERE error_category = $1";
+        self.count_where(sql, category).await
     }
 
     /// Events of a kind, over all tasks.
     pub async fn count_events(&self, kind: &str) -> Result<i64> {
-        Ok(
-            sqlx::query_scalar("SELECT count(*) FROM events WHERE kind = $1")
-                .bind(kind)
-                .fetch_one(&self.pool)
-                .await?,
-        )
+        self.count_where("SELECT count(*) FROM events WHERE kind = $1", kind)
+            .await
+    }
+
+    /// A `count(*)` with one text parameter.
+    async fn count_where(&self, sql: &'static str, value: &str) -> Result<i64> {
+        Ok(sqlx::query_scalar(sql)
+            .bind(value)
+            .fetch_one(&self.pool)
+            .await?)
     }
 }
 
 impl Store {
     /// Make every running decision of a task look abandoned (its worker died).
     pub async fn expire_decision_leases(&self, task_id: Uuid) -> Result<u64> {
-        Ok(sqlx::query(
-            "UPDATE decisions SET lease_expires_at = now() - interval '1 second'
-             WHERE task_id = $1 AND status = 'running'",
-        )
-        .bind(task_id)
-        .execute(&self.pool)
-        .await?
-        .rows_affected())
+        let sql = "UPDATE decisions SET lease_expires_at = now() - interval '1 second'
+                   WHERE task_id = $1 AND status = 'running'";
+        self.update_for(sql, task_id).await
     }
 
     /// Decisions of a task by status.

@@ -35,6 +35,15 @@ macro_rules! statement {
     };
 }
 
+/// Run a move's statement whose only parameter is one id; rows it changed.
+async fn exec_for(tx: &mut Tx, sql: &'static str, id: Uuid) -> Result<u64> {
+    Ok(sqlx::query(sql)
+        .bind(id)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected())
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tasks
 
@@ -302,11 +311,7 @@ statement!(
 
 /// `running → ready` without an attempt (the caller holds the fenced step lock).
 pub(crate) async fn release_running(tx: &mut Tx, step_id: Uuid) -> Result<()> {
-    sqlx::query(RELEASE.as_str())
-        .bind(step_id)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
+    exec_for(tx, RELEASE.as_str(), step_id).await.map(drop)
 }
 
 statement!(
@@ -372,11 +377,9 @@ statement!(
 
 /// Tier 2: the failed row makes way for its repaired definition.
 pub(crate) async fn supersede_step(tx: &mut Tx, step_id: Uuid) -> Result<()> {
-    sqlx::query(SUPERSEDE_ONE.as_str())
-        .bind(step_id)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
+    exec_for(tx, SUPERSEDE_ONE.as_str(), step_id)
+        .await
+        .map(drop)
 }
 
 statement!(
@@ -405,11 +408,7 @@ statement!(
 
 /// Blocked and ready steps of a task become skipped. Returns how many.
 pub(crate) async fn skip_open_steps(tx: &mut Tx, task_id: Uuid) -> Result<u64> {
-    Ok(sqlx::query(SKIP.as_str())
-        .bind(task_id)
-        .execute(&mut **tx)
-        .await?
-        .rows_affected())
+    exec_for(tx, SKIP.as_str(), task_id).await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -510,8 +509,7 @@ pub(crate) async fn finish_decision(tx: &mut Tx, id: Uuid, applied: bool) -> Res
     } else {
         FINISH_STALE.as_str()
     };
-    sqlx::query(sql).bind(id).execute(&mut **tx).await?;
-    Ok(())
+    exec_for(tx, sql, id).await.map(drop)
 }
 
 statement!(
@@ -524,11 +522,7 @@ statement!(
 
 /// Every pending or running decision of a task is cancelled.
 pub(crate) async fn cancel_open_decisions(tx: &mut Tx, task_id: Uuid) -> Result<u64> {
-    Ok(sqlx::query(CANCEL_OPEN.as_str())
-        .bind(task_id)
-        .execute(&mut **tx)
-        .await?
-        .rows_affected())
+    exec_for(tx, CANCEL_OPEN.as_str(), task_id).await
 }
 
 #[cfg(test)]

@@ -38,6 +38,16 @@ struct Reflected<'a, T> {
     fallback: bool,
 }
 
+impl<'a, T> Reflected<'a, T> {
+    fn new(body: &'a T, raw: &'a Option<String>, fallback: bool) -> Self {
+        Self {
+            body,
+            raw: raw.as_deref(),
+            fallback,
+        }
+    }
+}
+
 /// The decision row as locked for applying.
 struct Locked {
     kind: DecisionKind,
@@ -138,21 +148,17 @@ async fn dispatch(
     let fresh_step = || d.step.as_ref().expect("fresh step decision has its step");
     match (d.kind, outcome) {
         (DecisionKind::Plan, DecisionOutcome::Plan(answer)) => {
-            task::apply_plan(tx, c, answer, events).await
+            task::apply_plan(tx, (c.task, c.lease), answer, events).await
         }
         (
             DecisionKind::StepReflection,
             DecisionOutcome::StepReflection {
-                reflection,
+                reflection: b,
                 raw,
                 fallback,
             },
         ) => {
-            let r = Reflected {
-                body: reflection,
-                raw: raw.as_deref(),
-                fallback: *fallback,
-            };
+            let r = Reflected::new(b, raw, *fallback);
             step::apply_step_reflection(tx, c, fresh_step(), r, events).await
         }
         (DecisionKind::StepRepair, DecisionOutcome::Repair(answer)) => {
@@ -161,16 +167,12 @@ async fn dispatch(
         (
             DecisionKind::OverallReflection,
             DecisionOutcome::Overall {
-                reflection,
+                reflection: b,
                 raw,
                 fallback,
             },
         ) => {
-            let r = Reflected {
-                body: reflection,
-                raw: raw.as_deref(),
-                fallback: *fallback,
-            };
+            let r = Reflected::new(b, raw, *fallback);
             task::apply_overall(tx, c, d.step.as_ref(), r, events).await
         }
         (DecisionKind::Replan, DecisionOutcome::Replan(answer)) => {

@@ -23,12 +23,7 @@ pub(super) async fn apply_step_reflection(
     r: Reflected<'_, StepReflection>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
-    let Applying {
-        task,
-        input,
-        policy,
-        lease,
-    } = *c;
+    let (task, input, policy, lease) = (c.task, c.input, c.policy, c.lease);
     insert_reflection(tx, task, "step", Some(step), &r).await?;
     let Reflected {
         body: r, fallback, ..
@@ -122,9 +117,7 @@ pub(super) async fn apply_repair(
     answer: &Result<Answer<StepSpec>, String>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
-    let Applying {
-        task, input, lease, ..
-    } = *c;
+    let (task, input, lease) = (c.task, c.input, c.lease);
     sqlx::query(
         "UPDATE tasks SET single_step_repair_count = single_step_repair_count + 1, updated_at = now()
          WHERE id = $1",

@@ -7,13 +7,13 @@ use uuid::Uuid;
 use super::{Applying, Reflected, category, insert_reflection, record_recovery};
 use crate::domain::decision::{Answer, DecisionInput, Planned, ToolSelection};
 use crate::domain::event_kind;
-use crate::domain::records::StepRow;
+use crate::domain::records::{StepRow, TaskRow};
 use crate::domain::recovery::{
     self, AfterEvaluation, AfterOverall, Carry, Evaluation, OverallReflection, Strategy, Trigger,
 };
 use crate::domain::status::DecisionKind;
 use crate::domain::transitions::TaskMove;
-use crate::store::decision_queue::{ClaimedDecision, create_decision};
+use crate::store::decision_queue::{ClaimedDecision, Lease, create_decision};
 use crate::store::lifecycle::{fail_task, start_evaluation, start_overall};
 use crate::store::plans::{insert_plan, insert_steps_for_version, replace_plan};
 use crate::store::transitions::move_task;
@@ -26,12 +26,7 @@ pub(super) async fn apply_overall(
     r: Reflected<'_, OverallReflection>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
-    let Applying {
-        task,
-        input,
-        policy,
-        lease,
-    } = *c;
+    let (task, input, policy, lease) = (c.task, c.input, c.policy, c.lease);
     insert_reflection(tx, task, "overall", step, &r).await?;
     let Reflected {
         body: r, fallback, ..
@@ -95,9 +90,7 @@ pub(super) async fn apply_replan(
     answer: &Result<Answer<Planned>, String>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
-    let Applying {
-        task, input, lease, ..
-    } = *c;
+    let (task, input, lease) = (c.task, c.input, c.lease);
     let strategy = input.strategy.clone().unwrap_or(Strategy::FullReplan);
     let trigger = input.trigger.unwrap_or(Trigger::StepFailure);
     let category = category(input);
@@ -161,11 +154,10 @@ fn tools_selected(task_id: Uuid, sel: &ToolSelection, phase: &str) -> NewEvent {
 /// version 1, the task `running`. A brain error or an invalid plan fails the task.
 pub(super) async fn apply_plan(
     tx: &mut Tx,
-    c: &Applying<'_>,
+    (task, lease): (&TaskRow, Lease),
     answer: &Result<Answer<Planned>, String>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
-    let Applying { task, lease, .. } = *c;
     let planned = match checked_plan(tx, answer, "the plan").await? {
         Ok(p) => p,
         Err(reason) => {
@@ -205,12 +197,7 @@ pub(super) async fn apply_evaluation(
     raw: Option<&str>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
-    let Applying {
-        task,
-        policy,
-        lease,
-        ..
-    } = *c;
+    let (task, policy, lease) = (c.task, c.policy, c.lease);
     let successful = e.overall_score >= task.success_threshold;
     insert_evaluation(tx, c, e, successful, raw).await?;
     events.push(NewEvent::new(
