@@ -175,3 +175,82 @@ fn no_function_in_src_exceeds_100_lines() {
     // the check can fail: a smaller limit finds the longest ones
     assert!(!long_functions(&src(""), 40).is_empty());
 }
+
+/// The store module a file belongs to (`store/apply/step.rs` → `apply`), if any.
+fn store_module(path: &Path) -> Option<String> {
+    let parts: Vec<String> = path
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let at = parts.iter().rposition(|p| p == "store")?;
+    let next = parts.get(at + 1)?;
+    let name = next.trim_end_matches(".rs").to_string();
+    (name != "mod").then_some(name)
+}
+
+/// Store modules each store module imports (`super::x`, `crate::store::x`).
+fn store_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let mut graph: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for (path, text) in src("store") {
+        let Some(module) = store_module(&path) else {
+            continue;
+        };
+        let nested = path.parent().is_some_and(|p| !p.ends_with("store"));
+        let entry = graph.entry(module.clone()).or_default();
+        for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            let mut prefixes = vec!["crate::store::"];
+            if !nested {
+                prefixes.push("super::");
+            }
+            for prefix in prefixes {
+                for (i, _) in line.match_indices(prefix) {
+                    let rest = &line[i + prefix.len()..];
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    let is_module = rest[name.len()..].starts_with("::");
+                    if is_module && name != module {
+                        entry.insert(name);
+                    }
+                }
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn store_modules_form_no_import_cycle() {
+    let graph = store_imports();
+    assert!(
+        graph
+            .get("step_queue")
+            .is_some_and(|d| d.contains("transitions"))
+    );
+    // depth-first search for a back edge
+    fn visit(
+        n: &str,
+        graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut std::collections::BTreeSet<String>,
+    ) {
+        if let Some(at) = path.iter().position(|p| p == n) {
+            panic!("import cycle between store modules: {:?}", &path[at..]);
+        }
+        if done.contains(n) {
+            return;
+        }
+        path.push(n.to_string());
+        for next in graph.get(n).into_iter().flatten() {
+            visit(next, graph, path, done);
+        }
+        path.pop();
+        done.insert(n.to_string());
+    }
+    let mut done = Default::default();
+    for n in graph.keys() {
+        visit(n, &graph, &mut vec![], &mut done);
+    }
+}

@@ -31,6 +31,15 @@ pub fn backoff_ms(b: Backoff, retry_count: i32) -> u64 {
     b.base_ms.saturating_mul(1u64 << exp).min(b.max_ms)
 }
 
+/// Knobs of the failure path that come from worker configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct FailurePolicy {
+    pub backoff: Backoff,
+    pub max_rescues: i32,
+    /// Lease length of decisions this worker creates and runs at once.
+    pub lease_secs: f64,
+}
+
 /// Counters (after this failure's increments) and the limits of one task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counters {

@@ -110,16 +110,6 @@ impl TaskStatus {
             TaskStatus::Succeeded | TaskStatus::Failed | TaskStatus::Cancelled
         )
     }
-
-    /// Statuses a task is still being worked on in (neither terminal nor stopped for a person).
-    pub const UNFINISHED: &'static [TaskStatus] = &[
-        TaskStatus::Pending,
-        TaskStatus::Planning,
-        TaskStatus::Running,
-        TaskStatus::Reflecting,
-        TaskStatus::Replanning,
-        TaskStatus::Evaluating,
-    ];
 }
 
 string_enum!(

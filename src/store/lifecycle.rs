@@ -1,5 +1,5 @@
 //! Task-level consequences shared by the step queue, the decision appliers and resume: fail a
-//! task, start its evaluation, start its overall reflection.
+//! task, start its evaluation, start its overall reflection, log a recovery action.
 
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -55,4 +55,30 @@ pub(crate) async fn start_overall(
     move_task(tx, task_id, TaskMove::Reflect).await?;
     let kind = DecisionKind::OverallReflection;
     create_decision(tx, task_id, kind, step_id, &input, Some(lease)).await
+}
+
+/// A row in `recoveries`, copied from the failed attempt that started the recovery.
+pub(crate) async fn record_recovery(
+    tx: &mut Tx,
+    attempt_id: Option<i64>,
+    tier: i32,
+    action: &str,
+    category: Option<&str>,
+) -> Result<()> {
+    let Some(attempt_id) = attempt_id else {
+        return Ok(());
+    };
+    sqlx::query(
+        "INSERT INTO recoveries (task_id, step_key, plan_version, failed_attempt_id, tier, action, tool, category)
+         SELECT task_id, step_key, plan_version, id, $2, $3, tool,
+                coalesce($4, error_category, 'unknown_error')
+         FROM attempts WHERE id = $1",
+    )
+    .bind(attempt_id)
+    .bind(tier)
+    .bind(action)
+    .bind(category)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }

@@ -96,16 +96,6 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
-impl StoreError {
-    /// True for the errors the caller caused (a 4xx at the API).
-    pub fn is_callers_fault(&self) -> bool {
-        matches!(
-            self,
-            StoreError::NotFound(_) | StoreError::Conflict(_) | StoreError::Rejected(_)
-        )
-    }
-}
-
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// A transaction, as `in_tx!` hands it to its work.
@@ -133,10 +123,6 @@ impl Store {
             .connect_with(options)
             .await?;
         Ok(Self { pool })
-    }
-
-    pub fn from_pool(pool: PgPool) -> Self {
-        Self { pool }
     }
 
     pub fn pool(&self) -> &PgPool {

@@ -10,9 +10,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::apply::record_recovery;
 use super::decision_queue::{ClaimedDecision, Lease, create_decision};
-use super::lifecycle::{fail_task, start_evaluation};
+use super::lifecycle::{fail_task, record_recovery, start_evaluation};
 use super::transitions::{
     DoneStep, FailedRun, Success, claim_ready, complete_running, fail_running, promote_unblocked,
     release_running,
@@ -21,12 +20,13 @@ use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task, n
 use crate::domain::decision::DecisionInput;
 use crate::domain::model::{ToolFailure, WORKER_LOST, event_kind};
 use crate::domain::records::TaskRow;
-use crate::domain::recovery::{self, AfterFailure, Backoff, Counters};
+use crate::domain::recovery::{self, AfterFailure, Counters};
 use crate::domain::status::{DecisionKind, TaskStatus};
 use crate::domain::tool::ToolDef;
 use crate::domain::transitions::StepMove;
 
 pub use super::transitions::{Claim, ClaimedStep};
+pub use crate::domain::recovery::FailurePolicy;
 
 /// Identifies one lease on one step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -64,15 +64,6 @@ pub struct StepFailure {
     pub tool: String,
     pub parameters: Value,
     pub failure: ToolFailure,
-}
-
-/// Knobs of the failure path that come from worker configuration.
-#[derive(Debug, Clone, Copy)]
-pub struct FailurePolicy {
-    pub backoff: Backoff,
-    pub max_rescues: i32,
-    /// Lease length of decisions this worker creates and runs at once.
-    pub lease_secs: f64,
 }
 
 /// What a failed attempt led to.

@@ -7,10 +7,6 @@ use uuid::Uuid;
 
 use super::{Result, Store, StoreError};
 
-pub const TABLES: [&str; 7] = [
-    "tasks", "plans", "steps", "attempts", "events", "tools", "workers",
-];
-
 impl Store {
     /// Row count of every Trellis table.
     pub async fn row_counts(&self) -> Result<BTreeMap<String, i64>> {

@@ -11,11 +11,11 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::decision_queue::{ClaimedDecision, DecisionFence, Lease};
-use super::step_queue::FailurePolicy;
 use super::transitions::finish_decision;
 use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task};
 use crate::domain::decision::{DecisionInput, DecisionOutcome};
 use crate::domain::records::{StepRow, TaskRow};
+use crate::domain::recovery::FailurePolicy;
 use crate::domain::status::{DecisionKind, StepStatus, TaskStatus};
 
 mod step;
@@ -185,32 +185,6 @@ async fn dispatch(
             "outcome does not match decision kind {k}"
         ))),
     }
-}
-
-/// A row in `recoveries`, copied from the failed attempt that started the recovery.
-pub(crate) async fn record_recovery(
-    tx: &mut Tx,
-    attempt_id: Option<i64>,
-    tier: i32,
-    action: &str,
-    category: Option<&str>,
-) -> Result<()> {
-    let Some(attempt_id) = attempt_id else {
-        return Ok(());
-    };
-    sqlx::query(
-        "INSERT INTO recoveries (task_id, step_key, plan_version, failed_attempt_id, tier, action, tool, category)
-         SELECT task_id, step_key, plan_version, id, $2, $3, tool,
-                coalesce($4, error_category, 'unknown_error')
-         FROM attempts WHERE id = $1",
-    )
-    .bind(attempt_id)
-    .bind(tier)
-    .bind(action)
-    .bind(category)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
 }
 
 /// A `reflections` row: the reflection (or its fallback) on `step`, at `level`.

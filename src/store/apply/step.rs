@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{Applying, Reflected, category, insert_reflection, record_recovery};
+use super::{Applying, Reflected, category, insert_reflection};
 use crate::domain::decision::{Answer, DecisionInput};
 use crate::domain::event_kind;
 use crate::domain::model::{PlanSpec, StepSpec};
@@ -11,7 +11,7 @@ use crate::domain::records::StepRow;
 use crate::domain::recovery::{self, AfterStepReflection, Carry, StepReflection, Trigger};
 use crate::domain::status::DecisionKind;
 use crate::store::decision_queue::{ClaimedDecision, create_decision};
-use crate::store::lifecycle::start_overall;
+use crate::store::lifecycle::{record_recovery, start_overall};
 use crate::store::plans::{insert_steps_for_version, live_steps};
 use crate::store::transitions::{rerun_failed, supersede_step};
 use crate::store::{NewEvent, Result, Tx, known_tools, notify_ready};

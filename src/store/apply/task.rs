@@ -4,7 +4,7 @@
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{Applying, Reflected, category, insert_reflection, record_recovery};
+use super::{Applying, Reflected, category, insert_reflection};
 use crate::domain::decision::{Answer, DecisionInput, Planned, ToolSelection};
 use crate::domain::event_kind;
 use crate::domain::records::{StepRow, TaskRow};
@@ -14,7 +14,7 @@ use crate::domain::recovery::{
 use crate::domain::status::DecisionKind;
 use crate::domain::transitions::TaskMove;
 use crate::store::decision_queue::{ClaimedDecision, Lease, create_decision};
-use crate::store::lifecycle::{fail_task, start_evaluation, start_overall};
+use crate::store::lifecycle::{fail_task, record_recovery, start_evaluation, start_overall};
 use crate::store::plans::{insert_plan, insert_steps_for_version, replace_plan};
 use crate::store::transitions::move_task;
 use crate::store::{NewEvent, Result, Tx, known_tools, notify_ready};
