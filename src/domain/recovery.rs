@@ -258,6 +258,57 @@ impl Strategy {
     }
 }
 
+/// A recovery action as the `recoveries` log records it (`tier`, `action`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecoveryAction {
+    /// Tier 1: a plain retry after a backoff (step reflection off, or before it).
+    Retry,
+    /// Tier 1: a retry with adjusted parameters.
+    RetryWithParams,
+    /// Tier 1: a retry with an alternative tool.
+    RetryWithTool,
+    /// Tier 2: the step was repaired.
+    Repair,
+    /// Tier 2: the repair gave no usable step.
+    RepairFailed,
+    /// Tier 3: a new plan version with this strategy (its name).
+    Replan(&'static str),
+    /// Tier 3: the replan gave no usable plan.
+    ReplanFailed,
+    /// Tier 3: stopped for a person.
+    Intervention,
+    /// Tier 3: the task failed.
+    Fail,
+}
+
+impl RecoveryAction {
+    /// 1 = step retry, 2 = single-step repair, 3 = task level.
+    pub fn tier(self) -> i32 {
+        use RecoveryAction::*;
+        match self {
+            Retry | RetryWithParams | RetryWithTool => 1,
+            Repair | RepairFailed => 2,
+            Replan(_) | ReplanFailed | Intervention | Fail => 3,
+        }
+    }
+
+    /// The `recoveries.action` text (`replan:<strategy>` for a replan).
+    pub fn label(self) -> String {
+        use RecoveryAction::*;
+        match self {
+            Retry => "retry".into(),
+            RetryWithParams => "retry_with_params".into(),
+            RetryWithTool => "retry_with_tool".into(),
+            Repair => "repair".into(),
+            RepairFailed => "repair_failed".into(),
+            Replan(strategy) => format!("replan:{strategy}"),
+            ReplanFailed => "replan_failed".into(),
+            Intervention => "intervention".into(),
+            Fail => "fail".into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OverallReflection {
     pub should_replan: bool,

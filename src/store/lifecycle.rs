@@ -9,6 +9,7 @@ use super::transitions::{cancel_open_decisions, move_task, skip_open_steps};
 use super::{NewEvent, Result, Tx};
 use crate::domain::decision::DecisionInput;
 use crate::domain::event_kind;
+use crate::domain::recovery::RecoveryAction;
 use crate::domain::status::DecisionKind;
 use crate::domain::transitions::TaskMove;
 
@@ -61,8 +62,7 @@ pub(crate) async fn start_overall(
 pub(crate) async fn record_recovery(
     tx: &mut Tx,
     attempt_id: Option<i64>,
-    tier: i32,
-    action: &str,
+    action: RecoveryAction,
     category: Option<&str>,
 ) -> Result<()> {
     let Some(attempt_id) = attempt_id else {
@@ -75,8 +75,8 @@ pub(crate) async fn record_recovery(
          FROM attempts WHERE id = $1",
     )
     .bind(attempt_id)
-    .bind(tier)
-    .bind(action)
+    .bind(action.tier())
+    .bind(action.label())
     .bind(category)
     .execute(&mut **tx)
     .await?;

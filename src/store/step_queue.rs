@@ -20,7 +20,7 @@ use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task, n
 use crate::domain::decision::DecisionInput;
 use crate::domain::model::{ToolFailure, WORKER_LOST, event_kind};
 use crate::domain::records::TaskRow;
-use crate::domain::recovery::{self, AfterFailure, Counters};
+use crate::domain::recovery::{self, AfterFailure, Counters, RecoveryAction};
 use crate::domain::status::{DecisionKind, TaskStatus};
 use crate::domain::tool::ToolDef;
 use crate::domain::transitions::StepMove;
@@ -766,7 +766,7 @@ async fn follow_failure(
     match &counted.transition {
         AfterFailure::Retry { delay_ms } => {
             if !lost {
-                record_recovery(tx, Some(attempt_id), 1, "retry", None).await?;
+                record_recovery(tx, Some(attempt_id), RecoveryAction::Retry, None).await?;
             }
             events.push(NewEvent::new(
                 task_id,

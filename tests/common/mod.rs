@@ -14,8 +14,8 @@ use axum::routing::post;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use trellis::api::{AppState, app};
 use trellis::config::Settings;
+use trellis::startup::Application;
 use trellis::store::Store;
 use trellis::testkit::{TestDb, fresh_db, wait_for};
 use trellis::worker::{self, WorkerConfig};
@@ -113,19 +113,20 @@ pub async fn spawn_app() -> TestApp {
     spawn_app_with(test_settings()).await
 }
 
+/// The application as `trellis-api` builds it (`startup::Application`), over a fresh
+/// database, on a free loopback port, without an in-process worker (tests start their own).
 pub async fn spawn_app_with(settings: Settings) -> TestApp {
     let db = fresh_db().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let router = app(AppState::new(db.store.clone(), settings.clone()));
+    let mut bind = settings.clone();
+    bind.server.host = "127.0.0.1".into();
+    bind.server.port = 0;
+    let application = Application::build_with_store(db.store.clone(), bind, false)
+        .await
+        .unwrap();
+    let addr = application.addr();
     let server = CancellationToken::new();
     let stop = server.clone();
-    tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await
-            .unwrap();
-    });
+    tokio::spawn(async move { application.run_until_stopped(stop).await.unwrap() });
     TestApp {
         addr,
         db,

@@ -8,7 +8,9 @@ use crate::domain::decision::{Answer, DecisionInput};
 use crate::domain::event_kind;
 use crate::domain::model::{PlanSpec, StepSpec};
 use crate::domain::records::StepRow;
-use crate::domain::recovery::{self, AfterStepReflection, Carry, StepReflection, Trigger};
+use crate::domain::recovery::{
+    self, AfterStepReflection, Carry, RecoveryAction, StepReflection, Trigger,
+};
 use crate::domain::status::DecisionKind;
 use crate::store::decision_queue::{ClaimedDecision, create_decision};
 use crate::store::lifecycle::{record_recovery, start_overall};
@@ -42,7 +44,13 @@ pub(super) async fn apply_step_reflection(
         AfterStepReflection::RetryWithParams { params, delay_ms } => {
             let params = serde_json::to_value(&params).expect("params");
             retry_step(tx, step, Some(params.clone()), None, delay_ms).await?;
-            record_recovery(tx, input.attempt_id, 1, "retry_with_params", category).await?;
+            record_recovery(
+                tx,
+                input.attempt_id,
+                RecoveryAction::RetryWithParams,
+                category,
+            )
+            .await?;
             events.push(retry_event(
                 task.id,
                 step,
@@ -54,7 +62,13 @@ pub(super) async fn apply_step_reflection(
         }
         AfterStepReflection::RetryWithTool { tool, delay_ms } => {
             retry_step(tx, step, None, Some(&tool), delay_ms).await?;
-            record_recovery(tx, input.attempt_id, 1, "retry_with_tool", category).await?;
+            record_recovery(
+                tx,
+                input.attempt_id,
+                RecoveryAction::RetryWithTool,
+                category,
+            )
+            .await?;
             events.push(retry_event(
                 task.id,
                 step,
@@ -140,7 +154,7 @@ pub(super) async fn apply_repair(
             };
             let (version, at) = (task.plan_version, step.position);
             insert_steps_for_version(tx, task, version, &one, &Carry::default(), at).await?;
-            record_recovery(tx, input.attempt_id, 2, "repair", category).await?;
+            record_recovery(tx, input.attempt_id, RecoveryAction::Repair, category).await?;
             events.push(NewEvent::new(
                 task.id,
                 event_kind::STEP_REPAIRED,
@@ -151,7 +165,7 @@ pub(super) async fn apply_repair(
             Ok(None)
         }
         Err(reason) => {
-            record_recovery(tx, input.attempt_id, 2, "repair_failed", category).await?;
+            record_recovery(tx, input.attempt_id, RecoveryAction::RepairFailed, category).await?;
             events.push(NewEvent::new(
                 task.id,
                 event_kind::STEP_REPAIRED,

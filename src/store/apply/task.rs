@@ -9,7 +9,8 @@ use crate::domain::decision::{Answer, DecisionInput, Planned, ToolSelection};
 use crate::domain::event_kind;
 use crate::domain::records::{StepRow, TaskRow};
 use crate::domain::recovery::{
-    self, AfterEvaluation, AfterOverall, Carry, Evaluation, OverallReflection, Strategy, Trigger,
+    self, AfterEvaluation, AfterOverall, Carry, Evaluation, OverallReflection, RecoveryAction,
+    Strategy, Trigger,
 };
 use crate::domain::status::DecisionKind;
 use crate::domain::transitions::TaskMove;
@@ -67,7 +68,7 @@ pub(super) async fn apply_overall(
                 .bind(&reason)
                 .execute(&mut **tx)
                 .await?;
-            record_recovery(tx, input.attempt_id, 3, "intervention", category).await?;
+            record_recovery(tx, input.attempt_id, RecoveryAction::Intervention, category).await?;
             events.push(NewEvent::new(
                 task.id,
                 event_kind::INTERVENTION_REQUIRED,
@@ -76,7 +77,7 @@ pub(super) async fn apply_overall(
             Ok(None)
         }
         AfterOverall::Fail { reason } => {
-            record_recovery(tx, input.attempt_id, 3, "fail", category).await?;
+            record_recovery(tx, input.attempt_id, RecoveryAction::Fail, category).await?;
             let error = json!({"step_id": input.step_key, "reason": reason});
             fail_task(tx, task.id, error, events).await?;
             Ok(None)
@@ -102,7 +103,7 @@ pub(super) async fn apply_replan(
             p.plan
         }
         Err(reason) => {
-            record_recovery(tx, input.attempt_id, 3, "replan_failed", category).await?;
+            record_recovery(tx, input.attempt_id, RecoveryAction::ReplanFailed, category).await?;
             let reason = format!("replanning failed: {reason}");
             let error = json!({"step_id": input.step_key, "reason": reason});
             fail_task(tx, task.id, error, events).await?;
@@ -120,7 +121,8 @@ pub(super) async fn apply_replan(
         .bind(task.id)
         .execute(&mut **tx)
         .await?;
-    record_recovery(tx, input.attempt_id, 3, &origin, category).await?;
+    let action = RecoveryAction::Replan(strategy.name());
+    record_recovery(tx, input.attempt_id, action, category).await?;
     Ok(next)
 }
 
