@@ -166,9 +166,11 @@ async fn claim_loop(
         }
         let wanted = permits.len();
         // Never cancelled midway: a claim that committed must reach the in-flight set.
-        let claimed = claim_decisions(rt, running, &mut permits)
-            .await
-            .and(claim_steps(rt, running, &mut permits).await);
+        let claimed = match claim_decisions(rt, running, &mut permits).await {
+            Ok(()) => claim_steps(rt, running, &mut permits).await,
+            // as before a failed decision claim: no step claim this round, back off
+            Err(()) => Err(()),
+        };
         let got = wanted - permits.len();
         drop(permits);
         if claimed.is_err() {

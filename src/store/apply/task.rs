@@ -17,7 +17,7 @@ use crate::domain::transitions::TaskMove;
 use crate::store::decision_queue::{ClaimedDecision, Lease, create_decision};
 use crate::store::lifecycle::{fail_task, record_recovery, start_evaluation, start_overall};
 use crate::store::plans::{insert_plan, insert_steps_for_version, replace_plan};
-use crate::store::transitions::move_task;
+use crate::store::transitions::{move_task, try_move_task};
 use crate::store::{NewEvent, Result, Tx, known_tools, notify_ready};
 
 pub(super) async fn apply_overall(
@@ -160,6 +160,8 @@ pub(super) async fn apply_plan(
     answer: &Result<Answer<Planned>, String>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
+    // a plan applied before its claim recorded `planning` passes through it
+    try_move_task(&mut **tx, task.id, TaskMove::StartPlanning).await?;
     let planned = match checked_plan(tx, answer, "the plan").await? {
         Ok(p) => p,
         Err(reason) => {
