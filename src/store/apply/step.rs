@@ -1,7 +1,7 @@
 //! Step-level outcomes: the step reflection (tier 1 retry, or on to a repair or the task's
 //! reflection) and the single-step repair (tier 2).
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{Applying, Reflected, category, insert_reflection};
 use crate::domain::decision::{Answer, DecisionInput};
@@ -43,40 +43,19 @@ pub(super) async fn apply_step_reflection(
     match recovery::after_step_reflection(&counters, r, |t| known.contains(t), policy.backoff) {
         AfterStepReflection::RetryWithParams { params, delay_ms } => {
             let params = serde_json::to_value(&params).expect("params");
-            retry_step(tx, step, Some(params.clone()), None, delay_ms).await?;
-            record_recovery(
+            retry_step(
                 tx,
-                input.attempt_id,
-                RecoveryAction::RetryWithParams,
-                category,
-            )
-            .await?;
-            events.push(retry_event(
-                task.id,
+                c,
                 step,
+                Retry::Params(params),
                 delay_ms,
-                "adjusted_parameters",
-                params,
-            ));
-            Ok(None)
+                category,
+                events,
+            )
+            .await
         }
         AfterStepReflection::RetryWithTool { tool, delay_ms } => {
-            retry_step(tx, step, None, Some(&tool), delay_ms).await?;
-            record_recovery(
-                tx,
-                input.attempt_id,
-                RecoveryAction::RetryWithTool,
-                category,
-            )
-            .await?;
-            events.push(retry_event(
-                task.id,
-                step,
-                delay_ms,
-                "alternative_tool",
-                json!(tool),
-            ));
-            Ok(None)
+            retry_step(tx, c, step, Retry::Tool(tool), delay_ms, category, events).await
         }
         AfterStepReflection::Repair => {
             let next = DecisionInput {
@@ -98,30 +77,47 @@ pub(super) async fn apply_step_reflection(
     }
 }
 
-/// A tier 1 `retry_scheduled` event; `what` names the adjustment.
-fn retry_event(
-    task_id: uuid::Uuid,
-    step: &StepRow,
-    delay_ms: u64,
-    what: &str,
-    value: serde_json::Value,
-) -> NewEvent {
-    let mut payload = json!({"step_id": step.step_key, "tier": 1, "next_attempt": step.attempts + 1,
-                             "delay_ms": delay_ms});
-    payload[what] = value;
-    NewEvent::new(task_id, event_kind::RETRY_SCHEDULED, payload)
+/// What a tier 1 retry changes.
+enum Retry {
+    Params(Value),
+    Tool(String),
 }
 
-/// Tier 1: the same step row runs again (overrides merged), after a backoff.
+/// Tier 1: the same step row runs again (overrides merged) after a backoff; logged and
+/// announced (`retry_scheduled`).
 async fn retry_step(
     tx: &mut Tx,
+    c: &Applying<'_>,
     step: &StepRow,
-    params: Option<serde_json::Value>,
-    tool: Option<&str>,
+    retry: Retry,
     delay_ms: u64,
-) -> Result<()> {
-    rerun_failed(tx, step.id, params, tool, delay_ms).await?;
-    notify_ready(tx).await
+    category: Option<&str>,
+    events: &mut Vec<NewEvent>,
+) -> Result<Option<ClaimedDecision>> {
+    let (action, key, value) = match &retry {
+        Retry::Params(p) => (
+            RecoveryAction::RetryWithParams,
+            "adjusted_parameters",
+            p.clone(),
+        ),
+        Retry::Tool(t) => (RecoveryAction::RetryWithTool, "alternative_tool", json!(t)),
+    };
+    let (params, tool) = match retry {
+        Retry::Params(p) => (Some(p), None),
+        Retry::Tool(t) => (None, Some(t)),
+    };
+    rerun_failed(tx, step.id, params, tool.as_deref(), delay_ms).await?;
+    notify_ready(tx).await?;
+    record_recovery(tx, c.input.attempt_id, action, category).await?;
+    let mut payload = json!({"step_id": step.step_key, "tier": 1, "next_attempt": step.attempts + 1,
+                             "delay_ms": delay_ms});
+    payload[key] = value;
+    events.push(NewEvent::new(
+        c.task.id,
+        event_kind::RETRY_SCHEDULED,
+        payload,
+    ));
+    Ok(None)
 }
 
 pub(super) async fn apply_repair(
