@@ -1,7 +1,9 @@
 //! The only writer of a task's, a step's or a decision's status. Every statement here is one
 //! named move of [`crate::domain::transitions`]: its SQL is rendered from the move, so it sets
-//! the move's target status and only matches rows in the move's source statuses. A task move
-//! that matches nothing is an error ([`StoreError::Corrupt`]), never a silent overwrite.
+//! the move's target status and only matches rows in the move's source statuses. A move of one
+//! named row (a task, a step, a decision) that matches nothing is an error
+//! ([`StoreError::Corrupt`]), never a silent overwrite; set-based moves (skip the open steps,
+//! supersede a version) move exactly the rows in their sources.
 //!
 //! The statuses are rendered as literals (not bound), so the planner still sees the partial
 //! indexes' predicates (`WHERE status = 'ready'`, `'running'`).
@@ -33,6 +35,14 @@ macro_rules! statement {
             render($sql, m.to().as_str(), &from)
         });
     };
+}
+
+/// A single-row move that matched no row: the caller checked the row's status under its lock,
+/// so this is our bug, never a state to overwrite.
+fn illegal(m: impl std::fmt::Debug, id: Uuid) -> StoreError {
+    StoreError::Corrupt(format!(
+        "{m:?} of {id} matched no row in its source statuses"
+    ))
 }
 
 /// Run a move's statement whose only parameter is one id; rows it changed.
@@ -311,7 +321,10 @@ statement!(
 
 /// `running → ready` without an attempt (the caller holds the fenced step lock).
 pub(crate) async fn release_running(tx: &mut Tx, step_id: Uuid) -> Result<()> {
-    exec_for(tx, RELEASE.as_str(), step_id).await.map(drop)
+    match exec_for(tx, RELEASE.as_str(), step_id).await? {
+        0 => Err(illegal(StepMove::Release, step_id)),
+        _ => Ok(()),
+    }
 }
 
 statement!(
@@ -331,14 +344,18 @@ pub(crate) async fn rerun_failed(
     tool: Option<&str>,
     delay_ms: u64,
 ) -> Result<()> {
-    sqlx::query(RERUN.as_str())
+    let n = sqlx::query(RERUN.as_str())
         .bind(step_id)
         .bind(params)
         .bind(tool)
         .bind(delay_ms as f64)
         .execute(&mut **tx)
-        .await?;
-    Ok(())
+        .await?
+        .rows_affected();
+    match n {
+        0 => Err(illegal(StepMove::Rerun, step_id)),
+        _ => Ok(()),
+    }
 }
 
 statement!(
@@ -504,12 +521,15 @@ statement!(FINISH_STALE = DecisionMove::Cancel, "
 
 /// The (locked, running) decision ends: applied, or cancelled as stale.
 pub(crate) async fn finish_decision(tx: &mut Tx, id: Uuid, applied: bool) -> Result<()> {
-    let sql = if applied {
-        FINISH_APPLIED.as_str()
+    let (m, sql) = if applied {
+        (DecisionMove::Apply, FINISH_APPLIED.as_str())
     } else {
-        FINISH_STALE.as_str()
+        (DecisionMove::Cancel, FINISH_STALE.as_str())
     };
-    exec_for(tx, sql, id).await.map(drop)
+    match exec_for(tx, sql, id).await? {
+        0 => Err(illegal(m, id)),
+        _ => Ok(()),
+    }
 }
 
 statement!(
