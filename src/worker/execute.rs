@@ -93,11 +93,16 @@ async fn run_step(store: &Store, runner: &ToolRunner, step: &ClaimedStep) -> Ran
         Ok(c) => c,
         Err(f) => return Ran::failed(&step.tool, parameters, f),
     };
+    let env = Env {
+        runner,
+        step,
+        ctx: &ctx,
+    };
     // Actions run in parallel; the step's own tool may read their outputs.
     let mut action_outputs: HashMap<String, Value> = HashMap::new();
     let mut output_params = Map::new();
     if !actions.is_empty() {
-        let done = match run_actions(runner, step, &actions, &ctx).await {
+        let done = match run_actions(env, &actions).await {
             Ok(done) => done,
             Err(ran) => return ran,
         };
@@ -119,21 +124,32 @@ async fn run_step(store: &Store, runner: &ToolRunner, step: &ClaimedStep) -> Ran
         metadata: &ctx.metadata,
         actions: Some(&action_outputs),
     };
-    let mut ran = run_tool(
-        runner,
-        step,
-        &step.tool,
-        &step.step_key,
-        &parameters,
-        &scope,
-        &ctx,
-    )
-    .await;
+    let call = Call {
+        tool: &step.tool,
+        key: &step.step_key,
+        parameters: &parameters,
+    };
+    let mut ran = run_tool(env, call, &scope).await;
     if let Ok(out) = &mut ran.result {
         output_params.extend(std::mem::take(&mut out.output_params));
         out.output_params = output_params;
     }
     ran
+}
+
+/// What every tool call of one claimed step runs with.
+#[derive(Clone, Copy)]
+struct Env<'a> {
+    runner: &'a ToolRunner,
+    step: &'a ClaimedStep,
+    ctx: &'a StepContext,
+}
+
+/// One tool call: the tool, its idempotency key, its unresolved parameters.
+struct Call<'a> {
+    tool: &'a str,
+    key: &'a str,
+    parameters: &'a Value,
 }
 
 /// What the placeholders and tools of a step need, loaded in one go: the outputs of the steps
@@ -178,12 +194,8 @@ struct ActionsDone {
 }
 
 /// Run every action of a step in parallel. The first failure fails the step (as a [`Ran`]).
-async fn run_actions(
-    runner: &ToolRunner,
-    step: &ClaimedStep,
-    actions: &[ActionSpec],
-    ctx: &StepContext,
-) -> Result<ActionsDone, Ran> {
+async fn run_actions(env: Env<'_>, actions: &[ActionSpec]) -> Result<ActionsDone, Ran> {
+    let Env { step, ctx, .. } = env;
     let scope = Scope {
         steps: &ctx.outputs,
         metadata: &ctx.metadata,
@@ -196,10 +208,12 @@ async fn run_actions(
                 return (a, Ran::failed(&a.tool, Value::Null, unknown_tool(&a.tool)));
             }
             let key = format!("{}.{}", step.step_key, a.id);
-            (
-                a,
-                run_tool(runner, step, &a.tool, &key, &a.parameters, scope, ctx).await,
-            )
+            let call = Call {
+                tool: &a.tool,
+                key: &key,
+                parameters: &a.parameters,
+            };
+            (a, run_tool(env, call, scope).await)
         }
     });
     let mut done = ActionsDone {
@@ -235,15 +249,13 @@ async fn run_actions(
 
 /// Resolve `parameters` in `scope`, fill what the tool's input schema names from metadata,
 /// and run `tool` under the idempotency key `key`.
-async fn run_tool(
-    runner: &ToolRunner,
-    step: &ClaimedStep,
-    tool: &str,
-    key: &str,
-    parameters: &Value,
-    scope: &Scope<'_>,
-    ctx: &StepContext,
-) -> Ran {
+async fn run_tool(env: Env<'_>, call: Call<'_>, scope: &Scope<'_>) -> Ran {
+    let Env { runner, step, ctx } = env;
+    let Call {
+        tool,
+        key,
+        parameters,
+    } = call;
     let Some(def) = ctx.tools.get(tool) else {
         return Ran::failed(tool, parameters.clone(), unknown_tool(tool));
     };

@@ -94,17 +94,18 @@ async fn retry_step(
     category: Option<&str>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
-    let (action, key, value) = match &retry {
-        Retry::Params(p) => (
-            RecoveryAction::RetryWithParams,
-            "adjusted_parameters",
-            p.clone(),
+    let (action, key, value, params, tool) = match retry {
+        Retry::Params(p) => {
+            let action = RecoveryAction::RetryWithParams;
+            (action, "adjusted_parameters", p.clone(), Some(p), None)
+        }
+        Retry::Tool(t) => (
+            RecoveryAction::RetryWithTool,
+            "alternative_tool",
+            json!(t),
+            None,
+            Some(t),
         ),
-        Retry::Tool(t) => (RecoveryAction::RetryWithTool, "alternative_tool", json!(t)),
-    };
-    let (params, tool) = match retry {
-        Retry::Params(p) => (Some(p), None),
-        Retry::Tool(t) => (None, Some(t)),
     };
     rerun_failed(tx, step.id, params, tool.as_deref(), delay_ms).await?;
     notify_ready(tx).await?;
