@@ -48,6 +48,11 @@ pub trait Brain: Send + Sync + std::fmt::Debug {
     ) -> BrainFuture<'a, OverallReflection>;
     fn replan<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, Planned>;
     fn evaluate<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, Evaluation>;
+    /// The evaluation as a pure function, when this brain's evaluation needs no I/O: the worker
+    /// then applies it inside the completion that finishes a plan, with no evaluation decision.
+    fn pure_evaluation(&self) -> Option<fn(&DecisionContext) -> Evaluation> {
+        None
+    }
 }
 
 /// Ask the brain for a decision's outcome. Brain errors and unusable answers become the

@@ -264,4 +264,8 @@ impl Brain for RulesBrain {
     fn evaluate<'a>(&'a self, ctx: &'a DecisionContext) -> BrainFuture<'a, Evaluation> {
         ready(Ok(Self::evaluate(ctx)))
     }
+
+    fn pure_evaluation(&self) -> Option<fn(&DecisionContext) -> Evaluation> {
+        Some(Self::evaluate)
+    }
 }

@@ -12,20 +12,22 @@ use uuid::Uuid;
 
 use super::decision_queue::{ClaimedDecision, Lease, create_decision};
 use super::lifecycle::{fail_task, record_recovery, start_evaluation};
+use super::apply::apply_evaluation_inline;
 use super::transitions::{
-    DoneStep, FailedRun, Success, claim_ready, complete_running, fail_running, promote_unblocked,
-    release_running,
+    DoneStep, FailedRun, Success, claim_ready, complete_running, fail_running, move_task,
+    promote_and_count, release_running,
 };
 use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task, notify_ready};
-use crate::domain::decision::DecisionInput;
+use crate::domain::decision::{DecisionContext, DecisionInput};
 use crate::domain::model::{ToolFailure, WORKER_LOST, event_kind};
-use crate::domain::records::TaskRow;
-use crate::domain::recovery::{self, AfterFailure, Counters, RecoveryAction};
+use crate::domain::records::{AttemptRow, StepRow, TaskRow};
+use crate::domain::recovery::{self, AfterFailure, Counters, Evaluation, RecoveryAction};
 use crate::domain::status::{DecisionKind, TaskStatus};
 use crate::domain::tool::ToolDef;
-use crate::domain::transitions::StepMove;
+use crate::domain::transitions::{StepMove, TaskMove};
 
 pub use super::transitions::{Claim, ClaimedStep};
+
 pub use crate::domain::recovery::FailurePolicy;
 
 /// Identifies one lease on one step.
@@ -105,27 +107,10 @@ impl Store {
     ///
     /// One short transaction, two statements: lock tasks that have ready steps
     /// (`FOR NO KEY UPDATE SKIP LOCKED`), then lease their ready steps in plan order up to each
-    /// task's free room ([`super::transitions`]); `step_started` events in the same transaction.
+    /// task's free room and append their `step_started` events ([`super::transitions`]).
+    /// The commit is asynchronous (see [`claim_in`]).
     pub async fn claim_steps(&self, c: &Claim) -> Result<Vec<ClaimedStep>> {
-        in_tx!(self.pool, |tx| {
-            let task_ids = lock_claimable_tasks(tx, c.limit).await?;
-            if task_ids.is_empty() {
-                return Ok(vec![]);
-            }
-            let claimed = claim_ready(tx, &task_ids, c).await?;
-            let events: Vec<NewEvent> = claimed
-                .iter()
-                .map(|s| {
-                    NewEvent::new(
-                        s.task_id,
-                        event_kind::STEP_STARTED,
-                        json!({"step_id": s.step_key, "attempt": s.attempt, "tool": s.tool, "worker_id": c.worker_id}),
-                    )
-                })
-                .collect();
-            append_events(tx, &events).await?;
-            Ok(claimed)
-        })
+        in_tx!(self.pool, |tx| claim_in(tx, c, true).await)
     }
 
     /// Milliseconds until the earliest ready step in backoff becomes due (None: none waiting).
@@ -196,10 +181,14 @@ impl Store {
                 .fetch_optional(&self.pool)
                 .await?
                 .ok_or_else(|| StoreError::NotFound(format!("task {task_id}")))?;
-        let tools: Vec<ToolDef> = sqlx::query_as("SELECT * FROM tools WHERE id = ANY($1)")
-            .bind(tool_ids)
-            .fetch_all(&self.pool)
-            .await?;
+        let tools: Vec<ToolDef> = if tool_ids.is_empty() {
+            vec![]
+        } else {
+            sqlx::query_as("SELECT * FROM tools WHERE id = ANY($1)")
+                .bind(tool_ids)
+                .fetch_all(&self.pool)
+                .await?
+        };
         Ok(StepContext {
             outputs: outputs.into_iter().collect(),
             metadata: match metadata {
@@ -231,7 +220,13 @@ impl Store {
         items: &[StepSuccess],
         lease_secs: f64,
     ) -> Result<Vec<Completed>> {
-        in_tx!(self.pool, |tx| complete_batch(tx, items, lease_secs).await)
+        let cycle = Cycle {
+            items,
+            lease_secs,
+            inline: None,
+            claim: None,
+        };
+        Ok(self.complete_and_claim(&cycle).await?.completed)
     }
 
     /// Record a failed attempt, count it, and apply the failure decision
@@ -310,12 +305,31 @@ impl Store {
     }
 }
 
+/// Claim inside `tx`: lock claimable tasks, lease their ready steps.
+///
+/// With `async_commit` (a claim on its own) the transaction commits with
+/// `synchronous_commit = off`: its commit returns before its WAL
+/// is flushed, so the task rows it locked are free again after microseconds rather than after an
+/// fsync. Losing such a commit in a crash loses only the claim: the steps are `ready` again and
+/// are claimed anew (the worker's completion of a step whose claim was lost is fenced). Any later
+/// durable commit (a completion) flushes the WAL up to it, claims included.
+pub(crate) async fn claim_in(tx: &mut Tx, c: &Claim, async_commit: bool) -> Result<Vec<ClaimedStep>> {
+    let task_ids = lock_claimable_tasks(tx, c.limit, async_commit).await?;
+    if task_ids.is_empty() {
+        return Ok(vec![]);
+    }
+    claim_ready(tx, &task_ids, c).await
+}
+
 /// Lock up to `limit` running tasks that have due ready steps and free room under their
-/// `max_concurrent_steps`, in claim order, skipping tasks another transaction holds.
-async fn lock_claimable_tasks(tx: &mut Tx, limit: i64) -> Result<Vec<Uuid>> {
+/// `max_concurrent_steps`, in claim order, skipping tasks another transaction holds. Sets the
+/// transaction's commit asynchronous (see [`claim_in`]).
+async fn lock_claimable_tasks(tx: &mut Tx, limit: i64, async_commit: bool) -> Result<Vec<Uuid>> {
     Ok(sqlx::query_scalar(
         r#"
-        SELECT t.id FROM tasks t
+        SELECT t.id FROM tasks t,
+             (SELECT set_config('synchronous_commit',
+                     CASE WHEN $2 THEN 'off' ELSE current_setting('synchronous_commit') END, true)) AS commit_mode
         WHERE t.status = 'running'
           -- correlated probes with LIMIT 1 stay index lookups per task (a semi-join here
           -- degenerates into rescanning every ready step for every running task)
@@ -329,6 +343,7 @@ async fn lock_claimable_tasks(tx: &mut Tx, limit: i64) -> Result<Vec<Uuid>> {
         "#,
     )
     .bind(limit)
+    .bind(async_commit)
     .fetch_all(&mut **tx)
     .await?)
 }
@@ -336,11 +351,60 @@ async fn lock_claimable_tasks(tx: &mut Tx, limit: i64) -> Result<Vec<Uuid>> {
 /// The items of a batch whose lease held, with their rows.
 type DoneItems<'a> = Vec<(&'a StepSuccess, &'a DoneStep)>;
 
-async fn complete_batch(
-    tx: &mut Tx,
-    items: &[StepSuccess],
-    lease_secs: f64,
-) -> Result<Vec<Completed>> {
+/// Status, plan version and consecutive failures of each locked task of a batch.
+type TaskState = HashMap<Uuid, (TaskStatus, i32, i32)>;
+
+/// A pure evaluation applied inside the completion that finishes a plan (the rules brain's),
+/// instead of an evaluation decision going through the decision queue.
+#[derive(Clone, Copy)]
+pub struct InlineEvaluation {
+    pub evaluate: fn(&DecisionContext) -> Evaluation,
+    pub policy: FailurePolicy,
+}
+
+/// What a worker's completion cycle records and claims in one transaction.
+pub struct Cycle<'a> {
+    pub items: &'a [StepSuccess],
+    pub lease_secs: f64,
+    pub inline: Option<InlineEvaluation>,
+    /// Claim up to `limit` ready steps after the completions, less one per evaluation or
+    /// reflection the batch started (those keep their worker's permit).
+    pub claim: Option<Claim>,
+}
+
+/// What a cycle did: one result per item, and the steps it claimed.
+pub struct CycleDone {
+    pub completed: Vec<Completed>,
+    pub claimed: Vec<ClaimedStep>,
+}
+
+impl Store {
+    /// Record completions and claim the next steps in one transaction (one commit): see
+    /// [`Store::complete_steps`] for the completions and [`Store::claim_steps`] for the claim.
+    pub async fn complete_and_claim(&self, c: &Cycle<'_>) -> Result<CycleDone> {
+        in_tx!(self.pool, |tx| {
+            let completed = complete_batch(tx, c).await?;
+            let started = completed
+                .iter()
+                .filter(|r| matches!(r, Ok(Some(_))))
+                .count() as i64;
+            let claimed = match &c.claim {
+                Some(claim) if claim.limit > started => {
+                    let claim = Claim {
+                        limit: claim.limit - started,
+                        ..claim.clone()
+                    };
+                    claim_in(tx, &claim, false).await?
+                }
+                _ => vec![],
+            };
+            Ok(CycleDone { completed, claimed })
+        })
+    }
+}
+
+async fn complete_batch(tx: &mut Tx, c: &Cycle<'_>) -> Result<Vec<Completed>> {
+    let items = c.items;
     let task_state = lock_batch_tasks(tx, items).await?;
     let successes: Vec<Success<'_>> = items
         .iter()
@@ -349,6 +413,9 @@ async fn complete_batch(
             task_id: s.fence.task_id,
             lease_token: s.fence.lease_token,
             output: &s.output,
+            tool: &s.tool,
+            parameters: &s.parameters,
+            worker_id: s.worker_id,
         })
         .collect();
     let done = complete_running(tx, &successes).await?;
@@ -360,7 +427,6 @@ async fn complete_batch(
     if done_items.is_empty() {
         return Ok(items.iter().map(|_| Err(StoreError::Fenced)).collect());
     }
-    insert_success_attempts(tx, &done_items).await?;
     let mut events: Vec<NewEvent> = done_items
         .iter()
         .map(|(s, d)| {
@@ -371,55 +437,27 @@ async fn complete_batch(
             )
         })
         .collect();
-    let decisions = advance_tasks(tx, &done_items, &task_state, lease_secs, &mut events).await?;
+    let decisions = advance_tasks(tx, c, &done_items, &task_state, &mut events).await?;
     append_events(tx, &events).await?;
     Ok(batch_results(items, &done_by_id, decisions))
 }
 
-/// Lock the batch's tasks in id order (concurrent batches cannot deadlock): status and plan
-/// version of each.
-async fn lock_batch_tasks(
-    tx: &mut Tx,
-    items: &[StepSuccess],
-) -> Result<HashMap<Uuid, (TaskStatus, i32)>> {
+/// Lock the batch's tasks in id order (concurrent batches cannot deadlock).
+async fn lock_batch_tasks(tx: &mut Tx, items: &[StepSuccess]) -> Result<TaskState> {
     let mut task_ids: Vec<Uuid> = items.iter().map(|s| s.fence.task_id).collect();
     task_ids.sort();
     task_ids.dedup();
-    let tasks: Vec<(Uuid, TaskStatus, i32)> = sqlx::query_as(
-        "SELECT id, status, plan_version FROM tasks WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
+    let tasks: Vec<(Uuid, TaskStatus, i32, i32)> = sqlx::query_as(
+        "SELECT id, status, plan_version, consecutive_failures FROM tasks
+         WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
     )
     .bind(&task_ids)
     .fetch_all(&mut **tx)
     .await?;
-    Ok(tasks.into_iter().map(|(id, st, v)| (id, (st, v))).collect())
-}
-
-/// The succeeded attempts of a batch, one statement.
-async fn insert_success_attempts(tx: &mut Tx, done: &DoneItems<'_>) -> Result<()> {
-    sqlx::query(
-        r#"
-        INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, parameters,
-                              status, output, worker_id, started_at, finished_at)
-        SELECT a.task_id, a.step_id, a.step_key, a.plan_version, a.attempt, a.tool, a.parameters,
-               'succeeded', a.output, a.worker_id, coalesce(a.started_at, now()), clock_timestamp()
-        FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::text[], $7::jsonb[],
-                    $8::jsonb[], $9::uuid[], $10::timestamptz[])
-             AS a(task_id, step_id, step_key, plan_version, attempt, tool, parameters, output, worker_id, started_at)
-        "#,
-    )
-    .bind(done.iter().map(|(_, d)| d.task_id).collect::<Vec<_>>())
-    .bind(done.iter().map(|(_, d)| d.id).collect::<Vec<_>>())
-    .bind(done.iter().map(|(_, d)| d.step_key.clone()).collect::<Vec<_>>())
-    .bind(done.iter().map(|(_, d)| d.plan_version).collect::<Vec<_>>())
-    .bind(done.iter().map(|(_, d)| d.attempts).collect::<Vec<_>>())
-    .bind(done.iter().map(|(s, _)| s.tool.clone()).collect::<Vec<_>>())
-    .bind(done.iter().map(|(s, _)| s.parameters.clone()).collect::<Vec<_>>())
-    .bind(done.iter().map(|(s, _)| s.output.clone()).collect::<Vec<_>>())
-    .bind(done.iter().map(|(s, _)| s.worker_id).collect::<Vec<_>>())
-    .bind(done.iter().map(|(_, d)| d.started_at).collect::<Vec<_>>())
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
+    Ok(tasks
+        .into_iter()
+        .map(|(id, st, v, f)| (id, (st, v, f)))
+        .collect())
 }
 
 /// Output params to merge into each task's runtime metadata.
@@ -428,14 +466,11 @@ type OutputParams = HashMap<Uuid, Map<String, Value>>;
 /// Tasks still running the plan version their completed steps belong to, with the output
 /// params to merge. Steps of a replaced plan, or of a task that stopped running, only record
 /// their result.
-fn active_tasks(
-    done: &DoneItems<'_>,
-    task_state: &HashMap<Uuid, (TaskStatus, i32)>,
-) -> (Vec<(Uuid, i32)>, OutputParams) {
+fn active_tasks(done: &DoneItems<'_>, task_state: &TaskState) -> (Vec<(Uuid, i32)>, OutputParams) {
     let mut active: Vec<(Uuid, i32)> = Vec::new();
     let mut params: OutputParams = HashMap::new();
     for (s, d) in done {
-        let Some((status, version)) = task_state.get(&d.task_id) else {
+        let Some((status, version, _)) = task_state.get(&d.task_id) else {
             continue;
         };
         if *status == TaskStatus::Running && *version == d.plan_version {
@@ -451,22 +486,26 @@ fn active_tasks(
     (active, params)
 }
 
-/// For the active tasks of a batch: merge runtime metadata, promote unblocked steps, and start
-/// the evaluation of every task whose plan is done (leased to the worker that finished it).
-async fn advance_tasks(
+/// Reset consecutive failures and merge output params into runtime metadata, for the tasks
+/// where either changes anything (no write to a task row a success leaves as it was).
+async fn update_task_rows(
     tx: &mut Tx,
-    done: &DoneItems<'_>,
-    task_state: &HashMap<Uuid, (TaskStatus, i32)>,
-    lease_secs: f64,
-    events: &mut [NewEvent],
-) -> Result<HashMap<Uuid, ClaimedDecision>> {
-    let (active, mut params) = active_tasks(done, task_state);
-    let mut decisions = HashMap::new();
-    if active.is_empty() {
-        return Ok(decisions);
+    active: &[(Uuid, i32)],
+    task_state: &TaskState,
+    mut params: OutputParams,
+) -> Result<()> {
+    let (mut ids, mut merged) = (Vec::new(), Vec::new());
+    for (t, _) in active {
+        let p = params.remove(t).unwrap_or_default();
+        let failures = task_state.get(t).map(|s| s.2).unwrap_or(0);
+        if failures != 0 || !p.is_empty() {
+            ids.push(*t);
+            merged.push(Value::Object(p));
+        }
     }
-    let ids: Vec<Uuid> = active.iter().map(|(t, _)| *t).collect();
-    let versions: Vec<i32> = active.iter().map(|(_, v)| *v).collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
     sqlx::query(
         "UPDATE tasks t SET consecutive_failures = 0, runtime_metadata = t.runtime_metadata || m.params,
                 updated_at = now()
@@ -474,33 +513,67 @@ async fn advance_tasks(
          WHERE t.id = m.id",
     )
     .bind(&ids)
-    .bind(
-        ids.iter()
-            .map(|t| Value::Object(params.remove(t).unwrap_or_default()))
-            .collect::<Vec<_>>(),
-    )
+    .bind(&merged)
     .execute(&mut **tx)
     .await?;
-    let promoted = promote_unblocked(tx, &ids, &versions).await?;
-    note_promoted(events, &promoted);
+    Ok(())
+}
+
+/// For the active tasks of a batch: update their rows, promote unblocked steps, and evaluate
+/// every task whose plan is done — inline when the evaluation is pure, else through an
+/// evaluation decision leased to the worker that finished it.
+async fn advance_tasks(
+    tx: &mut Tx,
+    c: &Cycle<'_>,
+    done: &DoneItems<'_>,
+    task_state: &TaskState,
+    events: &mut Vec<NewEvent>,
+) -> Result<HashMap<Uuid, ClaimedDecision>> {
+    let (active, params) = active_tasks(done, task_state);
+    let mut decisions = HashMap::new();
+    if active.is_empty() {
+        return Ok(decisions);
+    }
+    update_task_rows(tx, &active, task_state, params).await?;
+    let ids: Vec<Uuid> = active.iter().map(|(t, _)| *t).collect();
+    let versions: Vec<i32> = active.iter().map(|(_, v)| *v).collect();
     let mut any_ready = false;
-    for (task_id, open, ready) in open_counts(tx, &ids, &versions).await? {
-        any_ready |= ready > 0;
-        if open == 0 {
-            // the worker that finished the plan runs its evaluation
-            let worker_id = done
-                .iter()
-                .rev()
-                .find(|(_, d)| d.task_id == task_id)
-                .map(|(s, _)| s.worker_id)
-                .expect("an active task has a completed step");
-            let lease = Lease {
-                worker_id,
-                lease_secs,
-            };
-            if let Some(d) = start_evaluation(tx, task_id, Some(lease)).await? {
-                decisions.insert(task_id, d);
+    let mut finished = Vec::new();
+    for p in promote_and_count(tx, &ids, &versions).await? {
+        note_promoted(events, p.task_id, &p.promoted);
+        any_ready |= p.ready > 0;
+        if p.open == 0 {
+            finished.push(p.task_id);
+        }
+    }
+    for task_id in &finished {
+        // the worker that finished the plan runs (or applies) its evaluation
+        let worker_id = done
+            .iter()
+            .rev()
+            .find(|(_, d)| d.task_id == *task_id)
+            .map(|(s, _)| s.worker_id)
+            .expect("an active task has a completed step");
+        let lease = Lease {
+            worker_id,
+            lease_secs: c.lease_secs,
+        };
+        let next = match &c.inline {
+            None => start_evaluation(tx, *task_id, Some(lease)).await?,
+            Some(_) => {
+                move_task(tx, *task_id, TaskMove::Evaluate).await?;
+                None
             }
+        };
+        if let Some(d) = next {
+            decisions.insert(*task_id, d);
+        }
+    }
+    if let Some(inline) = &c.inline
+        && !finished.is_empty()
+    {
+        for (task_id, d) in evaluate_inline(tx, inline, &finished, c.lease_secs, done, events).await? {
+            decisions.insert(task_id, d);
         }
     }
     if any_ready {
@@ -510,38 +583,110 @@ async fn advance_tasks(
     Ok(decisions)
 }
 
-/// Add each promoted step to the `promoted` list of its task's last `step_completed` event.
-fn note_promoted(events: &mut [NewEvent], promoted: &[(Uuid, String)]) {
-    for (task_id, key) in promoted {
-        if let Some(e) = events
-            .iter_mut()
+/// Evaluate the finished tasks (now `evaluating`) with the pure evaluation and apply each
+/// outcome, as the evaluation decision would have been: three reads for the whole batch.
+async fn evaluate_inline(
+    tx: &mut Tx,
+    inline: &InlineEvaluation,
+    finished: &[Uuid],
+    lease_secs: f64,
+    done: &DoneItems<'_>,
+    events: &mut Vec<NewEvent>,
+) -> Result<Vec<(Uuid, ClaimedDecision)>> {
+    let tasks: Vec<TaskRow> = sqlx::query_as("SELECT * FROM tasks WHERE id = ANY($1)")
+        .bind(finished)
+        .fetch_all(&mut **tx)
+        .await?;
+    let mut steps = live_steps_of(tx, &tasks).await?;
+    let mut attempts = attempts_of(tx, &tasks).await?;
+    let mut next = Vec::new();
+    for task in tasks {
+        let worker_id = done
+            .iter()
             .rev()
-            .find(|e| e.task_id == *task_id && e.kind == event_kind::STEP_COMPLETED)
+            .find(|(_, d)| d.task_id == task.id)
+            .map(|(s, _)| s.worker_id)
+            .expect("a finished task has a completed step");
+        let ctx = DecisionContext {
+            steps: steps.remove(&task.id).unwrap_or_default(),
+            step: None,
+            attempts: attempts.remove(&task.id).unwrap_or_default(),
+            tools: HashMap::new(),
+            counters: task.counters(None, inline.policy.max_rescues),
+            input: DecisionInput::default(),
+            llm_calls_used: 0,
+            meter: Default::default(),
+            task,
+        };
+        let evaluation = (inline.evaluate)(&ctx);
+        let lease = Lease {
+            worker_id,
+            lease_secs,
+        };
+        let task_id = ctx.task.id;
+        if let Some(d) =
+            apply_evaluation_inline(tx, &ctx.task, &evaluation, &inline.policy, lease, events)
+                .await?
         {
-            match e.payload["promoted"].as_array_mut() {
-                Some(l) => l.push(json!(key)),
-                None => e.payload["promoted"] = json!([key]),
-            }
+            next.push((task_id, d));
         }
     }
+    Ok(next)
 }
 
-/// Per task: steps of the plan version still open (blocked, ready, running, failed), and ready.
-async fn open_counts(tx: &mut Tx, ids: &[Uuid], versions: &[i32]) -> Result<Vec<(Uuid, i64, i64)>> {
-    Ok(sqlx::query_as(
-        r#"
-        SELECT s.task_id,
-               count(*) FILTER (WHERE s.status IN ('blocked', 'ready', 'running', 'failed')),
-               count(*) FILTER (WHERE s.status = 'ready')
-        FROM steps s JOIN unnest($1::uuid[], $2::int[]) AS a(task_id, plan_version)
-          ON s.task_id = a.task_id AND s.plan_version = a.plan_version
-        GROUP BY s.task_id
-        "#,
+/// Live steps of each task's current plan version, by task, in plan order.
+async fn live_steps_of(tx: &mut Tx, tasks: &[TaskRow]) -> Result<HashMap<Uuid, Vec<StepRow>>> {
+    let rows: Vec<StepRow> = sqlx::query_as(
+        "SELECT s.* FROM steps s JOIN unnest($1::uuid[], $2::int[]) AS a(task_id, plan_version)
+           ON s.task_id = a.task_id AND s.plan_version = a.plan_version
+         WHERE s.status <> 'superseded' ORDER BY s.task_id, s.position",
     )
-    .bind(ids)
-    .bind(versions)
+    .bind(tasks.iter().map(|t| t.id).collect::<Vec<_>>())
+    .bind(tasks.iter().map(|t| t.plan_version).collect::<Vec<_>>())
     .fetch_all(&mut **tx)
-    .await?)
+    .await?;
+    let mut by_task: HashMap<Uuid, Vec<StepRow>> = HashMap::new();
+    for r in rows {
+        by_task.entry(r.task_id).or_default().push(r);
+    }
+    Ok(by_task)
+}
+
+/// Every attempt of each task, by task, in order.
+async fn attempts_of(tx: &mut Tx, tasks: &[TaskRow]) -> Result<HashMap<Uuid, Vec<AttemptRow>>> {
+    let rows: Vec<(Uuid, AttemptRow)> = {
+        use sqlx::{FromRow, Row};
+        let raw = sqlx::query(
+            "SELECT task_id, step_id, step_key, plan_version, attempt, tool, parameters, status, output,
+                    error, error_category, worker_id, started_at, finished_at, duration_ms
+             FROM attempts WHERE task_id = ANY($1) ORDER BY id",
+        )
+        .bind(tasks.iter().map(|t| t.id).collect::<Vec<_>>())
+        .fetch_all(&mut **tx)
+        .await?;
+        raw.iter()
+            .map(|r| Ok((r.try_get("task_id")?, AttemptRow::from_row(r)?)))
+            .collect::<std::result::Result<_, sqlx::Error>>()?
+    };
+    let mut by_task: HashMap<Uuid, Vec<AttemptRow>> = HashMap::new();
+    for (t, a) in rows {
+        by_task.entry(t).or_default().push(a);
+    }
+    Ok(by_task)
+}
+
+/// Add a task's promoted steps to the `promoted` list of its last `step_completed` event.
+fn note_promoted(events: &mut [NewEvent], task_id: Uuid, promoted: &[String]) {
+    if promoted.is_empty() {
+        return;
+    }
+    if let Some(e) = events
+        .iter_mut()
+        .rev()
+        .find(|e| e.task_id == task_id && e.kind == event_kind::STEP_COMPLETED)
+    {
+        e.payload["promoted"] = json!(promoted);
+    }
 }
 
 /// One result per item; a task's evaluation goes to the last of its items in the batch.

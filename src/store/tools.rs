@@ -61,6 +61,29 @@ impl Store {
             .await?)
     }
 
+    /// The registry's version and every tool, read in one statement (a worker's tool cache).
+    pub async fn tool_registry(&self) -> Result<(i64, Vec<ToolDef>)> {
+        use sqlx::{FromRow, Row};
+        let rows = sqlx::query(
+            "SELECT t.*, (SELECT version FROM tool_registry) AS registry_version FROM tools t ORDER BY id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let version = match rows.first() {
+            Some(r) => r.try_get("registry_version")?,
+            None => {
+                sqlx::query_scalar("SELECT version FROM tool_registry")
+                    .fetch_one(&self.pool)
+                    .await?
+            }
+        };
+        let tools = rows
+            .iter()
+            .map(ToolDef::from_row)
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok((version, tools))
+    }
+
     pub async fn get_tool(&self, id: &str) -> Result<ToolDef> {
         sqlx::query_as("SELECT * FROM tools WHERE id = $1")
             .bind(id)

@@ -110,7 +110,8 @@ pub(crate) async fn try_move_task(
 // ---------------------------------------------------------------------------------------------
 // Steps
 
-/// A step this worker now holds a lease on.
+/// A step this worker now holds a lease on, with what it needs to run (no further reads for a
+/// step whose placeholders name only its direct dependencies).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ClaimedStep {
     pub id: Uuid,
@@ -126,11 +127,19 @@ pub struct ClaimedStep {
     pub attempt: i32,
     pub lease_token: i64,
     pub started_at: DateTime<Utc>,
+    /// The task's metadata with its runtime metadata overlaid.
+    pub metadata: Value,
+    /// Outputs of the step's direct dependencies that are done, by step key.
+    pub outputs: Value,
+    /// `tool_registry.version` as of the claim (tool definitions newer than a worker's cache).
+    pub tools_version: i64,
 }
 
 statement!(
     /// With a snapshot taken after the task locks (so the running counts are exact), pick each
-    /// task's ready steps in plan order up to its free room and lease them.
+    /// task's ready steps in plan order up to its free room, lease them, and append their
+    /// `step_started` events (the task rows are already locked by this transaction). Returns
+    /// each step with its task's merged metadata and its direct dependencies' outputs.
     CLAIM = StepMove::Claim,
     r#"
     WITH room AS (
@@ -139,7 +148,8 @@ statement!(
                  - (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running') AS room
         FROM tasks t WHERE t.id = ANY($1)
     ), picked AS (
-        SELECT p.id FROM room
+        SELECT p.id, row_number() OVER (ORDER BY room.priority DESC, room.created_at, room.task_id, p.position) AS ord
+        FROM room
         CROSS JOIN LATERAL (
             SELECT s.id, s.position FROM steps s
             WHERE s.task_id = room.task_id AND s.status IN {from} AND s.run_after <= now()
@@ -148,15 +158,40 @@ statement!(
         ) p
         ORDER BY room.priority DESC, room.created_at, room.task_id, p.position
         LIMIT $2
+    ), claimed AS (
+        UPDATE steps s
+        SET status = {to}, lease_owner = $3, lease_token = s.lease_token + 1,
+            lease_expires_at = now() + make_interval(secs => $4), started_at = clock_timestamp(), updated_at = now()
+        FROM picked
+        WHERE s.id = picked.id AND s.status IN {from}
+        RETURNING s.id, s.task_id, s.plan_version, s.step_key, coalesce(s.tool_override, s.tool) AS tool,
+                  s.parameters, s.param_overrides, s.actions, s.attempts + 1 AS attempt,
+                  s.lease_token, s.started_at, s.dependencies, picked.ord
+    ), ev AS (
+        SELECT c.task_id, c.ord,
+               row_number() OVER (PARTITION BY c.task_id ORDER BY c.ord) AS rn,
+               jsonb_build_object('step_id', c.step_key, 'attempt', c.attempt, 'tool', c.tool,
+                                  'worker_id', $3::uuid) AS payload
+        FROM claimed c
+    ), bump AS (
+        UPDATE tasks t SET event_seq = t.event_seq + n.n
+        FROM (SELECT task_id, count(*) AS n FROM ev GROUP BY task_id) n
+        WHERE t.id = n.task_id
+        RETURNING t.id, t.event_seq AS last_seq, n.n, t.metadata || t.runtime_metadata AS metadata
+    ), logged AS (
+        INSERT INTO events (task_id, seq, kind, payload)
+        SELECT ev.task_id, b.last_seq - b.n + ev.rn, $5, ev.payload
+        FROM ev JOIN bump b ON b.id = ev.task_id
     )
-    UPDATE steps s
-    SET status = {to}, lease_owner = $3, lease_token = s.lease_token + 1,
-        lease_expires_at = now() + make_interval(secs => $4), started_at = clock_timestamp(), updated_at = now()
-    FROM picked
-    WHERE s.id = picked.id AND s.status IN {from}
-    RETURNING s.id, s.task_id, s.plan_version, s.step_key, coalesce(s.tool_override, s.tool) AS tool,
-              s.parameters, s.param_overrides, s.actions, s.attempts + 1 AS attempt,
-              s.lease_token, s.started_at
+    SELECT c.id, c.task_id, c.plan_version, c.step_key, c.tool, c.parameters, c.param_overrides,
+           c.actions, c.attempt, c.lease_token, c.started_at, b.metadata,
+           (SELECT coalesce(jsonb_object_agg(d.step_key, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb)
+            FROM steps d
+            WHERE d.task_id = c.task_id AND d.plan_version = c.plan_version
+              AND d.step_key = ANY(c.dependencies) AND d.status IN ('succeeded', 'skipped')) AS outputs,
+           (SELECT version FROM tool_registry) AS tools_version
+    FROM claimed c JOIN bump b ON b.id = c.task_id
+    ORDER BY c.ord
     "#
 );
 
@@ -179,6 +214,7 @@ pub(crate) async fn claim_ready(
         .bind(c.limit)
         .bind(c.worker_id)
         .bind(c.lease_secs)
+        .bind(crate::domain::model::event_kind::STEP_STARTED)
         .fetch_all(&mut **tx)
         .await?)
 }
@@ -191,63 +227,111 @@ pub(crate) struct DoneStep {
     pub step_key: String,
     pub plan_version: i32,
     pub attempts: i32,
-    pub started_at: Option<DateTime<Utc>>,
 }
 
-/// One fenced success: (step, task, lease token, output).
+/// One fenced success: (step, task, lease token, output), and what its attempt records.
 pub(crate) struct Success<'a> {
     pub step_id: Uuid,
     pub task_id: Uuid,
     pub lease_token: i64,
     pub output: &'a Value,
+    pub tool: &'a str,
+    pub parameters: &'a Value,
+    pub worker_id: Uuid,
 }
 
 statement!(
+    /// Mark every item whose lease holds `succeeded` and insert its attempt, in one statement.
     COMPLETE = StepMove::Complete,
     r#"
-    UPDATE steps s
-    SET status = {to}, output = i.output, error = NULL, attempts = s.attempts + 1,
-        lease_owner = NULL, lease_expires_at = NULL, finished_at = clock_timestamp(), updated_at = now()
-    FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::jsonb[]) AS i(step_id, task_id, token, output)
-    WHERE s.id = i.step_id AND s.task_id = i.task_id AND s.lease_token = i.token AND s.status IN {from}
-    RETURNING s.id, s.task_id, s.step_key, s.plan_version, s.attempts, s.started_at
+    WITH i AS (
+        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::jsonb[], $5::text[],
+                             $6::jsonb[], $7::uuid[])
+             AS i(step_id, task_id, token, output, tool, parameters, worker_id)
+    ), done AS (
+        UPDATE steps s
+        SET status = {to}, output = i.output, error = NULL, attempts = s.attempts + 1,
+            lease_owner = NULL, lease_expires_at = NULL, finished_at = clock_timestamp(), updated_at = now()
+        FROM i
+        WHERE s.id = i.step_id AND s.task_id = i.task_id AND s.lease_token = i.token AND s.status IN {from}
+        RETURNING s.id, s.task_id, s.step_key, s.plan_version, s.attempts, s.started_at, s.output
+    ), recorded AS (
+        INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, parameters,
+                              status, output, worker_id, started_at, finished_at)
+        SELECT d.task_id, d.id, d.step_key, d.plan_version, d.attempts, i.tool, i.parameters,
+               'succeeded', d.output, i.worker_id, coalesce(d.started_at, now()), clock_timestamp()
+        FROM done d JOIN i ON i.step_id = d.id
+    )
+    SELECT id, task_id, step_key, plan_version, attempts FROM done
     "#
 );
 
-/// `running → succeeded` for every item whose lease still holds (one statement); a taken-over
-/// lease is simply not matched.
+/// `running → succeeded` for every item whose lease still holds, with its attempt row (one
+/// statement); a taken-over lease is simply not matched.
 pub(crate) async fn complete_running(tx: &mut Tx, items: &[Success<'_>]) -> Result<Vec<DoneStep>> {
     Ok(sqlx::query_as(COMPLETE.as_str())
         .bind(items.iter().map(|i| i.step_id).collect::<Vec<_>>())
         .bind(items.iter().map(|i| i.task_id).collect::<Vec<_>>())
         .bind(items.iter().map(|i| i.lease_token).collect::<Vec<_>>())
         .bind(items.iter().map(|i| i.output.clone()).collect::<Vec<_>>())
+        .bind(items.iter().map(|i| i.tool).collect::<Vec<_>>())
+        .bind(items.iter().map(|i| i.parameters.clone()).collect::<Vec<_>>())
+        .bind(items.iter().map(|i| i.worker_id).collect::<Vec<_>>())
         .fetch_all(&mut **tx)
         .await?)
 }
 
 statement!(
+    /// Promote, and count what is left of each plan version, in one statement. Promotion moves
+    /// `blocked → ready`, both open, so the open count does not depend on it; the ready count
+    /// adds the promoted steps to those ready before.
     PROMOTE = StepMove::Promote,
     r#"
-    UPDATE steps d SET status = {to}, run_after = now(), updated_at = now()
-    FROM unnest($1::uuid[], $2::int[]) AS a(task_id, plan_version)
-    WHERE d.task_id = a.task_id AND d.plan_version = a.plan_version AND d.status IN {from}
-      AND NOT EXISTS (
-          SELECT 1 FROM steps p
-          WHERE p.task_id = d.task_id AND p.plan_version = d.plan_version
-            AND p.step_key = ANY(d.dependencies)
-            AND p.status NOT IN ('succeeded', 'skipped', 'superseded'))
-    RETURNING d.task_id, d.step_key
+    WITH a AS (
+        SELECT * FROM unnest($1::uuid[], $2::int[]) AS a(task_id, plan_version)
+    ), promoted AS (
+        UPDATE steps d SET status = {to}, run_after = now(), updated_at = now()
+        FROM a
+        WHERE d.task_id = a.task_id AND d.plan_version = a.plan_version AND d.status IN {from}
+          AND NOT EXISTS (
+              SELECT 1 FROM steps p
+              WHERE p.task_id = d.task_id AND p.plan_version = d.plan_version
+                AND p.step_key = ANY(d.dependencies)
+                AND p.status NOT IN ('succeeded', 'skipped', 'superseded'))
+        RETURNING d.task_id, d.step_key, d.position
+    ), counts AS (
+        SELECT s.task_id,
+               count(*) FILTER (WHERE s.status IN ('blocked', 'ready', 'running', 'failed')) AS open,
+               count(*) FILTER (WHERE s.status = 'ready') AS ready
+        FROM steps s JOIN a ON s.task_id = a.task_id AND s.plan_version = a.plan_version
+        GROUP BY s.task_id
+    )
+    SELECT c.task_id, c.open,
+           c.ready + (SELECT count(*) FROM promoted p WHERE p.task_id = c.task_id) AS ready,
+           coalesce((SELECT array_agg(p.step_key ORDER BY p.position) FROM promoted p
+                     WHERE p.task_id = c.task_id), '{}') AS promoted
+    FROM counts c
     "#
 );
 
+/// What promotion left of one task's plan version.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct Promoted {
+    pub task_id: Uuid,
+    /// Steps still blocked, ready, running or failed.
+    pub open: i64,
+    pub ready: i64,
+    /// Keys of the steps just promoted, in plan order.
+    pub promoted: Vec<String>,
+}
+
 /// `blocked → ready` for the steps of these (task, plan version)s whose dependencies are all
-/// done. Returns (task, step key) of each.
-pub(crate) async fn promote_unblocked(
+/// done; per task, what is left open.
+pub(crate) async fn promote_and_count(
     tx: &mut Tx,
     task_ids: &[Uuid],
     versions: &[i32],
-) -> Result<Vec<(Uuid, String)>> {
+) -> Result<Vec<Promoted>> {
     Ok(sqlx::query_as(PROMOTE.as_str())
         .bind(task_ids)
         .bind(versions)

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use futures::future::join_all;
 use serde_json::{Map, Value, json};
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::{Runtime, with_retries};
 use crate::domain::params::{self, Scope};
@@ -12,7 +13,7 @@ use crate::domain::plan::{self, Reference};
 use crate::domain::{ActionSpec, ToolFailure};
 use crate::store::decision_queue::ClaimedDecision;
 use crate::store::step_queue::{ClaimedStep, StepContext, StepFailure, StepSuccess};
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 use crate::tools::{Invocation, ToolOutput, ToolRunner};
 
 /// Outcome of running a step's tool(s).
@@ -33,11 +34,17 @@ impl Ran {
 }
 
 /// Run a claimed step and record its outcome; returns the decision that outcome started
-/// (a step reflection or an evaluation), leased to this worker.
-pub(super) async fn execute(rt: &Runtime, step: ClaimedStep) -> Option<ClaimedDecision> {
+/// (a step reflection or an evaluation), leased to this worker, and the permit to run it
+/// under (a success hands its permit to the completer, which may reuse it for the next claim).
+pub(super) async fn execute(
+    rt: &Runtime,
+    step: ClaimedStep,
+    permit: OwnedSemaphorePermit,
+) -> (Option<ClaimedDecision>, Option<OwnedSemaphorePermit>) {
     let (store, cfg) = (&rt.store, &rt.cfg);
-    let ran = run_step(store, &rt.runner, &step).await;
+    let ran = run_step(rt, &step).await;
     let fence = step.fence();
+    let mut permit = Some(permit);
     let outcome = match ran.result {
         Ok(out) => {
             let s = StepSuccess {
@@ -48,7 +55,9 @@ pub(super) async fn execute(rt: &Runtime, step: ClaimedStep) -> Option<ClaimedDe
                 output: out.output,
                 output_params: out.output_params,
             };
-            rt.completer.complete(s).await.map(|d| ("succeeded", d))
+            let (r, back) = rt.completer.complete(s, permit.take()).await;
+            permit = back;
+            r.map(|d| ("succeeded", d))
         }
         Err(failure) => {
             let f = StepFailure {
@@ -66,35 +75,35 @@ pub(super) async fn execute(rt: &Runtime, step: ClaimedStep) -> Option<ClaimedDe
     match outcome {
         Ok((what, next)) => {
             tracing::debug!(step = %step.step_key, task = %step.task_id, what, "step recorded");
-            next
+            (next, permit)
         }
         Err(StoreError::Fenced) => {
             tracing::warn!(
                 step = %step.step_key, task = %step.task_id,
                 "lease was taken over while the step ran; outcome discarded"
             );
-            None
+            (None, permit)
         }
         Err(e) => {
             tracing::error!(
                 step = %step.step_key, task = %step.task_id, error = %e,
                 "could not record the outcome; the lease will expire and the step be rescued"
             );
-            None
+            (None, permit)
         }
     }
 }
 
-async fn run_step(store: &Store, runner: &ToolRunner, step: &ClaimedStep) -> Ran {
+async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Ran {
     let mut parameters = step.parameters.clone();
     params::merge_overrides(&mut parameters, &step.param_overrides);
     let actions: Vec<ActionSpec> = serde_json::from_value(step.actions.clone()).unwrap_or_default();
-    let ctx = match load_context(store, step, &parameters, &actions).await {
+    let ctx = match load_context(rt, step, &parameters, &actions).await {
         Ok(c) => c,
         Err(f) => return Ran::failed(&step.tool, parameters, f),
     };
     let env = Env {
-        runner,
+        runner: &rt.runner,
         step,
         ctx: &ctx,
     };
@@ -152,18 +161,26 @@ struct Call<'a> {
     parameters: &'a Value,
 }
 
-/// What the placeholders and tools of a step need, loaded in one go: the outputs of the steps
-/// its parameters name, the merged metadata, the tool definitions.
+/// What the placeholders and tools of a step need. The claim brought the merged metadata and
+/// the outputs of the step's direct dependencies, and the tools come from the worker's cache;
+/// only a placeholder naming a transitive dependency costs a read.
 async fn load_context(
-    store: &Store,
+    rt: &Runtime,
     step: &ClaimedStep,
     parameters: &Value,
     actions: &[ActionSpec],
 ) -> Result<StepContext, ToolFailure> {
+    let unavailable = |e: StoreError| {
+        ToolFailure::new(
+            "tool_error",
+            format!("could not load the step's context: {e}"),
+            true,
+        )
+    };
     let mut keys = HashSet::new();
-    let mut tool_ids: Vec<String> = actions.iter().map(|a| a.tool.clone()).collect();
+    let mut tool_ids: Vec<&str> = actions.iter().map(|a| a.tool.as_str()).collect();
     if !step.tool.is_empty() {
-        tool_ids.push(step.tool.clone());
+        tool_ids.push(&step.tool);
     }
     for v in std::iter::once(parameters).chain(actions.iter().map(|a| &a.parameters)) {
         let refs = plan::references(v).map_err(|e| param_error(e.message))?;
@@ -172,17 +189,35 @@ async fn load_context(
             _ => None,
         }));
     }
-    let keys: Vec<String> = keys.into_iter().collect();
-    store
-        .step_context(step.task_id, step.plan_version, &keys, &tool_ids)
+    let mut outputs: HashMap<String, Value> = match &step.outputs {
+        Value::Object(m) => m.clone().into_iter().collect(),
+        _ => HashMap::new(),
+    };
+    let missing: Vec<String> = keys
+        .into_iter()
+        .filter(|k| !outputs.contains_key(k))
+        .collect();
+    if !missing.is_empty() {
+        let read = rt
+            .store
+            .step_context(step.task_id, step.plan_version, &missing, &[])
+            .await
+            .map_err(unavailable)?;
+        outputs.extend(read.outputs);
+    }
+    let tools = rt
+        .tools
+        .get(&rt.store, step.tools_version, &tool_ids)
         .await
-        .map_err(|e| {
-            ToolFailure::new(
-                "tool_error",
-                format!("could not load the step's context: {e}"),
-                true,
-            )
-        })
+        .map_err(unavailable)?;
+    Ok(StepContext {
+        outputs,
+        metadata: match &step.metadata {
+            Value::Object(m) => m.clone(),
+            _ => Map::new(),
+        },
+        tools,
+    })
 }
 
 /// What a step's actions produced, all of them having succeeded.

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -26,7 +26,7 @@ use crate::brain::{self, Brain};
 use crate::config::Settings;
 use crate::domain::recovery::Backoff;
 use crate::store::decision_queue::DecisionFence;
-use crate::store::step_queue::{Claim, FailurePolicy, Fence};
+use crate::store::step_queue::{Claim, ClaimedStep, FailurePolicy, Fence, InlineEvaluation};
 use crate::store::workers::WorkerInfo;
 use crate::store::{Store, StoreError};
 use crate::tools::ToolRunner;
@@ -35,6 +35,7 @@ mod completer;
 mod decisions;
 mod execute;
 mod maintenance;
+mod tool_cache;
 
 pub use completer::Completer;
 pub use decisions::run_decision_chain;
@@ -98,6 +99,7 @@ struct Runtime {
     runner: ToolRunner,
     completer: Completer,
     in_flight: InFlight,
+    tools: tool_cache::ToolCache,
 }
 
 /// Run a worker until `shutdown` is cancelled, then drain: no new claims; in-flight steps get
@@ -120,16 +122,32 @@ pub async fn run(
     let background = CancellationToken::new();
     let wake = Arc::new(Notify::new());
     let mut helpers = maintenance::spawn(&store, &cfg, &wake, &background);
-    let (completer, completer_task) = Completer::start(store.clone(), cfg.lease.as_secs_f64());
+    let in_flight: InFlight = Arc::default();
+    let (handoff, mut handoffs) = mpsc::unbounded_channel();
+    let (completer, completer_task) = Completer::start(
+        store.clone(),
+        completer::CompleterConfig {
+            worker_id: cfg.id,
+            lease_secs: cfg.lease.as_secs_f64(),
+            inline: cfg.brain.pure_evaluation().map(|evaluate| InlineEvaluation {
+                evaluate,
+                policy: cfg.policy,
+            }),
+            in_flight: in_flight.clone(),
+            handoff,
+            shutdown: shutdown.clone(),
+        },
+    );
     let rt = Runtime {
         store: store.clone(),
         cfg: cfg.clone(),
         runner: ToolRunner::new(),
         completer,
-        in_flight: Arc::default(),
+        in_flight,
+        tools: tool_cache::ToolCache::default(),
     };
     let mut running: JoinSet<()> = JoinSet::new();
-    claim_loop(&rt, &mut running, &wake, &shutdown).await;
+    claim_loop(&rt, &mut running, &mut handoffs, &wake, &shutdown).await;
 
     tracing::info!(worker_id = %cfg.id, in_flight = running.len(), "draining");
     let drained = drain(&rt, &mut running).await;
@@ -142,10 +160,11 @@ pub async fn run(
     Ok(())
 }
 
-/// Claim while permits are free, until shutdown.
+/// Claim while permits are free, and run the steps completion cycles claimed, until shutdown.
 async fn claim_loop(
     rt: &Runtime,
     running: &mut JoinSet<()>,
+    handoffs: &mut mpsc::UnboundedReceiver<completer::Handoff>,
     wake: &Notify,
     shutdown: &CancellationToken,
 ) {
@@ -155,6 +174,10 @@ async fn claim_loop(
         let first = tokio::select! {
             biased;
             _ = shutdown.cancelled() => break,
+            Some((step, permit)) = handoffs.recv() => {
+                spawn_step(rt, running, step, permit);
+                continue;
+            }
             p = sem.clone().acquire_owned() => p.expect("semaphore is never closed"),
         };
         let mut permits = vec![first];
@@ -238,14 +261,7 @@ async fn claim_steps(
                     .lock()
                     .expect("in-flight lock")
                     .insert(step.id, Held::Step(step.fence()));
-                let rt = rt.clone();
-                running.spawn(async move {
-                    let id = step.id;
-                    let next = execute::execute(&rt, step).await;
-                    rt.in_flight.lock().expect("in-flight lock").remove(&id);
-                    decisions::run(&rt.store, &rt.cfg, &rt.in_flight, next).await;
-                    drop(permit);
-                });
+                spawn_step(rt, running, step, permit);
             }
             Ok(())
         }
@@ -256,6 +272,24 @@ async fn claim_steps(
     }
 }
 
+/// Run a claimed step (already in the in-flight set) under its permit, then the decisions its
+/// outcome starts.
+fn spawn_step(
+    rt: &Runtime,
+    running: &mut JoinSet<()>,
+    step: ClaimedStep,
+    permit: OwnedSemaphorePermit,
+) {
+    let rt = rt.clone();
+    running.spawn(async move {
+        let id = step.id;
+        let (next, permit) = execute::execute(&rt, step, permit).await;
+        rt.in_flight.lock().expect("in-flight lock").remove(&id);
+        decisions::run(&rt.store, &rt.cfg, &rt.in_flight, next).await;
+        drop(permit);
+    });
+}
+
 /// Give running work `shutdown_grace` to finish; release what is left (no attempt burnt).
 /// True when everything finished in time.
 async fn drain(rt: &Runtime, running: &mut JoinSet<()>) -> bool {
@@ -264,11 +298,11 @@ async fn drain(rt: &Runtime, running: &mut JoinSet<()>) -> bool {
     })
     .await
     .is_ok();
-    if drained {
-        return true;
+    if !drained {
+        running.abort_all();
+        while running.join_next().await.is_some() {}
     }
-    running.abort_all();
-    while running.join_next().await.is_some() {}
+    // what did not finish, and steps a last completion cycle claimed but nobody ran
     let left: Vec<Held> = rt
         .in_flight
         .lock()
@@ -286,7 +320,7 @@ async fn drain(rt: &Runtime, running: &mut JoinSet<()>) -> bool {
             Err(e) => tracing::warn!(error = %e, "release failed; the lease will expire"),
         }
     }
-    false
+    drained
 }
 
 /// Sleep until a notification, the next retry falls due, the poll period ends, or shutdown.

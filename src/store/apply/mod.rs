@@ -89,6 +89,26 @@ impl Store {
     }
 }
 
+/// Apply a pure evaluation of a task the caller has locked and moved to `evaluating` (the
+/// completion that finished its plan), as an evaluation decision's outcome would be applied.
+pub(crate) async fn apply_evaluation_inline(
+    tx: &mut Tx,
+    task: &TaskRow,
+    evaluation: &crate::domain::recovery::Evaluation,
+    policy: &FailurePolicy,
+    lease: Lease,
+    events: &mut Vec<NewEvent>,
+) -> Result<Option<ClaimedDecision>> {
+    let input = DecisionInput::default();
+    let c = Applying {
+        task,
+        input: &input,
+        policy,
+        lease,
+    };
+    task::apply_evaluation(tx, &c, evaluation, None, events).await
+}
+
 /// Lock the decision if it still carries this lease, and the step it concerns.
 async fn lock_decision(tx: &mut Tx, f: &DecisionFence) -> Result<Locked> {
     let row: Option<(DecisionKind, Option<Uuid>, i64, Value)> = sqlx::query_as(
