@@ -427,7 +427,7 @@ async fn main() -> Result<()> {
     let quick = args.iter().any(|a| a == "--quick");
     let sizes = if quick {
         Sizes {
-            concurrency: env_usize("BENCH_CONCURRENCY", 32),
+            concurrency: env_usize("BENCH_CONCURRENCY", 64),
             tasks: 50,
             steps: 10,
             workers: 2,
@@ -438,7 +438,7 @@ async fn main() -> Result<()> {
         }
     } else {
         Sizes {
-            concurrency: env_usize("BENCH_CONCURRENCY", 32),
+            concurrency: env_usize("BENCH_CONCURRENCY", 64),
             tasks: 400,
             steps: 10,
             workers: 2,

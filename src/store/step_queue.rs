@@ -314,7 +314,7 @@ impl Store {
 /// are claimed anew (the worker's completion of a step whose claim was lost is fenced). Any later
 /// durable commit (a completion) flushes the WAL up to it, claims included.
 pub(crate) async fn claim_in(tx: &mut Tx, c: &Claim, async_commit: bool) -> Result<Vec<ClaimedStep>> {
-    let task_ids = lock_claimable_tasks(tx, c.limit, async_commit).await?;
+    let task_ids = lock_claimable_tasks(tx, c, async_commit).await?;
     if task_ids.is_empty() {
         return Ok(vec![]);
     }
@@ -324,26 +324,46 @@ pub(crate) async fn claim_in(tx: &mut Tx, c: &Claim, async_commit: bool) -> Resu
 /// Lock up to `limit` running tasks that have due ready steps and free room under their
 /// `max_concurrent_steps`, in claim order, skipping tasks another transaction holds. Sets the
 /// transaction's commit asynchronous (see [`claim_in`]).
-async fn lock_claimable_tasks(tx: &mut Tx, limit: i64, async_commit: bool) -> Result<Vec<Uuid>> {
+async fn lock_claimable_tasks(tx: &mut Tx, c: &Claim, async_commit: bool) -> Result<Vec<Uuid>> {
     Ok(sqlx::query_scalar(
         r#"
-        SELECT t.id FROM tasks t,
+        WITH cand AS (
+            SELECT t.id, t.priority, t.created_at, r.elsewhere > 0 AS elsewhere,
+                   least(t.max_concurrent_steps - r.running, q.ready) AS n
+            FROM tasks t
+            -- correlated probes stay index lookups per task (a semi-join here degenerates
+            -- into rescanning every ready step for every running task)
+            CROSS JOIN LATERAL (SELECT count(*) AS running,
+                                       count(*) FILTER (WHERE r.lease_owner <> $3) AS elsewhere
+                                FROM steps r WHERE r.task_id = t.id AND r.status = 'running') r
+            CROSS JOIN LATERAL (SELECT count(*) AS ready FROM (
+                                    SELECT 1 FROM steps s
+                                    WHERE s.task_id = t.id AND s.status = 'ready' AND s.run_after <= now()
+                                    LIMIT $1) x) q
+            WHERE t.status = 'running' AND q.ready > 0 AND t.max_concurrent_steps > r.running
+            -- among tasks of equal priority, those with steps running on another worker come
+            -- last: that worker takes their next steps in its own completion cycles, so two
+            -- workers rarely record steps of the same task (and wait on its row) at once
+            ORDER BY t.priority DESC, elsewhere, t.created_at, t.id
+            LIMIT $1
+        ), enough AS (
+            -- only as many tasks as the claim can take steps from: a task locked for nothing
+            -- would make another worker's completion of its steps wait for this commit
+            SELECT id, sum(n) OVER (ORDER BY priority DESC, elsewhere, created_at, id) - n AS before
+            FROM cand
+        )
+        SELECT t.id FROM tasks t
+        JOIN enough e ON e.id = t.id,
              (SELECT set_config('synchronous_commit',
                      CASE WHEN $2 THEN 'off' ELSE current_setting('synchronous_commit') END, true)) AS commit_mode
-        WHERE t.status = 'running'
-          -- correlated probes with LIMIT 1 stay index lookups per task (a semi-join here
-          -- degenerates into rescanning every ready step for every running task)
-          AND (SELECT true FROM steps s
-               WHERE s.task_id = t.id AND s.status = 'ready' AND s.run_after <= now() LIMIT 1)
-          AND t.max_concurrent_steps
-              > (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running')
-        ORDER BY t.priority DESC, t.created_at, t.id
-        LIMIT $1
+        WHERE e.before < $1 AND t.status = 'running'
+        ORDER BY t.id
         FOR NO KEY UPDATE OF t SKIP LOCKED
         "#,
     )
-    .bind(limit)
+    .bind(c.limit)
     .bind(async_commit)
+    .bind(c.worker_id)
     .fetch_all(&mut **tx)
     .await?)
 }

@@ -12,6 +12,8 @@ use crate::store::{Store, StoreError};
 #[derive(Clone, Default)]
 pub(super) struct ToolCache {
     inner: Arc<RwLock<Snapshot>>,
+    /// One reload at a time (steps claimed together wait for the same read).
+    reload: Arc<tokio::sync::Mutex<()>>,
 }
 
 #[derive(Default)]
@@ -30,6 +32,10 @@ impl ToolCache {
         ids: &[&str],
     ) -> Result<HashMap<String, ToolDef>, StoreError> {
         if self.read().version < version {
+            let _one = self.reload.lock().await;
+            if self.read().version >= version {
+                return Ok(self.pick(ids));
+            }
             let (v, tools) = store.tool_registry().await?;
             let mut w = self.inner.write().expect("tool cache lock");
             if v > w.version {
@@ -37,11 +43,14 @@ impl ToolCache {
                 w.tools = tools.into_iter().map(|t| (t.id.clone(), t)).collect();
             }
         }
+        Ok(self.pick(ids))
+    }
+
+    fn pick(&self, ids: &[&str]) -> HashMap<String, ToolDef> {
         let r = self.read();
-        Ok(ids
-            .iter()
+        ids.iter()
             .filter_map(|id| r.tools.get(*id).map(|t| (t.id.clone(), t.clone())))
-            .collect())
+            .collect()
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Snapshot> {
