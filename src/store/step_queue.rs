@@ -327,7 +327,7 @@ pub(crate) async fn claim_in(tx: &mut Tx, c: &Claim, async_commit: bool) -> Resu
 async fn lock_claimable_tasks(tx: &mut Tx, c: &Claim, async_commit: bool) -> Result<Vec<Uuid>> {
     Ok(sqlx::query_scalar(
         r#"
-        WITH cand AS (
+        WITH cand AS MATERIALIZED (
             SELECT t.id, t.priority, t.created_at, r.elsewhere > 0 AS elsewhere,
                    least(t.max_concurrent_steps - r.running, q.ready) AS n
             FROM tasks t
@@ -346,17 +346,17 @@ async fn lock_claimable_tasks(tx: &mut Tx, c: &Claim, async_commit: bool) -> Res
             -- workers rarely record steps of the same task (and wait on its row) at once
             ORDER BY t.priority DESC, elsewhere, t.created_at, t.id
             LIMIT $1
-        ), enough AS (
+        ), enough AS MATERIALIZED (
             -- only as many tasks as the claim can take steps from: a task locked for nothing
             -- would make another worker's completion of its steps wait for this commit
             SELECT id, sum(n) OVER (ORDER BY priority DESC, elsewhere, created_at, id) - n AS before
             FROM cand
         )
-        SELECT t.id FROM tasks t
-        JOIN enough e ON e.id = t.id,
+        SELECT t.id FROM tasks t,
              (SELECT set_config('synchronous_commit',
                      CASE WHEN $2 THEN 'off' ELSE current_setting('synchronous_commit') END, true)) AS commit_mode
-        WHERE e.before < $1 AND t.status = 'running'
+        -- by primary key (an id list the planner cannot turn into a rescan per running task)
+        WHERE t.id = ANY(ARRAY(SELECT id FROM enough WHERE before < $1)) AND t.status = 'running'
         ORDER BY t.id
         FOR NO KEY UPDATE OF t SKIP LOCKED
         "#,

@@ -5,20 +5,20 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::decision_queue::create_decision;
+mod bulk;
+
 use super::lifecycle::start_evaluation;
-use super::plans::{insert_plan, insert_steps_for_version, replace_plan};
+use super::plans::replace_plan;
 use super::transitions::{cancel_open_decisions, move_task, rerun_all_failed, skip_open_steps};
 use super::{
     NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task, notify_ready,
 };
-use crate::domain::decision::DecisionInput;
 use crate::domain::event_kind;
 use crate::domain::limits::Limits;
 use crate::domain::model::PlanSpec;
 use crate::domain::records::TaskRow;
-use crate::domain::recovery::{Carry, Strategy};
-use crate::domain::status::{DecisionKind, TaskStatus};
+use crate::domain::recovery::Strategy;
+use crate::domain::status::TaskStatus;
 use crate::domain::transitions::TaskMove;
 
 /// A task to insert.
@@ -57,50 +57,45 @@ pub struct StepOverride {
 }
 
 impl Store {
-    /// Insert a task with its first plan version and steps, in one transaction. With an
-    /// idempotency key that already exists, nothing is written and the existing task is returned.
+    /// Insert a task with its first plan version and steps (one statement, see
+    /// [`Store::submit_tasks`]). With an idempotency key that already exists, nothing is
+    /// written and the existing task is returned. A tool the plan names that is not registered
+    /// is [`StoreError::Rejected`].
     pub async fn submit_task(&self, t: &NewTask) -> Result<Submitted> {
-        let inserted = in_tx!(self.pool, |tx| {
-            let Some(task) = insert_task(tx, t).await? else {
-                return Ok(None);
-            };
-            let submitted = NewEvent::new(
-                task.id,
-                event_kind::TASK_SUBMITTED,
-                json!({"description": t.description, "priority": t.priority, "limits": t.limits,
-                           "planned_by_brain": t.plan.is_none()}),
-            );
-            match &t.plan {
-                Some(plan) => install_first_plan(tx, &task, plan, submitted).await?,
-                None => {
-                    // planned by the brain: a claimable `plan` decision, any worker may take it
-                    let input = DecisionInput::default();
-                    create_decision(tx, task.id, DecisionKind::Plan, None, &input, None).await?;
-                    append_events(tx, &[submitted]).await?;
+        match self.submit_tasks(std::slice::from_ref(t)).await? {
+            Ok(mut v) => Ok(v.pop().expect("one result per task")),
+            Err(missing) => Err(StoreError::Rejected(format!(
+                "the plan names tools that are not registered: {}",
+                missing.join(", ")
+            ))),
+        }
+    }
+
+    /// Insert tasks with their first plan versions, steps, plan decisions (tasks without a
+    /// plan) and first events, all or nothing, in one statement (one round trip, one commit).
+    /// Results are in input order; an idempotency key already used (before, or earlier in
+    /// the same batch) gives that task with `created: false`. `Ok(Err(tools))`: the plans name
+    /// tools that are not registered, and nothing was written.
+    pub async fn submit_tasks(
+        &self,
+        tasks: &[NewTask],
+    ) -> Result<std::result::Result<Vec<Submitted>, Vec<String>>> {
+        let batch = bulk::Batch::new(tasks);
+        // a key used concurrently by a transaction that committed after this statement's
+        // snapshot is found on a second try
+        for _ in 0..3 {
+            match batch.insert(&self.pool).await? {
+                bulk::Inserted::UnknownTools(t) => return Ok(Err(t)),
+                bulk::Inserted::Done(rows) => {
+                    if let Some(done) = batch.results(&rows) {
+                        return Ok(Ok(done));
+                    }
                 }
             }
-            Ok(Some(Submitted {
-                task_id: task.id,
-                status: task.status,
-                created: true,
-            }))
-        })?;
-        match inserted {
-            Some(s) => Ok(s),
-            None => {
-                let key = t.idempotency_key.as_deref().unwrap_or_default();
-                let (task_id, status): (Uuid, TaskStatus) =
-                    sqlx::query_as("SELECT id, status FROM tasks WHERE idempotency_key = $1")
-                        .bind(key)
-                        .fetch_one(&self.pool)
-                        .await?;
-                Ok(Submitted {
-                    task_id,
-                    status,
-                    created: false,
-                })
-            }
         }
+        Err(StoreError::Conflict(
+            "an idempotency key of this batch is being used by a concurrent submit; retry".into(),
+        ))
     }
 
     /// Cancel a task unless it is terminal: open steps are skipped; running steps finish but
@@ -171,67 +166,6 @@ impl Store {
             .await?;
         Ok(status)
     }
-}
-
-/// Insert the task row; `None` when its idempotency key already exists.
-async fn insert_task(tx: &mut Tx, t: &NewTask) -> Result<Option<TaskRow>> {
-    let status = if t.plan.is_some() {
-        TaskStatus::Running
-    } else {
-        TaskStatus::Pending
-    };
-    Ok(sqlx::query_as(
-        r#"
-        INSERT INTO tasks (id, description, metadata, context, priority, idempotency_key, status,
-                           plan_version, max_step_retries, max_single_step_repairs, max_task_replans,
-                           max_consecutive_failures, max_reflection_rounds, max_concurrent_steps,
-                           step_reflection, auto_reflection, success_threshold, max_llm_calls)
-        VALUES ($1, $2, $3, $4, $5, $6, $16, $17, $7, $8, $9, $10, $11, $12, $13, $14, $15, $18)
-        ON CONFLICT (idempotency_key) DO NOTHING
-        RETURNING *
-        "#,
-    )
-    .bind(Uuid::now_v7())
-    .bind(&t.description)
-    .bind(&t.metadata)
-    .bind(&t.context)
-    .bind(t.priority)
-    .bind(&t.idempotency_key)
-    .bind(t.limits.max_step_retries)
-    .bind(t.limits.max_single_step_repairs)
-    .bind(t.limits.max_task_replans)
-    .bind(t.limits.max_consecutive_failures)
-    .bind(t.limits.max_reflection_rounds)
-    .bind(t.limits.max_concurrent_steps)
-    .bind(t.limits.step_reflection)
-    .bind(t.limits.auto_reflection)
-    .bind(t.limits.success_threshold)
-    .bind(status)
-    .bind(if t.plan.is_some() { 1 } else { 0 })
-    .bind(t.limits.max_llm_calls)
-    .fetch_optional(&mut **tx)
-    .await?)
-}
-
-/// Plan version 1 of a task submitted with a plan, its steps and events.
-async fn install_first_plan(
-    tx: &mut Tx,
-    task: &TaskRow,
-    plan: &PlanSpec,
-    submitted: NewEvent,
-) -> Result<()> {
-    insert_plan(tx, task.id, 1, "initial", plan).await?;
-    insert_steps_for_version(tx, task, 1, plan, &Carry::default(), 0).await?;
-    let generated = NewEvent::new(
-        task.id,
-        event_kind::PLAN_GENERATED,
-        json!({"version": 1, "origin": "initial", "steps": plan.steps.len()}),
-    );
-    append_events(tx, &[submitted, generated]).await?;
-    if plan.steps.iter().any(|s| s.dependencies.is_empty()) {
-        notify_ready(tx).await?;
-    }
-    Ok(())
 }
 
 /// Merge resume overrides into the named live steps of the current plan version.

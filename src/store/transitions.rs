@@ -142,12 +142,12 @@ statement!(
     /// each step with its task's merged metadata and its direct dependencies' outputs.
     CLAIM = StepMove::Claim,
     r#"
-    WITH room AS (
+    WITH room AS MATERIALIZED (
         SELECT t.id AS task_id, t.priority, t.created_at,
                t.max_concurrent_steps
                  - (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running') AS room
         FROM tasks t WHERE t.id = ANY($1)
-    ), picked AS (
+    ), picked AS MATERIALIZED (
         SELECT p.id, row_number() OVER (ORDER BY room.priority DESC, room.created_at, room.task_id, p.position) AS ord
         FROM room
         CROSS JOIN LATERAL (
@@ -159,20 +159,20 @@ statement!(
         ORDER BY room.priority DESC, room.created_at, room.task_id, p.position
         LIMIT $2
     ), claimed AS (
+        -- by primary key: an id list, not a join the planner might drive from the ready index
         UPDATE steps s
         SET status = {to}, lease_owner = $3, lease_token = s.lease_token + 1,
             lease_expires_at = now() + make_interval(secs => $4), started_at = clock_timestamp(), updated_at = now()
-        FROM picked
-        WHERE s.id = picked.id AND s.status IN {from}
+        WHERE s.id = ANY(ARRAY(SELECT id FROM picked)) AND s.status IN {from}
         RETURNING s.id, s.task_id, s.plan_version, s.step_key, coalesce(s.tool_override, s.tool) AS tool,
                   s.parameters, s.param_overrides, s.actions, s.attempts + 1 AS attempt,
-                  s.lease_token, s.started_at, s.dependencies, picked.ord
+                  s.lease_token, s.started_at, s.dependencies
     ), ev AS (
-        SELECT c.task_id, c.ord,
-               row_number() OVER (PARTITION BY c.task_id ORDER BY c.ord) AS rn,
+        SELECT c.task_id, p.ord,
+               row_number() OVER (PARTITION BY c.task_id ORDER BY p.ord) AS rn,
                jsonb_build_object('step_id', c.step_key, 'attempt', c.attempt, 'tool', c.tool,
                                   'worker_id', $3::uuid) AS payload
-        FROM claimed c
+        FROM claimed c JOIN picked p ON p.id = c.id
     ), bump AS (
         UPDATE tasks t SET event_seq = t.event_seq + n.n
         FROM (SELECT task_id, count(*) AS n FROM ev GROUP BY task_id) n
@@ -190,8 +190,8 @@ statement!(
             WHERE d.task_id = c.task_id AND d.plan_version = c.plan_version
               AND d.step_key = ANY(c.dependencies) AND d.status IN ('succeeded', 'skipped')) AS outputs,
            (SELECT version FROM tool_registry) AS tools_version
-    FROM claimed c JOIN bump b ON b.id = c.task_id
-    ORDER BY c.ord
+    FROM claimed c JOIN bump b ON b.id = c.task_id JOIN picked p ON p.id = c.id
+    ORDER BY p.ord
     "#
 );
 
