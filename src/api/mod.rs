@@ -28,6 +28,8 @@ pub use system::OPENAPI;
 pub use tasks::{ResumeRequest, StepOverrideInput};
 
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+/// Request body cap of `POST /tasks/batch` (up to 1000 submit bodies).
+pub const MAX_BATCH_BODY_BYTES: usize = 32 * 1024 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct AppState {
@@ -48,6 +50,10 @@ impl AppState {
 pub fn app(state: AppState) -> Router {
     let v1 = Router::new()
         .route("/tasks", post(tasks::submit).get(tasks::list))
+        .route(
+            "/tasks/batch",
+            post(tasks::submit_batch).layer(DefaultBodyLimit::max(MAX_BATCH_BODY_BYTES)),
+        )
         .route("/tasks/{id}", get(tasks::get))
         .route("/tasks/{id}/result", get(tasks::result))
         .route("/tasks/{id}/plan", get(tasks::plan))

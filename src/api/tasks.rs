@@ -100,10 +100,10 @@ fn apply_limits(mut base: Limits, input: Option<LimitsInput>) -> Result<Limits, 
     Ok(base)
 }
 
-pub(super) async fn submit(
-    State(st): State<AppState>,
-    ApiJson(body): ApiJson<SubmitTask>,
-) -> Result<Response, ApiError> {
+/// Check a submit body and turn it into the task to insert. The plan is checked against the
+/// tools it names (whether they are registered is checked by the insert itself, in the same
+/// round trip: see [`unknown_tools`]).
+fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
     if body.description.trim().is_empty() {
         return Err(ApiError::validation("description must be non-empty text"));
     }
@@ -125,8 +125,7 @@ pub(super) async fn submit(
     let limits = apply_limits(st.default_limits(), body.limits)?;
     let plan = match body.plan {
         Some(plan) => {
-            let known: HashSet<String> = st.store.tool_ids().await?.into_iter().collect();
-            plan::validate(&plan, &known)?;
+            plan::validate(&plan, &named_tools(&plan))?;
             Some(plan)
         }
         // planned by the brain (a `plan` decision any worker takes)
@@ -139,18 +138,49 @@ pub(super) async fn submit(
             ));
         }
     };
-    let submitted = st
-        .store
-        .submit_task(&NewTask {
-            description: body.description,
-            metadata,
-            context,
-            priority: body.priority.unwrap_or(0),
-            idempotency_key: body.idempotency_key,
-            limits,
-            plan,
-        })
-        .await?;
+    Ok(NewTask {
+        description: body.description,
+        metadata,
+        context,
+        priority: body.priority.unwrap_or(0),
+        idempotency_key: body.idempotency_key,
+        limits,
+        plan,
+    })
+}
+
+/// Every tool id a plan names (steps and actions).
+fn named_tools(plan: &PlanSpec) -> HashSet<String> {
+    plan.steps
+        .iter()
+        .flat_map(|s| std::iter::once(&s.tool).chain(s.actions.iter().map(|a| &a.tool)))
+        .cloned()
+        .collect()
+}
+
+/// The error for a task whose plan names tools that are not registered: the plan checked
+/// against the registry as it is, so the message is the one a registry lookup gives.
+fn unknown_tools(t: &NewTask, missing: &[String]) -> Option<ApiError> {
+    let plan = t.plan.as_ref()?;
+    let known: HashSet<String> = named_tools(plan)
+        .into_iter()
+        .filter(|id| !missing.contains(id))
+        .collect();
+    plan::validate(plan, &known).err().map(ApiError::from)
+}
+
+pub(super) async fn submit(
+    State(st): State<AppState>,
+    ApiJson(body): ApiJson<SubmitTask>,
+) -> Result<Response, ApiError> {
+    let task = new_task(&st, body)?;
+    let submitted = match st.store.submit_tasks(std::slice::from_ref(&task)).await? {
+        Ok(mut v) => v.pop().expect("one result per task"),
+        Err(missing) => {
+            return Err(unknown_tools(&task, &missing)
+                .unwrap_or_else(|| ApiError::validation("the plan names unregistered tools")));
+        }
+    };
     let status = if submitted.created {
         StatusCode::ACCEPTED
     } else {
@@ -161,6 +191,64 @@ pub(super) async fn submit(
         Json(json!({"task_id": submitted.task_id, "status": submitted.status, "created": submitted.created})),
     )
         .into_response())
+}
+
+/// At most this many tasks per `POST /tasks/batch`.
+pub const MAX_BATCH: usize = 1000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SubmitBatch {
+    tasks: Vec<Value>,
+}
+
+/// Name the item of a batch an error is about.
+fn at(i: usize) -> impl Fn(ApiError) -> ApiError {
+    move |mut e| {
+        e.message = format!("tasks[{i}]: {}", e.message);
+        e
+    }
+}
+
+/// `POST /tasks/batch`: every task or none, in one statement; results in request order.
+pub(super) async fn submit_batch(
+    State(st): State<AppState>,
+    ApiJson(body): ApiJson<SubmitBatch>,
+) -> Result<Response, ApiError> {
+    if body.tasks.is_empty() || body.tasks.len() > MAX_BATCH {
+        return Err(ApiError::validation(format!(
+            "tasks must hold 1 to {MAX_BATCH} submit bodies (got {})",
+            body.tasks.len()
+        )));
+    }
+    let mut tasks = Vec::with_capacity(body.tasks.len());
+    for (i, item) in body.tasks.into_iter().enumerate() {
+        let parsed: SubmitTask = serde_json::from_value(item).map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                format!("tasks[{i}]: {e}"),
+            )
+        })?;
+        tasks.push(new_task(&st, parsed).map_err(at(i))?);
+    }
+    let submitted = match st.store.submit_tasks(&tasks).await? {
+        Ok(v) => v,
+        Err(missing) => {
+            let first = tasks
+                .iter()
+                .enumerate()
+                .find_map(|(i, t)| unknown_tools(t, &missing).map(at(i)));
+            return Err(first.unwrap_or_else(|| {
+                ApiError::validation(format!("unregistered tools: {}", missing.join(", ")))
+            }));
+        }
+    };
+    let out: Vec<Value> = submitted
+        .iter()
+        .map(|s| json!({"task_id": s.task_id, "status": s.status, "created": s.created}))
+        .collect();
+    Ok((StatusCode::ACCEPTED, Json(json!({ "tasks": out }))).into_response())
 }
 
 pub(super) async fn get(
