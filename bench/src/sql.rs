@@ -15,6 +15,16 @@ pub(crate) trait BenchSql {
     async fn enable_statement_stats(&self) -> Result<()>;
     async fn statement_stats(&self, limit: i64) -> Result<Vec<(i64, f64, String)>>;
     async fn count_unfinished_tasks(&self) -> Result<i64>;
+    async fn cost_snapshot(&self) -> Result<Cost>;
+}
+
+/// Cumulative counters of the server: statements run in this database (pg_stat_statements),
+/// commits in this database (pg_stat_database), WAL bytes written by the cluster (pg_stat_wal).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Cost {
+    pub statements: i64,
+    pub commits: i64,
+    pub wal_bytes: i64,
 }
 
 impl BenchSql for Store {
@@ -140,6 +150,23 @@ impl BenchSql for Store {
         .bind(limit)
         .fetch_all(self.pool())
         .await?)
+    }
+
+    /// The cost counters now (`pg_stat_statements` must be preloaded and created).
+    async fn cost_snapshot(&self) -> Result<Cost> {
+        let (statements, commits, wal_bytes): (i64, i64, i64) = sqlx::query_as(
+            "SELECT (SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
+                     WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())),
+                    (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()),
+                    (SELECT wal_bytes::bigint FROM pg_stat_wal)",
+        )
+        .fetch_one(self.pool())
+        .await?;
+        Ok(Cost {
+            statements,
+            commits,
+            wal_bytes,
+        })
     }
 
     /// Tasks not yet in a terminal or stopped state (bounded by the status index, however much
