@@ -395,6 +395,7 @@ async fn openapi_document_covers_every_route() {
     let id = app.submit(valid_task()).await;
     let routes = [
         ("post", "/api/v1/tasks"),
+        ("post", "/api/v1/tasks/batch"),
         ("get", "/api/v1/tasks"),
         ("get", "/api/v1/tasks/{id}"),
         ("get", "/api/v1/tasks/{id}/result"),

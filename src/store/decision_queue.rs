@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::transitions::{
     claim_pending_decisions, requeue_decision, requeue_expired_decisions, try_move_task,
 };
-use super::{Result, Store, StoreError, Tx, notify_ready};
+use super::{Result, Store, StoreError, Tx, notify_decisions};
 use crate::domain::decision::{DecisionContext, DecisionInput, LlmCallRecord, Meter};
 use crate::domain::records::StepRow;
 use crate::domain::status::DecisionKind;
@@ -79,7 +79,7 @@ pub(crate) async fn create_decision(
     if lease.is_some() {
         Ok(Some(d))
     } else {
-        notify_ready(tx).await?;
+        notify_decisions(tx).await?;
         Ok(None)
     }
 }
@@ -100,7 +100,7 @@ impl Store {
         in_tx!(self.pool, |tx| {
             let n = requeue_expired_decisions(tx, limit).await?;
             if n > 0 {
-                notify_ready(tx).await?;
+                notify_decisions(tx).await?;
             }
             Ok(n)
         })
@@ -112,7 +112,7 @@ impl Store {
             if !requeue_decision(tx, f.id, f.lease_token).await? {
                 return Err(StoreError::Fenced);
             }
-            notify_ready(tx).await
+            notify_decisions(tx).await
         })
     }
 

@@ -58,6 +58,8 @@ pub mod workers;
 
 /// Channel a transaction notifies (delivered at commit) when steps become ready.
 pub const READY_CHANNEL: &str = "trellis_steps_ready";
+/// Payload of a notification on [`READY_CHANNEL`] that a decision is pending.
+pub const DECISIONS_PAYLOAD: &str = "decisions";
 
 /// What went wrong, split by whose fault it is.
 #[derive(Debug, thiserror::Error)]
@@ -222,6 +224,17 @@ pub(crate) async fn finish<T>(tx: Tx, r: Result<T>) -> Result<T> {
 pub(crate) async fn notify_ready(tx: &mut Tx) -> Result<()> {
     sqlx::query("SELECT pg_notify($1, '')")
         .bind(READY_CHANNEL)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Wake workers for a pending decision (payload [`DECISIONS_PAYLOAD`]): workers claim
+/// decisions when told to, or at their poll interval, not on every claim of steps.
+pub(crate) async fn notify_decisions(tx: &mut Tx) -> Result<()> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(READY_CHANNEL)
+        .bind(DECISIONS_PAYLOAD)
         .execute(&mut **tx)
         .await?;
     Ok(())

@@ -339,7 +339,7 @@ async fn lock_claimable_tasks(tx: &mut Tx, c: &Claim, async_commit: bool) -> Res
             CROSS JOIN LATERAL (SELECT count(*) AS ready FROM (
                                     SELECT 1 FROM steps s
                                     WHERE s.task_id = t.id AND s.status = 'ready' AND s.run_after <= now()
-                                    LIMIT $1) x) q
+                                    LIMIT least($1, greatest(t.max_concurrent_steps - r.running, 0))) x) q
             WHERE t.status = 'running' AND q.ready > 0 AND t.max_concurrent_steps > r.running
             -- among tasks of equal priority, those with steps running on another worker come
             -- last: that worker takes their next steps in its own completion cycles, so two
@@ -403,7 +403,7 @@ impl Store {
     /// [`Store::complete_steps`] for the completions and [`Store::claim_steps`] for the claim.
     pub async fn complete_and_claim(&self, c: &Cycle<'_>) -> Result<CycleDone> {
         in_tx!(self.pool, |tx| {
-            let completed = complete_batch(tx, c).await?;
+            let (completed, any_ready) = complete_batch(tx, c).await?;
             let started = completed
                 .iter()
                 .filter(|r| matches!(r, Ok(Some(_))))
@@ -418,12 +418,20 @@ impl Store {
                 }
                 _ => vec![],
             };
+            // wake the fleet for ready steps this transaction did not take: there are none
+            // left it could claim when it claimed fewer than it asked for
+            let nothing_left = c.claim.as_ref().is_some_and(|cl| claimed.len() < cl.limit as usize);
+            if any_ready && !nothing_left {
+                notify_ready(tx).await?;
+            }
             Ok(CycleDone { completed, claimed })
         })
     }
 }
 
-async fn complete_batch(tx: &mut Tx, c: &Cycle<'_>) -> Result<Vec<Completed>> {
+/// The batch's results, and whether any of its tasks has ready steps now (promoted, or room
+/// freed under a concurrency cap).
+async fn complete_batch(tx: &mut Tx, c: &Cycle<'_>) -> Result<(Vec<Completed>, bool)> {
     let items = c.items;
     let task_state = lock_batch_tasks(tx, items).await?;
     let successes: Vec<Success<'_>> = items
@@ -445,7 +453,7 @@ async fn complete_batch(tx: &mut Tx, c: &Cycle<'_>) -> Result<Vec<Completed>> {
         .filter_map(|s| done_by_id.get(&s.fence.step_id).map(|d| (s, *d)))
         .collect();
     if done_items.is_empty() {
-        return Ok(items.iter().map(|_| Err(StoreError::Fenced)).collect());
+        return Ok((items.iter().map(|_| Err(StoreError::Fenced)).collect(), false));
     }
     let mut events: Vec<NewEvent> = done_items
         .iter()
@@ -457,9 +465,10 @@ async fn complete_batch(tx: &mut Tx, c: &Cycle<'_>) -> Result<Vec<Completed>> {
             )
         })
         .collect();
-    let decisions = advance_tasks(tx, c, &done_items, &task_state, &mut events).await?;
+    let (decisions, any_ready) =
+        advance_tasks(tx, c, &done_items, &task_state, &mut events).await?;
     append_events(tx, &events).await?;
-    Ok(batch_results(items, &done_by_id, decisions))
+    Ok((batch_results(items, &done_by_id, decisions), any_ready))
 }
 
 /// Lock the batch's tasks in id order (concurrent batches cannot deadlock).
@@ -548,11 +557,11 @@ async fn advance_tasks(
     done: &DoneItems<'_>,
     task_state: &TaskState,
     events: &mut Vec<NewEvent>,
-) -> Result<HashMap<Uuid, ClaimedDecision>> {
+) -> Result<(HashMap<Uuid, ClaimedDecision>, bool)> {
     let (active, params) = active_tasks(done, task_state);
     let mut decisions = HashMap::new();
     if active.is_empty() {
-        return Ok(decisions);
+        return Ok((decisions, false));
     }
     update_task_rows(tx, &active, task_state, params).await?;
     let ids: Vec<Uuid> = active.iter().map(|(t, _)| *t).collect();
@@ -596,11 +605,7 @@ async fn advance_tasks(
             decisions.insert(task_id, d);
         }
     }
-    if any_ready {
-        // promoted steps, or room freed under a task's concurrency cap
-        notify_ready(tx).await?;
-    }
-    Ok(decisions)
+    Ok((decisions, any_ready))
 }
 
 /// Evaluate the finished tasks (now `evaluating`) with the pure evaluation and apply each

@@ -2,6 +2,7 @@
 //! dead workers.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -10,13 +11,13 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::WorkerConfig;
-use crate::store::Store;
+use crate::store::{DECISIONS_PAYLOAD, Store};
 
 /// Start the three loops; they stop when `stop` is cancelled.
 pub(super) fn spawn(
     store: &Store,
     cfg: &WorkerConfig,
-    wake: &Arc<Notify>,
+    wake: &Wake,
     stop: &CancellationToken,
 ) -> JoinSet<()> {
     let mut helpers = JoinSet::new();
@@ -31,7 +32,23 @@ pub(super) fn spawn(
     helpers
 }
 
-async fn listen_loop(store: Store, wake: Arc<Notify>, stop: CancellationToken) {
+/// How the background loops wake the claim loop: `notify` for ready steps, and `decisions`
+/// set when a decision may be pending (the claim loop asks for decisions only then, or at its
+/// poll interval).
+#[derive(Clone, Default)]
+pub(super) struct Wake {
+    pub notify: Arc<Notify>,
+    pub decisions: Arc<AtomicBool>,
+}
+
+impl Wake {
+    fn decisions(&self) {
+        self.decisions.store(true, Ordering::Release);
+        self.notify.notify_one();
+    }
+}
+
+async fn listen_loop(store: Store, wake: Wake, stop: CancellationToken) {
     loop {
         let mut listener = match store.ready_listener().await {
             Ok(l) => l,
@@ -47,10 +64,12 @@ async fn listen_loop(store: Store, wake: Arc<Notify>, stop: CancellationToken) {
             tokio::select! {
                 _ = stop.cancelled() => return,
                 msg = listener.recv() => match msg {
-                    Ok(_) => wake.notify_one(),
+                    Ok(n) if n.payload() == DECISIONS_PAYLOAD => wake.decisions(),
+                    Ok(_) => wake.notify.notify_one(),
                     Err(e) => {
                         tracing::warn!(error = %e, "notification stream broke; reconnecting");
-                        wake.notify_one();
+                        // notifications may have been missed
+                        wake.decisions();
                         break;
                     }
                 }
@@ -72,7 +91,7 @@ async fn heartbeat_loop(store: Store, cfg: WorkerConfig, stop: CancellationToken
     }
 }
 
-async fn rescue_loop(store: Store, cfg: WorkerConfig, wake: Arc<Notify>, stop: CancellationToken) {
+async fn rescue_loop(store: Store, cfg: WorkerConfig, wake: Wake, stop: CancellationToken) {
     loop {
         // jitter so that a fleet does not scan in lockstep
         let jitter = Duration::from_millis(u64::from(Uuid::new_v4().as_bytes()[0]) % 250);
@@ -84,7 +103,7 @@ async fn rescue_loop(store: Store, cfg: WorkerConfig, wake: Arc<Notify>, stop: C
             Ok(0) => {}
             Ok(n) => {
                 tracing::warn!(rescued = n, "re-queued steps of lost workers");
-                wake.notify_one();
+                wake.notify.notify_one();
             }
             Err(e) => tracing::warn!(error = %e, "rescue scan failed"),
         }
@@ -92,7 +111,7 @@ async fn rescue_loop(store: Store, cfg: WorkerConfig, wake: Arc<Notify>, stop: C
             Ok(0) => {}
             Ok(n) => {
                 tracing::warn!(rescued = n, "re-queued decisions of lost workers");
-                wake.notify_one();
+                wake.decisions();
             }
             Err(e) => tracing::warn!(error = %e, "decision rescue scan failed"),
         }

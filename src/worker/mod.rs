@@ -15,7 +15,8 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
@@ -120,7 +121,11 @@ pub async fn run(
     tracing::info!(worker_id = %cfg.id, concurrency = cfg.concurrency, "worker started");
 
     let background = CancellationToken::new();
-    let wake = Arc::new(Notify::new());
+    let wake = maintenance::Wake {
+        notify: Arc::new(Notify::new()),
+        // a decision may be pending from before this worker started
+        decisions: Arc::new(AtomicBool::new(true)),
+    };
     let mut helpers = maintenance::spawn(&store, &cfg, &wake, &background);
     let in_flight: InFlight = Arc::default();
     let (handoff, mut handoffs) = mpsc::unbounded_channel();
@@ -165,10 +170,11 @@ async fn claim_loop(
     rt: &Runtime,
     running: &mut JoinSet<()>,
     handoffs: &mut mpsc::UnboundedReceiver<completer::Handoff>,
-    wake: &Notify,
+    wake: &maintenance::Wake,
     shutdown: &CancellationToken,
 ) {
     let sem = Arc::new(Semaphore::new(rt.cfg.concurrency));
+    let mut decisions_polled = Instant::now();
     loop {
         while running.try_join_next().is_some() {}
         let first = tokio::select! {
@@ -189,7 +195,20 @@ async fn claim_loop(
         }
         let wanted = permits.len();
         // Never cancelled midway: a claim that committed must reach the in-flight set.
-        let claimed = match claim_decisions(rt, running, &mut permits).await {
+        // decisions when one may be pending (a notification said so) or at the poll interval
+        let ask_decisions = wake.decisions.swap(false, Ordering::AcqRel)
+            || decisions_polled.elapsed() >= rt.cfg.poll;
+        let decided = if ask_decisions {
+            decisions_polled = Instant::now();
+            let r = claim_decisions(rt, running, &mut permits).await;
+            if r.is_err() {
+                wake.decisions.store(true, Ordering::Release);
+            }
+            r
+        } else {
+            Ok(())
+        };
+        let claimed = match decided {
             Ok(()) => claim_steps(rt, running, &mut permits).await,
             // as before a failed decision claim: no step claim this round, back off
             Err(()) => Err(()),
@@ -202,7 +221,7 @@ async fn claim_loop(
                 _ = tokio::time::sleep(rt.cfg.poll.min(Duration::from_secs(1))) => {}
             }
         } else if got < wanted {
-            idle_wait(&rt.store, &rt.cfg, wake, shutdown).await;
+            idle_wait(&rt.store, &rt.cfg, &wake.notify, shutdown).await;
         }
     }
 }

@@ -10,7 +10,7 @@ use super::{NewTask, Submitted};
 use crate::domain::decision::DecisionInput;
 use crate::domain::event_kind;
 use crate::domain::status::{StepStatus, TaskStatus};
-use crate::store::{READY_CHANNEL, Result};
+use crate::store::{DECISIONS_PAYLOAD, READY_CHANNEL, Result};
 
 const INSERT: &str = r#"
 WITH missing AS (
@@ -63,7 +63,8 @@ WITH missing AS (
     UNION ALL
     SELECT id, 2, $6, generated FROM new WHERE has_plan
 ), woken AS (
-    SELECT pg_notify($7, '') FROM (SELECT 1 FROM new LIMIT 1) AS any_new
+    SELECT pg_notify($7, CASE WHEN bool_and(has_plan) THEN '' ELSE $8 END)
+    FROM new HAVING count(*) > 0
 )
 SELECT (SELECT ids FROM missing) AS missing, t_in.ord, ins.id IS NOT NULL AS created,
        coalesce(ins.id, old.id) AS task_id,
@@ -153,6 +154,7 @@ impl Batch {
             .bind(event_kind::TASK_SUBMITTED)
             .bind(event_kind::PLAN_GENERATED)
             .bind(READY_CHANNEL)
+            .bind(DECISIONS_PAYLOAD)
             .fetch_all(pool)
             .await?;
         match rows.first() {
