@@ -30,6 +30,30 @@ pub struct Settings {
     pub llm: LlmSettings,
     pub orchestrator: OrchestratorSettings,
     pub reflection: ReflectionSettings,
+    pub retention: RetentionSettings,
+}
+
+/// How long finished tasks are kept; the workers' maintenance deletes older ones.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionSettings {
+    /// Tasks that ended `succeeded`, `failed` or `cancelled` longer ago than this are deleted
+    /// with all their rows (their statistics stay in the daily roll-ups). 0 keeps everything.
+    pub finished_task_ttl_secs: u64,
+    /// Tasks deleted per transaction.
+    pub batch_size: u32,
+    /// How often each worker looks for expired tasks.
+    pub interval_secs: u64,
+}
+
+impl Default for RetentionSettings {
+    fn default() -> Self {
+        Self {
+            finished_task_ttl_secs: 604_800,
+            batch_size: 500,
+            interval_secs: 60,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -204,13 +228,14 @@ impl Default for ReflectionSettings {
     }
 }
 
-const SECTIONS: [&str; 6] = [
+const SECTIONS: [&str; 7] = [
     "database",
     "server",
     "worker",
     "llm",
     "orchestrator",
     "reflection",
+    "retention",
 ];
 
 impl Settings {
@@ -319,6 +344,13 @@ impl Settings {
         }
         if self.database.max_connections < 2 {
             return bad("database.max_connections must be at least 2");
+        }
+        let r = &self.retention;
+        if r.batch_size == 0 || r.batch_size > 10_000 {
+            return bad("retention.batch_size must be between 1 and 10000");
+        }
+        if r.interval_secs == 0 {
+            return bad("retention.interval_secs must be at least 1");
         }
         let o = &self.orchestrator;
         if o.parallel_max_concurrent == 0 {

@@ -48,6 +48,7 @@ pub mod lifecycle;
 pub mod plans;
 pub mod reads;
 pub mod reports;
+pub mod retention;
 pub mod step_queue;
 pub mod submit;
 #[cfg(feature = "testing")]

@@ -8,6 +8,35 @@ use uuid::Uuid;
 use super::{Result, Store, StoreError};
 
 impl Store {
+    /// Move every task's end (or, for one not ended, its last change) `secs` into the past, as
+    /// if it had happened that long ago (retention tests). Returns tasks changed.
+    pub async fn age_tasks(&self, secs: f64) -> Result<u64> {
+        Ok(sqlx::query(
+            "UPDATE tasks SET finished_at = finished_at - make_interval(secs => $1),
+                              updated_at = updated_at - make_interval(secs => $1)",
+        )
+        .bind(secs)
+        .execute(&self.pool)
+        .await?
+        .rows_affected())
+    }
+
+    /// Rows that belong to a task, over every table that holds task rows.
+    pub async fn rows_of_task(&self, id: Uuid) -> Result<i64> {
+        Ok(sqlx::query_scalar(
+            "SELECT (SELECT count(*) FROM tasks WHERE id = $1) + (SELECT count(*) FROM plans WHERE task_id = $1)
+                  + (SELECT count(*) FROM steps WHERE task_id = $1) + (SELECT count(*) FROM attempts WHERE task_id = $1)
+                  + (SELECT count(*) FROM events WHERE task_id = $1) + (SELECT count(*) FROM decisions WHERE task_id = $1)
+                  + (SELECT count(*) FROM reflections WHERE task_id = $1)
+                  + (SELECT count(*) FROM evaluations WHERE task_id = $1)
+                  + (SELECT count(*) FROM recoveries WHERE task_id = $1)
+                  + (SELECT count(*) FROM llm_calls WHERE task_id = $1)",
+        )
+        .bind(id)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
     /// Row count of every Trellis table.
     pub async fn row_counts(&self) -> Result<BTreeMap<String, i64>> {
         let rows: Vec<(String, i64)> = sqlx::query_as(

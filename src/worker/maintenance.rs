@@ -29,7 +29,46 @@ pub(super) fn spawn(
         wake.clone(),
         stop.clone(),
     ));
+    if cfg.retention.finished_task_ttl_secs > 0 {
+        helpers.spawn(retention_loop(store.clone(), cfg.clone(), stop.clone()));
+    }
     helpers
+}
+
+/// Delete expired finished tasks: batch after batch (each its own short transaction) until
+/// none is left or the round's budget is spent, then sleep for the interval.
+async fn retention_loop(store: Store, cfg: WorkerConfig, stop: CancellationToken) {
+    const BATCHES_PER_ROUND: usize = 20;
+    let r = cfg.retention;
+    let ttl = r.finished_task_ttl_secs as f64;
+    loop {
+        let jitter = Duration::from_millis(u64::from(Uuid::new_v4().as_bytes()[0]) * 4);
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(r.interval + jitter) => {}
+        }
+        let mut deleted = 0;
+        for _ in 0..BATCHES_PER_ROUND {
+            if stop.is_cancelled() {
+                return;
+            }
+            match store.prune_finished(ttl, r.batch_size).await {
+                Ok(n) => {
+                    deleted += n;
+                    if (n as i64) < r.batch_size {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "retention prune failed");
+                    break;
+                }
+            }
+        }
+        if deleted > 0 {
+            tracing::info!(deleted, "deleted finished tasks past their retention");
+        }
+    }
 }
 
 /// How the background loops wake the claim loop: `notify` for ready steps, and `decisions`

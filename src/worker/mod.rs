@@ -52,6 +52,16 @@ pub struct WorkerConfig {
     pub rescue_interval: Duration,
     pub policy: FailurePolicy,
     pub brain: Arc<dyn Brain>,
+    pub retention: Retention,
+}
+
+/// What the maintenance deletes ([`Store::prune_finished`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    /// 0: keep everything.
+    pub finished_task_ttl_secs: u64,
+    pub batch_size: i64,
+    pub interval: Duration,
 }
 
 impl WorkerConfig {
@@ -78,6 +88,11 @@ impl WorkerConfig {
                 lease_secs: w.lease_secs as f64,
             },
             brain: brain::from_settings(s),
+            retention: Retention {
+                finished_task_ttl_secs: s.retention.finished_task_ttl_secs,
+                batch_size: i64::from(s.retention.batch_size),
+                interval: Duration::from_secs(s.retention.interval_secs),
+            },
         }
     }
 }
