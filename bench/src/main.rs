@@ -157,6 +157,22 @@ impl Bench {
         Ok(Self::watch_succeeded(store, n, limit).await?.0)
     }
 
+    /// Wait until no task is unfinished (`n` were); the statements the watching ran.
+    async fn watch_unfinished(store: &Store, n: i64, limit: Duration) -> Result<(Duration, i64)> {
+        let start = Instant::now();
+        let mut queries = 0;
+        loop {
+            queries += 1;
+            if store.count_unfinished_tasks().await? == 0 {
+                return Ok((start.elapsed(), queries));
+            }
+            if start.elapsed() > limit {
+                bail!("timed out waiting for {n} tasks to finish");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     /// [`Bench::wait_succeeded`], with the number of statements the watching itself ran.
     async fn watch_succeeded(store: &Store, n: i64, limit: Duration) -> Result<(Duration, i64)> {
         let start = Instant::now();
@@ -206,22 +222,29 @@ impl Bench {
     /// and what each step cost the server (statements, commits, WAL bytes; None when
     /// pg_stat_statements is not preloaded).
     async fn throughput(&self, store: &Store, url: &str) -> Result<(f64, Option<PerStep>)> {
+        self.throughput_with(store, url, |_| {}).await
+    }
+
+    /// [`Bench::throughput`] with the workers' configuration tweaked.
+    async fn throughput_with(
+        &self,
+        store: &Store,
+        url: &str,
+        tweak: impl Fn(&mut WorkerConfig),
+    ) -> Result<(f64, Option<PerStep>)> {
         self.enqueue_echo(store).await?;
-        let before = store.count_tasks("succeeded").await?;
+        let unfinished_before = store.count_unfinished_tasks().await?;
         let c = self.sizes.concurrency;
         let cost_before = store.cost_snapshot().await.ok();
         let w = self
             .workers(url, self.sizes.workers, |cfg| {
                 cfg.concurrency = c;
                 cfg.claim_batch = c;
+                tweak(cfg);
             })
             .await?;
-        let (elapsed, watched) = Self::watch_succeeded(
-            store,
-            before + self.sizes.tasks as i64,
-            Duration::from_secs(300),
-        )
-        .await?;
+        let (elapsed, watched) =
+            Self::watch_unfinished(store, unfinished_before, Duration::from_secs(300)).await?;
         w.stop().await;
         let steps = (self.sizes.tasks * self.sizes.steps) as f64;
         let per_step = match cost_before {
@@ -784,6 +807,26 @@ async fn main() -> Result<()> {
     if let Some(c) = cost_hist {
         rows.extend(cost_rows(c, "with history"));
     }
+
+    eprintln!("      throughput again while the workers prune the expired history…");
+    let history_before = store6.count_tasks("succeeded").await?;
+    let (tput_prune, _) = b
+        .throughput_with(&store6, &url6, |cfg| {
+            cfg.retention.finished_task_ttl_secs = 3600;
+            cfg.retention.interval = Duration::from_millis(200);
+        })
+        .await?;
+    let pruned = history_before + s.tasks as i64 - store6.count_tasks("succeeded").await?;
+    rows.push(Row {
+        figure: "throughput while pruning history ÷ empty",
+        value: tput_prune / tput,
+        unit: "×",
+        target: "reported",
+        met: true,
+        detail: format!(
+            "{tput_prune:.0} vs {tput:.0} steps/s; {pruned} expired tasks deleted meanwhile"
+        ),
+    });
 
     eprintln!("[7/7] memory: worker process with 64 concurrent sleep steps…");
     let rss = b.memory().await?;
