@@ -251,9 +251,13 @@ async fn insert_evaluation(
     let task = c.task;
     let d = &e.dimensions;
     sqlx::query(
-        "INSERT INTO evaluations (task_id, round, plan_version, overall_score, completeness, correctness,
-                efficiency, reliability, is_successful, successes, failures, improvement_suggestions, raw)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        "WITH e AS (
+             INSERT INTO evaluations (task_id, round, plan_version, overall_score, completeness,
+                     correctness, efficiency, reliability, is_successful, successes, failures,
+                     improvement_suggestions, raw)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+             RETURNING task_id, overall_score)
+         UPDATE tasks t SET final_score = e.overall_score FROM e WHERE t.id = e.task_id",
     )
     .bind(task.id)
     .bind(task.round)
@@ -270,10 +274,5 @@ async fn insert_evaluation(
     .bind(raw)
     .execute(&mut **tx)
     .await?;
-    sqlx::query("UPDATE tasks SET final_score = $2 WHERE id = $1")
-        .bind(task.id)
-        .bind(e.overall_score.clamp(0.0, 100.0))
-        .execute(&mut **tx)
-        .await?;
     Ok(())
 }
