@@ -113,14 +113,27 @@ impl Store {
         in_tx!(self.pool, |tx| claim_in(tx, c, true).await)
     }
 
+    /// [`Store::claim_steps`]; when it claimed fewer than asked, also the milliseconds until
+    /// the earliest ready step in backoff falls due (read in the same transaction: an idle
+    /// worker's poll costs no extra commit).
+    pub async fn claim_steps_or_next_due(
+        &self,
+        c: &Claim,
+    ) -> Result<(Vec<ClaimedStep>, Option<f64>)> {
+        in_tx!(self.pool, |tx| {
+            let claimed = claim_in(tx, c, true).await?;
+            let due = if (claimed.len() as i64) < c.limit {
+                next_due(&mut **tx).await?
+            } else {
+                None
+            };
+            Ok((claimed, due))
+        })
+    }
+
     /// Milliseconds until the earliest ready step in backoff becomes due (None: none waiting).
     pub async fn next_due_ms(&self) -> Result<Option<f64>> {
-        Ok(sqlx::query_scalar(
-            "SELECT (extract(epoch FROM min(run_after) - now()) * 1000)::float8 FROM steps
-             WHERE status = 'ready' AND run_after > now()",
-        )
-        .fetch_one(&self.pool)
-        .await?)
+        next_due(&self.pool).await
     }
 
     /// A listener on the ready channel (LISTEN/NOTIFY wakes idle workers).
@@ -305,6 +318,16 @@ impl Store {
     }
 }
 
+/// Milliseconds until the earliest ready step in backoff falls due (None: none waiting).
+async fn next_due(db: impl sqlx::PgExecutor<'_>) -> Result<Option<f64>> {
+    Ok(sqlx::query_scalar(
+        "SELECT (extract(epoch FROM min(run_after) - now()) * 1000)::float8 FROM steps
+         WHERE status = 'ready' AND run_after > now()",
+    )
+    .fetch_one(db)
+    .await?)
+}
+
 /// Claim inside `tx`: lock claimable tasks, lease their ready steps.
 ///
 /// With `async_commit` (a claim on its own) the transaction commits with
@@ -410,11 +433,22 @@ impl Store {
                 .count() as i64;
             let claimed = match &c.claim {
                 Some(claim) if claim.limit > started => {
-                    let claim = Claim {
-                        limit: claim.limit - started,
-                        ..claim.clone()
-                    };
-                    claim_in(tx, &claim, false).await?
+                    let mut claimed = Vec::new();
+                    // a second round takes tasks the first skipped (locked by another
+                    // transaction when it looked): no extra commit for them
+                    for _ in 0..2 {
+                        let round = Claim {
+                            limit: claim.limit - started - claimed.len() as i64,
+                            ..claim.clone()
+                        };
+                        let got = claim_in(tx, &round, false).await?;
+                        let short = got.is_empty() || (got.len() as i64) == round.limit;
+                        claimed.extend(got);
+                        if short {
+                            break;
+                        }
+                    }
+                    claimed
                 }
                 _ => vec![],
             };

@@ -173,8 +173,11 @@ pub async fn run(
     let drained = drain(&rt, &mut running).await;
     background.cancel();
     while helpers.join_next().await.is_some() {}
+    let in_flight = rt.in_flight.clone();
     drop(rt);
     let _ = completer_task.await;
+    // a cycle that was committing when the drain gave up may have claimed steps since
+    release_in_flight(&store, cfg.id, &in_flight).await;
     store.stop_worker(cfg.id).await?;
     tracing::info!(worker_id = %cfg.id, drained, "worker stopped");
     Ok(())
@@ -230,13 +233,17 @@ async fn claim_loop(
         };
         let got = wanted - permits.len();
         drop(permits);
-        if claimed.is_err() {
-            tokio::select! {
-                _ = shutdown.cancelled() => {}
-                _ = tokio::time::sleep(rt.cfg.poll.min(Duration::from_secs(1))) => {}
+        match claimed {
+            Err(()) => {
+                tokio::select! {
+                    _ = shutdown.cancelled() => {}
+                    _ = tokio::time::sleep(rt.cfg.poll.min(Duration::from_secs(1))) => {}
+                }
             }
-        } else if got < wanted {
-            idle_wait(&rt.store, &rt.cfg, &wake.notify, shutdown).await;
+            Ok(next_due) if got < wanted => {
+                idle_wait(&rt.cfg, next_due, &wake.notify, shutdown).await;
+            }
+            Ok(_) => {}
         }
     }
 }
@@ -273,22 +280,23 @@ async fn claim_decisions(
     }
 }
 
-/// Claim ready steps with the permits left (one per permit) and run each.
+/// Claim ready steps with the permits left (one per permit) and run each. When it got fewer
+/// than it asked for: the milliseconds until the next step in backoff falls due, if any.
 async fn claim_steps(
     rt: &Runtime,
     running: &mut JoinSet<()>,
     permits: &mut Vec<OwnedSemaphorePermit>,
-) -> Result<(), ()> {
+) -> Result<Option<f64>, ()> {
     if permits.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let claim = Claim {
         worker_id: rt.cfg.id,
         limit: permits.len() as i64,
         lease_secs: rt.cfg.lease.as_secs_f64(),
     };
-    match rt.store.claim_steps(&claim).await {
-        Ok(steps) => {
+    match rt.store.claim_steps_or_next_due(&claim).await {
+        Ok((steps, next_due)) => {
             for step in steps {
                 let permit = permits.pop().expect("claimed at most one step per permit");
                 rt.in_flight
@@ -297,7 +305,7 @@ async fn claim_steps(
                     .insert(step.id, Held::Step(step.fence()));
                 spawn_step(rt, running, step, permit);
             }
-            Ok(())
+            Ok(next_due)
         }
         Err(e) => {
             tracing::warn!(error = %e, "claiming steps failed; retrying");
@@ -337,8 +345,13 @@ async fn drain(rt: &Runtime, running: &mut JoinSet<()>) -> bool {
         while running.join_next().await.is_some() {}
     }
     // what did not finish, and steps a last completion cycle claimed but nobody ran
-    let left: Vec<Held> = rt
-        .in_flight
+    release_in_flight(&rt.store, rt.cfg.id, &rt.in_flight).await;
+    drained
+}
+
+/// Give back every lease still in the in-flight set (no attempt burnt).
+async fn release_in_flight(store: &Store, worker_id: Uuid, in_flight: &InFlight) {
+    let left: Vec<Held> = in_flight
         .lock()
         .expect("in-flight lock")
         .drain()
@@ -346,21 +359,26 @@ async fn drain(rt: &Runtime, running: &mut JoinSet<()>) -> bool {
         .collect();
     for held in left {
         let r = match held {
-            Held::Step(fence) => rt.store.release_step(&fence, rt.cfg.id).await,
-            Held::Decision(fence) => rt.store.release_decision(&fence).await,
+            Held::Step(fence) => store.release_step(&fence, worker_id).await,
+            Held::Decision(fence) => store.release_decision(&fence).await,
         };
         match r {
             Ok(()) | Err(StoreError::Fenced) => {}
             Err(e) => tracing::warn!(error = %e, "release failed; the lease will expire"),
         }
     }
-    drained
 }
 
-/// Sleep until a notification, the next retry falls due, the poll period ends, or shutdown.
-async fn idle_wait(store: &Store, cfg: &WorkerConfig, wake: &Notify, shutdown: &CancellationToken) {
+/// Sleep until a notification, the next retry falls due (`next_due` ms), the poll period
+/// ends, or shutdown.
+async fn idle_wait(
+    cfg: &WorkerConfig,
+    next_due: Option<f64>,
+    wake: &Notify,
+    shutdown: &CancellationToken,
+) {
     let mut wait = cfg.poll;
-    if let Ok(Some(ms)) = store.next_due_ms().await {
+    if let Some(ms) = next_due {
         wait = wait.min(Duration::from_millis(ms.max(1.0).ceil() as u64));
     }
     tokio::select! {
