@@ -681,6 +681,12 @@ async fn main() -> Result<()> {
         }
         return Ok(());
     }
+    if args.iter().any(|a| a == "--submit") {
+        // scenario 8 only
+        let (single, bulk) = b.submit_rates().await?;
+        println!("single {single:.0} tasks/s, bulk {bulk:.0} tasks/s");
+        return Ok(());
+    }
     let s = &b.sizes;
     let mut rows = Vec::new();
     let total_steps = s.tasks * s.steps;

@@ -35,15 +35,66 @@ pub const MAX_BATCH_BODY_BYTES: usize = 32 * 1024 * 1024;
 pub struct AppState {
     pub store: Store,
     pub settings: Settings,
+    announcer: Announcer,
 }
 
 impl AppState {
+    /// Must be called inside a tokio runtime (it starts the submit announcer).
     pub fn new(store: Store, settings: Settings) -> Self {
-        Self { store, settings }
+        let announcer = Announcer::start(store.clone());
+        Self {
+            store,
+            settings,
+            announcer,
+        }
     }
 
     pub(crate) fn default_limits(&self) -> Limits {
         Limits::from_settings(&self.settings)
+    }
+}
+
+/// Wakes the workers after submits, off the submit's transaction. A `NOTIFY` inside a
+/// transaction holds PostgreSQL's notification lock until that transaction's commit is flushed,
+/// so concurrent submits that notify commit one at a time; announcing after the commit, from one
+/// task, lets submits commit together (group commit) and sends one notification per burst
+/// (coalesced while the previous one is being sent). If the process dies in between, workers
+/// find the tasks at their poll interval.
+#[derive(Debug, Clone)]
+struct Announcer {
+    /// Capacity one: a signal sent while one is pending is merged into it. The task ends when
+    /// the last `AppState` clone is dropped.
+    wake: tokio::sync::mpsc::Sender<()>,
+    decisions: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Announcer {
+    fn start(store: Store) -> Self {
+        let (wake, mut woken) = tokio::sync::mpsc::channel(1);
+        let a = Self {
+            wake,
+            decisions: Default::default(),
+        };
+        let decisions = a.decisions.clone();
+        tokio::spawn(async move {
+            while woken.recv().await.is_some() {
+                let d = decisions.swap(false, std::sync::atomic::Ordering::AcqRel);
+                if let Err(e) = store.announce_ready(d).await {
+                    tracing::warn!(error = %e, "could not notify workers; they will poll");
+                }
+            }
+        });
+        a
+    }
+
+    /// New ready work (and, with `decisions`, a pending decision) was committed.
+    fn ready(&self, decisions: bool) {
+        if decisions {
+            self.decisions
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
+        // full: a signal is already pending, and it will carry this one
+        let _ = self.wake.try_send(());
     }
 }
 

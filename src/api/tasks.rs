@@ -174,8 +174,18 @@ pub(super) async fn submit(
     ApiJson(body): ApiJson<SubmitTask>,
 ) -> Result<Response, ApiError> {
     let task = new_task(&st, body)?;
-    let submitted = match st.store.submit_tasks(std::slice::from_ref(&task)).await? {
-        Ok(mut v) => v.pop().expect("one result per task"),
+    let submitted = match st
+        .store
+        .submit_tasks_quietly(std::slice::from_ref(&task))
+        .await?
+    {
+        Ok(mut v) => {
+            let s = v.pop().expect("one result per task");
+            if s.created {
+                st.announcer.ready(task.plan.is_none());
+            }
+            s
+        }
         Err(missing) => {
             return Err(unknown_tools(&task, &missing)
                 .unwrap_or_else(|| ApiError::validation("the plan names unregistered tools")));
@@ -232,8 +242,13 @@ pub(super) async fn submit_batch(
         })?;
         tasks.push(new_task(&st, parsed).map_err(at(i))?);
     }
-    let submitted = match st.store.submit_tasks(&tasks).await? {
-        Ok(v) => v,
+    let submitted = match st.store.submit_tasks_quietly(&tasks).await? {
+        Ok(v) => {
+            if v.iter().any(|s| s.created) {
+                st.announcer.ready(tasks.iter().any(|t| t.plan.is_none()));
+            }
+            v
+        }
         Err(missing) => {
             let first = tasks
                 .iter()

@@ -80,22 +80,40 @@ impl Store {
         &self,
         tasks: &[NewTask],
     ) -> Result<std::result::Result<Vec<Submitted>, Vec<String>>> {
-        let batch = bulk::Batch::new(tasks);
-        // a key used concurrently by a transaction that committed after this statement's
-        // snapshot is found on a second try
-        for _ in 0..3 {
-            match batch.insert(&self.pool).await? {
-                bulk::Inserted::UnknownTools(t) => return Ok(Err(t)),
-                bulk::Inserted::Done(rows) => {
-                    if let Some(done) = batch.results(&rows) {
-                        return Ok(Ok(done));
-                    }
-                }
-            }
+        self.insert_tasks(tasks, true).await
+    }
+
+    /// [`Store::submit_tasks`] without waking the workers: the caller announces the new work
+    /// after the commit ([`Store::announce_ready`]), so concurrent submits are not serialized
+    /// by PostgreSQL's notification lock.
+    pub async fn submit_tasks_quietly(
+        &self,
+        tasks: &[NewTask],
+    ) -> Result<std::result::Result<Vec<Submitted>, Vec<String>>> {
+        self.insert_tasks(tasks, false).await
+    }
+
+    /// Wake the workers: ready steps, and with `decisions` a pending decision. Its own
+    /// statement and transaction, which writes nothing (no commit to flush).
+    pub async fn announce_ready(&self, decisions: bool) -> Result<()> {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(super::READY_CHANNEL)
+            .bind(if decisions { super::DECISIONS_PAYLOAD } else { "" })
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn insert_tasks(
+        &self,
+        tasks: &[NewTask],
+        notify: bool,
+    ) -> Result<std::result::Result<Vec<Submitted>, Vec<String>>> {
+        let batch = bulk::Batch::new(tasks, notify);
+        match batch.insert(&self.pool).await? {
+            bulk::Inserted::UnknownTools(t) => Ok(Err(t)),
+            bulk::Inserted::Done(rows) => Ok(Ok(batch.results(&self.pool, &rows).await?)),
         }
-        Err(StoreError::Conflict(
-            "an idempotency key of this batch is being used by a concurrent submit; retry".into(),
-        ))
     }
 
     /// Cancel a task unless it is terminal: open steps are skipped; running steps finish but

@@ -10,7 +10,7 @@ use super::{NewTask, Submitted};
 use crate::domain::decision::DecisionInput;
 use crate::domain::event_kind;
 use crate::domain::status::{StepStatus, TaskStatus};
-use crate::store::{DECISIONS_PAYLOAD, READY_CHANNEL, Result};
+use crate::store::{DECISIONS_PAYLOAD, READY_CHANNEL, Result, StoreError};
 
 const INSERT: &str = r#"
 WITH missing AS (
@@ -64,27 +64,31 @@ WITH missing AS (
     SELECT id, 2, $6, generated FROM new WHERE has_plan
 ), woken AS (
     SELECT pg_notify($7, CASE WHEN bool_and(has_plan) THEN '' ELSE $8 END)
-    FROM new HAVING count(*) > 0
+    FROM new WHERE $9 HAVING count(*) > 0
 )
-SELECT (SELECT ids FROM missing) AS missing, t_in.ord, ins.id IS NOT NULL AS created,
-       coalesce(ins.id, old.id) AS task_id,
-       CASE WHEN ins.id IS NOT NULL THEN t_in.status ELSE old.status END AS status,
+SELECT (SELECT ids FROM missing) AS missing, t_in.ord,
+       ins.id AS task_id, t_in.status, t_in.idempotency_key,
        (SELECT count(*) FROM woken) AS woken
 FROM t_in
 LEFT JOIN ins USING (id)
-LEFT JOIN tasks old ON ins.id IS NULL AND old.idempotency_key = t_in.idempotency_key
 ORDER BY t_in.ord
 "#;
 
-/// One result row of [`INSERT`].
+/// One result row of [`INSERT`]: the task inserted, or (`task_id` None) an item whose
+/// idempotency key was already used.
 #[derive(sqlx::FromRow)]
 pub(super) struct Row {
     missing: Vec<String>,
     ord: i32,
-    created: bool,
     task_id: Option<Uuid>,
-    status: Option<TaskStatus>,
+    status: TaskStatus,
+    idempotency_key: Option<String>,
 }
+
+/// The tasks already holding some idempotency keys: (task, status) by key. A separate read,
+/// made only when a key was already used: the insert waited for any concurrent holder of the
+/// key to commit, so this read sees it.
+const BY_KEY: &str = "SELECT idempotency_key, id, status FROM tasks WHERE idempotency_key = ANY($1)";
 
 pub(super) enum Inserted {
     Done(Vec<Row>),
@@ -99,10 +103,12 @@ pub(super) struct Batch {
     tools: Vec<String>,
     /// For each input item: the index of the item sent in its place.
     sent_as: Vec<usize>,
+    /// `NOTIFY` the workers in the statement.
+    notify: bool,
 }
 
 impl Batch {
-    pub(super) fn new(input: &[NewTask]) -> Self {
+    pub(super) fn new(input: &[NewTask], notify: bool) -> Self {
         let mut first_with_key: HashMap<&str, usize> = HashMap::new();
         let mut sent_as = Vec::with_capacity(input.len());
         let (mut tasks, mut steps) = (Vec::new(), Vec::new());
@@ -142,6 +148,7 @@ impl Batch {
             steps: Value::Array(steps),
             tools: tools.into_iter().collect(),
             sent_as,
+            notify,
         }
     }
 
@@ -155,6 +162,7 @@ impl Batch {
             .bind(event_kind::PLAN_GENERATED)
             .bind(READY_CHANNEL)
             .bind(DECISIONS_PAYLOAD)
+            .bind(self.notify)
             .fetch_all(pool)
             .await?;
         match rows.first() {
@@ -163,18 +171,42 @@ impl Batch {
         }
     }
 
-    /// One result per input item; `None` when a key's task was not visible (retry).
-    pub(super) fn results(&self, rows: &[Row]) -> Option<Vec<Submitted>> {
+    /// One result per input item, in input order.
+    pub(super) async fn results(&self, pool: &sqlx::PgPool, rows: &[Row]) -> Result<Vec<Submitted>> {
+        let used: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.task_id.is_none())
+            .filter_map(|r| r.idempotency_key.as_deref())
+            .collect();
+        let holders: HashMap<String, (Uuid, TaskStatus)> = if used.is_empty() {
+            HashMap::new()
+        } else {
+            let found: Vec<(String, Uuid, TaskStatus)> =
+                sqlx::query_as(BY_KEY).bind(&used).fetch_all(pool).await?;
+            found.into_iter().map(|(k, id, st)| (k, (id, st))).collect()
+        };
         let by_ord: HashMap<usize, &Row> = rows.iter().map(|r| (r.ord as usize, r)).collect();
         self.sent_as
             .iter()
             .enumerate()
             .map(|(i, &sent)| {
-                let r = by_ord.get(&sent)?;
-                Some(Submitted {
-                    task_id: r.task_id?,
-                    status: r.status?,
-                    created: r.created && sent == i,
+                let r = by_ord
+                    .get(&sent)
+                    .ok_or_else(|| StoreError::Corrupt(format!("no result for item {sent}")))?;
+                let (task_id, status) = match r.task_id {
+                    Some(id) => (id, r.status),
+                    None => r
+                        .idempotency_key
+                        .as_ref()
+                        .and_then(|k| holders.get(k).copied())
+                        .ok_or_else(|| {
+                            StoreError::Corrupt(format!("item {sent}: neither inserted nor found by key"))
+                        })?,
+                };
+                Ok(Submitted {
+                    task_id,
+                    status,
+                    created: r.task_id.is_some() && sent == i,
                 })
             })
             .collect()
