@@ -23,7 +23,9 @@ fn task(i: usize) -> Value {
 async fn a_batch_is_stored_in_request_order_and_runs() {
     let app = spawn_app().await;
     let tasks: Vec<Value> = (0..50).map(task).collect();
-    let (status, body) = app.post("/api/v1/tasks/batch", &json!({"tasks": tasks})).await;
+    let (status, body) = app
+        .post("/api/v1/tasks/batch", &json!({"tasks": tasks}))
+        .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     let out = body["tasks"].as_array().unwrap();
     assert_eq!(out.len(), 50);
@@ -33,7 +35,11 @@ async fn a_batch_is_stored_in_request_order_and_runs() {
         let (_, got) = app
             .get(&format!("/api/v1/tasks/{}", t["task_id"].as_str().unwrap()))
             .await;
-        assert_eq!(got["description"], format!("bulk {i}"), "item {i} is in order");
+        assert_eq!(
+            got["description"],
+            format!("bulk {i}"),
+            "item {i} is in order"
+        );
     }
     // each has its first events and a runnable plan
     let first = out[7]["task_id"].as_str().unwrap();
@@ -108,24 +114,44 @@ async fn one_bad_item_names_its_index_and_stores_nothing() {
     app.submit(task(0)).await;
     let before = app.store().row_counts().await.unwrap();
     let bad_cases: Vec<(usize, Value, &str)> = vec![
-        (2, json!({"description": " ", "plan": {"steps": [{"id": "a", "tool": "echo"}]}}), "description"),
-        (1, json!({"description": "d", "plan": {"steps": [{"id": "a", "tool": "nope"}]}}), "unknown tool"),
+        (
+            2,
+            json!({"description": " ", "plan": {"steps": [{"id": "a", "tool": "echo"}]}}),
+            "description",
+        ),
+        (
+            1,
+            json!({"description": "d", "plan": {"steps": [{"id": "a", "tool": "nope"}]}}),
+            "unknown tool",
+        ),
         (3, json!({"description": "d", "bogus": 1}), "bogus"),
-        (0, json!({"description": "d", "plan": {"steps": [{"id": "a", "tool": "echo", "dependencies": ["a"]}]}}), "itself"),
+        (
+            0,
+            json!({"description": "d", "plan": {"steps": [{"id": "a", "tool": "echo", "dependencies": ["a"]}]}}),
+            "itself",
+        ),
     ];
     for (index, bad, says) in bad_cases {
         let mut tasks: Vec<Value> = (0..4).map(task).collect();
         tasks[index] = bad;
-        let (status, body) = app.post("/api/v1/tasks/batch", &json!({"tasks": tasks})).await;
+        let (status, body) = app
+            .post("/api/v1/tasks/batch", &json!({"tasks": tasks}))
+            .await;
         assert!(status.is_client_error(), "{index}: {status} {body}");
         let message = body["error"]["message"].as_str().unwrap();
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{index}: {body}");
         assert!(message.contains(&format!("tasks[{index}]")), "{message}");
         assert!(message.contains(says), "{message}");
-        assert_eq!(app.store().row_counts().await.unwrap(), before, "case {index}: {message}");
+        assert_eq!(
+            app.store().row_counts().await.unwrap(),
+            before,
+            "case {index}: {message}"
+        );
     }
     for tasks in [json!([]), json!((0..1001).map(task).collect::<Vec<_>>())] {
-        let (status, body) = app.post("/api/v1/tasks/batch", &json!({"tasks": tasks})).await;
+        let (status, body) = app
+            .post("/api/v1/tasks/batch", &json!({"tasks": tasks}))
+            .await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
         assert!(body["error"]["message"].as_str().unwrap().contains("1000"));
     }

@@ -44,12 +44,18 @@ async fn prune_deletes_only_expired_finished_tasks_and_keeps_the_statistics() {
     let recovered = app.submit(one("flaky", json!({"fail_times": 1}))).await;
     let plain = app.submit(one("echo", json!({}))).await;
     let stopped = app
-        .submit(one("fail", json!({"message": "forbidden", "category": "external_error"})))
+        .submit(one(
+            "fail",
+            json!({"message": "forbidden", "category": "external_error"}),
+        ))
         .await;
     for id in [recovered, plain] {
         assert_eq!(app.wait_done(id, LIMIT).await["status"], "succeeded");
     }
-    assert_eq!(app.wait_done(stopped, LIMIT).await["status"], "needs_intervention");
+    assert_eq!(
+        app.wait_done(stopped, LIMIT).await["status"],
+        "needs_intervention"
+    );
     w.stop().await;
     // a cancelled task, and one that never ran (no worker)
     let cancelled = app.submit(one("echo", json!({}))).await;
@@ -64,7 +70,8 @@ async fn prune_deletes_only_expired_finished_tasks_and_keeps_the_statistics() {
     assert_eq!(store.prune_finished(3600.0, 10).await.unwrap(), 0);
     store.age_tasks(2.0 * 86_400.0).await.unwrap();
     let before = reports(store).await;
-    let kept_rows = store.rows_of_task(stopped).await.unwrap() + store.rows_of_task(waiting).await.unwrap();
+    let kept_rows =
+        store.rows_of_task(stopped).await.unwrap() + store.rows_of_task(waiting).await.unwrap();
 
     // batches of two: three expired tasks take two batches
     assert_eq!(store.prune_finished(86_400.0, 2).await.unwrap(), 2);
@@ -72,15 +79,26 @@ async fn prune_deletes_only_expired_finished_tasks_and_keeps_the_statistics() {
     assert_eq!(store.prune_finished(86_400.0, 2).await.unwrap(), 0);
 
     for gone in [recovered, plain, cancelled] {
-        assert_eq!(store.rows_of_task(gone).await.unwrap(), 0, "{gone} left rows");
+        assert_eq!(
+            store.rows_of_task(gone).await.unwrap(),
+            0,
+            "{gone} left rows"
+        );
     }
     assert_eq!(
         store.rows_of_task(stopped).await.unwrap() + store.rows_of_task(waiting).await.unwrap(),
         kept_rows,
         "needs_intervention and unfinished tasks are untouched"
     );
-    assert_eq!(app.get(&format!("/api/v1/tasks/{waiting}")).await.1["status"], "running");
-    assert_eq!(reports(store).await, before, "the views count deleted history");
+    assert_eq!(
+        app.get(&format!("/api/v1/tasks/{waiting}")).await.1["status"],
+        "running"
+    );
+    assert_eq!(
+        reports(store).await,
+        before,
+        "the views count deleted history"
+    );
     // the roll-ups really hold something: the recovered task's tier 1 action is still counted
     let tiers = store.report(ReportView::RecoveryByTier).await.unwrap();
     assert_eq!(tiers[0]["actions"], 1, "{tiers:?}");
@@ -111,7 +129,10 @@ async fn workers_prune_on_their_own() {
     assert_eq!(app.wait_done(id, LIMIT).await["status"], "succeeded");
     let start = Instant::now();
     while app.store().rows_of_task(id).await.unwrap() > 0 {
-        assert!(start.elapsed() < Duration::from_secs(20), "the worker never pruned {id}");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the worker never pruned {id}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     w.stop().await;

@@ -293,7 +293,11 @@ impl Bench {
             let (client, url) = (client.clone(), format!("{base}/api/v1/tasks"));
             async move {
                 for i in 0..per_client {
-                    let r = client.post(&url).json(&body(c * per_client + i)).send().await?;
+                    let r = client
+                        .post(&url)
+                        .json(&body(c * per_client + i))
+                        .send()
+                        .await?;
                     if r.status() != reqwest::StatusCode::ACCEPTED {
                         bail!("submit answered {}", r.status());
                     }

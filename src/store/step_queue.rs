@@ -10,9 +10,9 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::apply::apply_evaluation_inline;
 use super::decision_queue::{ClaimedDecision, Lease, create_decision};
 use super::lifecycle::{fail_task, record_recovery, start_evaluation};
-use super::apply::apply_evaluation_inline;
 use super::transitions::{
     DoneStep, FailedRun, Success, claim_ready, complete_running, fail_running, move_task,
     promote_and_count, release_running,
@@ -108,7 +108,8 @@ impl Store {
     /// One short transaction, two statements: lock tasks that have ready steps
     /// (`FOR NO KEY UPDATE SKIP LOCKED`), then lease their ready steps in plan order up to each
     /// task's free room and append their `step_started` events ([`super::transitions`]).
-    /// The commit is asynchronous (see [`claim_in`]).
+    /// The commit is asynchronous: losing it in a crash loses only the claim (ARCHITECTURE.md,
+    /// "The step queue").
     pub async fn claim_steps(&self, c: &Claim) -> Result<Vec<ClaimedStep>> {
         in_tx!(self.pool, |tx| claim_in(tx, c, true).await)
     }
@@ -336,7 +337,11 @@ async fn next_due(db: impl sqlx::PgExecutor<'_>) -> Result<Option<f64>> {
 /// fsync. Losing such a commit in a crash loses only the claim: the steps are `ready` again and
 /// are claimed anew (the worker's completion of a step whose claim was lost is fenced). Any later
 /// durable commit (a completion) flushes the WAL up to it, claims included.
-pub(crate) async fn claim_in(tx: &mut Tx, c: &Claim, async_commit: bool) -> Result<Vec<ClaimedStep>> {
+pub(crate) async fn claim_in(
+    tx: &mut Tx,
+    c: &Claim,
+    async_commit: bool,
+) -> Result<Vec<ClaimedStep>> {
     let task_ids = lock_claimable_tasks(tx, c, async_commit).await?;
     if task_ids.is_empty() {
         return Ok(vec![]);
@@ -454,7 +459,10 @@ impl Store {
             };
             // wake the fleet for ready steps this transaction did not take: there are none
             // left it could claim when it claimed fewer than it asked for
-            let nothing_left = c.claim.as_ref().is_some_and(|cl| claimed.len() < cl.limit as usize);
+            let nothing_left = c
+                .claim
+                .as_ref()
+                .is_some_and(|cl| claimed.len() < cl.limit as usize);
             if any_ready && !nothing_left {
                 notify_ready(tx).await?;
             }
@@ -487,7 +495,10 @@ async fn complete_batch(tx: &mut Tx, c: &Cycle<'_>) -> Result<(Vec<Completed>, b
         .filter_map(|s| done_by_id.get(&s.fence.step_id).map(|d| (s, *d)))
         .collect();
     if done_items.is_empty() {
-        return Ok((items.iter().map(|_| Err(StoreError::Fenced)).collect(), false));
+        return Ok((
+            items.iter().map(|_| Err(StoreError::Fenced)).collect(),
+            false,
+        ));
     }
     let mut events: Vec<NewEvent> = done_items
         .iter()
@@ -635,7 +646,9 @@ async fn advance_tasks(
     if let Some(inline) = &c.inline
         && !finished.is_empty()
     {
-        for (task_id, d) in evaluate_inline(tx, inline, &finished, c.lease_secs, done, events).await? {
+        for (task_id, d) in
+            evaluate_inline(tx, inline, &finished, c.lease_secs, done, events).await?
+        {
             decisions.insert(task_id, d);
         }
     }

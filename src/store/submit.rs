@@ -98,7 +98,11 @@ impl Store {
     pub async fn announce_ready(&self, decisions: bool) -> Result<()> {
         sqlx::query("SELECT pg_notify($1, $2)")
             .bind(super::READY_CHANNEL)
-            .bind(if decisions { super::DECISIONS_PAYLOAD } else { "" })
+            .bind(if decisions {
+                super::DECISIONS_PAYLOAD
+            } else {
+                ""
+            })
             .execute(&self.pool)
             .await?;
         Ok(())

@@ -276,7 +276,12 @@ pub(crate) async fn complete_running(tx: &mut Tx, items: &[Success<'_>]) -> Resu
         .bind(items.iter().map(|i| i.lease_token).collect::<Vec<_>>())
         .bind(items.iter().map(|i| i.output.clone()).collect::<Vec<_>>())
         .bind(items.iter().map(|i| i.tool).collect::<Vec<_>>())
-        .bind(items.iter().map(|i| i.parameters.clone()).collect::<Vec<_>>())
+        .bind(
+            items
+                .iter()
+                .map(|i| i.parameters.clone())
+                .collect::<Vec<_>>(),
+        )
         .bind(items.iter().map(|i| i.worker_id).collect::<Vec<_>>())
         .fetch_all(&mut **tx)
         .await?)

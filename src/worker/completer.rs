@@ -22,7 +22,11 @@ pub(super) type Reply = (
     Option<OwnedSemaphorePermit>,
 );
 
-type Item = (StepSuccess, Option<OwnedSemaphorePermit>, oneshot::Sender<Reply>);
+type Item = (
+    StepSuccess,
+    Option<OwnedSemaphorePermit>,
+    oneshot::Sender<Reply>,
+);
 
 /// A step claimed by a completion cycle, with the permit it runs under.
 pub(super) type Handoff = (ClaimedStep, OwnedSemaphorePermit);
@@ -93,7 +97,7 @@ async fn cycle(store: &Store, cfg: &CompleterConfig, batch: Vec<Item>) {
         replies.push(r);
     }
     let available = permits.iter().filter(|p| p.is_some()).count() as i64;
-    let claim = (available > 0 && !cfg.shutdown.is_cancelled()).then(|| Claim {
+    let claim = (available > 0 && !cfg.shutdown.is_cancelled()).then_some(Claim {
         worker_id: cfg.worker_id,
         limit: available,
         lease_secs: cfg.lease_secs,
@@ -118,7 +122,9 @@ async fn cycle(store: &Store, cfg: &CompleterConfig, batch: Vec<Item>) {
                 }
             }
             for step in claimed {
-                let permit = spare.pop().expect("claimed at most one step per spare permit");
+                let permit = spare
+                    .pop()
+                    .expect("claimed at most one step per spare permit");
                 cfg.in_flight
                     .lock()
                     .expect("in-flight lock")

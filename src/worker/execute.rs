@@ -11,9 +11,9 @@ use super::{Runtime, with_retries};
 use crate::domain::params::{self, Scope};
 use crate::domain::plan::{self, Reference};
 use crate::domain::{ActionSpec, ToolFailure};
+use crate::store::StoreError;
 use crate::store::decision_queue::ClaimedDecision;
 use crate::store::step_queue::{ClaimedStep, StepContext, StepFailure, StepSuccess};
-use crate::store::StoreError;
 use crate::tools::{Invocation, ToolOutput, ToolRunner};
 
 /// Outcome of running a step's tool(s).

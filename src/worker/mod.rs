@@ -14,8 +14,8 @@
 //! Architecture invariant: no transaction is open while a tool or an LLM runs.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
@@ -149,10 +149,13 @@ pub async fn run(
         completer::CompleterConfig {
             worker_id: cfg.id,
             lease_secs: cfg.lease.as_secs_f64(),
-            inline: cfg.brain.pure_evaluation().map(|evaluate| InlineEvaluation {
-                evaluate,
-                policy: cfg.policy,
-            }),
+            inline: cfg
+                .brain
+                .pure_evaluation()
+                .map(|evaluate| InlineEvaluation {
+                    evaluate,
+                    policy: cfg.policy,
+                }),
             in_flight: in_flight.clone(),
             handoff,
             shutdown: shutdown.clone(),

@@ -88,7 +88,8 @@ pub(super) struct Row {
 /// The tasks already holding some idempotency keys: (task, status) by key. A separate read,
 /// made only when a key was already used: the insert waited for any concurrent holder of the
 /// key to commit, so this read sees it.
-const BY_KEY: &str = "SELECT idempotency_key, id, status FROM tasks WHERE idempotency_key = ANY($1)";
+const BY_KEY: &str =
+    "SELECT idempotency_key, id, status FROM tasks WHERE idempotency_key = ANY($1)";
 
 pub(super) enum Inserted {
     Done(Vec<Row>),
@@ -172,7 +173,11 @@ impl Batch {
     }
 
     /// One result per input item, in input order.
-    pub(super) async fn results(&self, pool: &sqlx::PgPool, rows: &[Row]) -> Result<Vec<Submitted>> {
+    pub(super) async fn results(
+        &self,
+        pool: &sqlx::PgPool,
+        rows: &[Row],
+    ) -> Result<Vec<Submitted>> {
         let used: Vec<&str> = rows
             .iter()
             .filter(|r| r.task_id.is_none())
@@ -200,7 +205,9 @@ impl Batch {
                         .as_ref()
                         .and_then(|k| holders.get(k).copied())
                         .ok_or_else(|| {
-                            StoreError::Corrupt(format!("item {sent}: neither inserted nor found by key"))
+                            StoreError::Corrupt(format!(
+                                "item {sent}: neither inserted nor found by key"
+                            ))
                         })?,
                 };
                 Ok(Submitted {
@@ -222,9 +229,10 @@ fn task_record(ord: usize, id: Uuid, t: &NewTask) -> Value {
     };
     let submitted = json!({"description": t.description, "priority": t.priority, "limits": t.limits,
                            "planned_by_brain": t.plan.is_none()});
-    let generated = t.plan.as_ref().map(|p| {
-        json!({"version": 1, "origin": "initial", "steps": p.steps.len()})
-    });
+    let generated = t
+        .plan
+        .as_ref()
+        .map(|p| json!({"version": 1, "origin": "initial", "steps": p.steps.len()}));
     json!({
         "ord": ord, "id": id, "description": t.description, "metadata": t.metadata,
         "context": t.context, "priority": t.priority, "idempotency_key": t.idempotency_key,
