@@ -154,7 +154,20 @@ impl Bench {
     /// Wait until no task is unfinished and `n` have succeeded in all (checks the cheap
     /// unfinished count first: the succeeded count grows with history).
     async fn wait_succeeded(store: &Store, n: i64, limit: Duration) -> Result<Duration> {
-        Ok(Self::watch_succeeded(store, n, limit).await?.0)
+        let start = Instant::now();
+        loop {
+            if store.count_unfinished_tasks().await? == 0 {
+                let ok = store.count_tasks("succeeded").await?;
+                if ok < n {
+                    bail!("only {ok} of {n} tasks succeeded");
+                }
+                return Ok(start.elapsed());
+            }
+            if start.elapsed() > limit {
+                bail!("timed out waiting for {n} tasks to succeed");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// Wait until no task is unfinished (`n` were); the statements the watching ran.
@@ -168,27 +181,6 @@ impl Bench {
             }
             if start.elapsed() > limit {
                 bail!("timed out waiting for {n} tasks to finish");
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-
-    /// [`Bench::wait_succeeded`], with the number of statements the watching itself ran.
-    async fn watch_succeeded(store: &Store, n: i64, limit: Duration) -> Result<(Duration, i64)> {
-        let start = Instant::now();
-        let mut queries = 0;
-        loop {
-            queries += 1;
-            if store.count_unfinished_tasks().await? == 0 {
-                queries += 1;
-                let ok = store.count_tasks("succeeded").await?;
-                if ok < n {
-                    bail!("only {ok} of {n} tasks succeeded");
-                }
-                return Ok((start.elapsed(), queries));
-            }
-            if start.elapsed() > limit {
-                bail!("timed out waiting for {n} tasks to succeed");
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

@@ -179,6 +179,34 @@ impl Store {
         step_keys: &[String],
         tool_ids: &[String],
     ) -> Result<StepContext> {
+        let outputs = self.step_outputs(task_id, plan_version, step_keys).await?;
+        let metadata: Value =
+            sqlx::query_scalar("SELECT metadata || runtime_metadata FROM tasks WHERE id = $1")
+                .bind(task_id)
+                .fetch_optional(&self.pool)
+                .await?
+                .ok_or_else(|| StoreError::NotFound(format!("task {task_id}")))?;
+        let tools: Vec<ToolDef> = sqlx::query_as("SELECT * FROM tools WHERE id = ANY($1)")
+            .bind(tool_ids)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(StepContext {
+            outputs,
+            metadata: match metadata {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            },
+            tools: tools.into_iter().map(|t| (t.id.clone(), t)).collect(),
+        })
+    }
+
+    /// Outputs of the named steps of a plan version that are done (succeeded or skipped).
+    pub async fn step_outputs(
+        &self,
+        task_id: Uuid,
+        plan_version: i32,
+        step_keys: &[String],
+    ) -> Result<HashMap<String, Value>> {
         let outputs: Vec<(String, Value)> = sqlx::query_as(
             "SELECT step_key, coalesce(output, 'null'::jsonb) FROM steps
              WHERE task_id = $1 AND plan_version = $2 AND step_key = ANY($3)
@@ -189,28 +217,7 @@ impl Store {
         .bind(step_keys)
         .fetch_all(&self.pool)
         .await?;
-        let metadata: Value =
-            sqlx::query_scalar("SELECT metadata || runtime_metadata FROM tasks WHERE id = $1")
-                .bind(task_id)
-                .fetch_optional(&self.pool)
-                .await?
-                .ok_or_else(|| StoreError::NotFound(format!("task {task_id}")))?;
-        let tools: Vec<ToolDef> = if tool_ids.is_empty() {
-            vec![]
-        } else {
-            sqlx::query_as("SELECT * FROM tools WHERE id = ANY($1)")
-                .bind(tool_ids)
-                .fetch_all(&self.pool)
-                .await?
-        };
-        Ok(StepContext {
-            outputs: outputs.into_iter().collect(),
-            metadata: match metadata {
-                Value::Object(m) => m,
-                _ => Map::new(),
-            },
-            tools: tools.into_iter().map(|t| (t.id.clone(), t)).collect(),
-        })
+        Ok(outputs.into_iter().collect())
     }
 
     /// Record a successful attempt; promote dependents whose dependencies are all done; when

@@ -200,10 +200,10 @@ async fn load_context(
     if !missing.is_empty() {
         let read = rt
             .store
-            .step_context(step.task_id, step.plan_version, &missing, &[])
+            .step_outputs(step.task_id, step.plan_version, &missing)
             .await
             .map_err(unavailable)?;
-        outputs.extend(read.outputs);
+        outputs.extend(read);
     }
     let tools = rt
         .tools
