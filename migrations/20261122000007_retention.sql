@@ -139,25 +139,27 @@ SELECT day, tier,
        sum(saved_ms_sum) / nullif(sum(saved_ms_count), 0) AS mean_ms_to_recover
 FROM recovery_all_rollup GROUP BY 1, 2;
 
+-- One row per live task with what its day of submission and status add to the roll-up
+-- (the prune rolls up the rows of the tasks it deletes from here too).
+CREATE VIEW task_rollup_rows AS
+SELECT t.id, date_trunc('day', t.created_at)::date AS day, t.status, t.final_score,
+       t.task_replan_count AS replans, t.single_step_repair_count AS repairs,
+       (extract(epoch FROM (coalesce(t.finished_at, now()) - t.created_at)) * 1000)::bigint AS duration_ms,
+       (SELECT count(*) FROM attempts a WHERE a.task_id = t.id) AS attempts,
+       (SELECT count(*) FROM attempts a WHERE a.task_id = t.id AND a.status = 'failed') AS failures,
+       EXISTS (SELECT 1 FROM recoveries r WHERE r.task_id = t.id) AS recovered
+FROM tasks t;
+
 -- Live tasks in roll-up shape (per day of submission and status).
 CREATE VIEW task_live_rollup AS
-WITH per_task AS (
-    SELECT t.id, date_trunc('day', t.created_at)::date AS day, t.status, t.final_score,
-           t.task_replan_count, t.single_step_repair_count,
-           (extract(epoch FROM (coalesce(t.finished_at, now()) - t.created_at)) * 1000)::bigint AS duration_ms,
-           (SELECT count(*) FROM attempts a WHERE a.task_id = t.id) AS attempts,
-           (SELECT count(*) FROM attempts a WHERE a.task_id = t.id AND a.status = 'failed') AS failures,
-           (SELECT count(*) FROM recoveries r WHERE r.task_id = t.id) AS recoveries
-    FROM tasks t
-)
 SELECT day, status, count(*) AS tasks,
        sum(attempts)::bigint AS attempts, sum(failures)::bigint AS failures,
-       count(*) FILTER (WHERE recoveries > 0) AS tasks_with_recovery,
-       count(*) FILTER (WHERE recoveries > 0 AND status = 'succeeded') AS succeeded_after_recovery,
-       sum(single_step_repair_count)::bigint AS repairs, sum(task_replan_count)::bigint AS replans,
+       count(*) FILTER (WHERE recovered) AS tasks_with_recovery,
+       count(*) FILTER (WHERE recovered AND status = 'succeeded') AS succeeded_after_recovery,
+       sum(repairs)::bigint AS repairs, sum(replans)::bigint AS replans,
        coalesce(sum(final_score), 0)::numeric AS score_sum, count(final_score) AS score_count,
        coalesce(sum(duration_ms), 0)::numeric AS duration_ms_sum, count(duration_ms) AS duration_ms_count
-FROM per_task GROUP BY 1, 2;
+FROM task_rollup_rows GROUP BY 1, 2;
 
 -- Per final status and day of submission.
 CREATE VIEW task_outcomes AS

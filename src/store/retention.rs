@@ -74,22 +74,12 @@ async fn roll_up(tx: &mut Tx, ids: &[Uuid]) -> Result<()> {
                                         succeeded_after_recovery, repairs, replans, score_sum,
                                         score_count, duration_ms_sum, duration_ms_count)
          SELECT day, status, count(*), sum(attempts), sum(failures),
-                count(*) FILTER (WHERE recoveries > 0),
-                count(*) FILTER (WHERE recoveries > 0 AND status = 'succeeded'),
-                sum(single_step_repair_count), sum(task_replan_count),
+                count(*) FILTER (WHERE recovered),
+                count(*) FILTER (WHERE recovered AND status = 'succeeded'),
+                sum(repairs), sum(replans),
                 coalesce(sum(final_score), 0), count(final_score),
                 coalesce(sum(duration_ms), 0), count(duration_ms)
-         FROM (
-             SELECT date_trunc('day', t.created_at)::date AS day, t.status, t.final_score,
-                    t.task_replan_count, t.single_step_repair_count,
-                    (extract(epoch FROM (coalesce(t.finished_at, now()) - t.created_at)) * 1000)::bigint
-                        AS duration_ms,
-                    (SELECT count(*) FROM attempts a WHERE a.task_id = t.id) AS attempts,
-                    (SELECT count(*) FROM attempts a WHERE a.task_id = t.id AND a.status = 'failed')
-                        AS failures,
-                    (SELECT count(*) FROM recoveries x WHERE x.task_id = t.id) AS recoveries
-             FROM tasks t WHERE t.id = ANY($1)
-         ) per_task
+         FROM task_rollup_rows WHERE id = ANY($1)
          GROUP BY 1, 2 ORDER BY 1, 2
          ON CONFLICT (day, status) DO UPDATE SET
              tasks = r.tasks + excluded.tasks,
