@@ -31,6 +31,102 @@ pub struct Settings {
     pub orchestrator: OrchestratorSettings,
     pub reflection: ReflectionSettings,
     pub retention: RetentionSettings,
+    pub auth: AuthSettings,
+    pub tools: ToolSettings,
+    pub limits: LimitSettings,
+}
+
+/// Access control of the API (CONTRACT.md "Access control").
+#[derive(Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthSettings {
+    /// When set, this key is an admin key (only its hash is kept in memory).
+    pub bootstrap_admin_key: Option<String>,
+    /// Run without access control (the API logs a warning at start). Off by default.
+    pub disabled: bool,
+}
+
+/// The bootstrap key never shows in `Debug` output.
+impl std::fmt::Debug for AuthSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthSettings")
+            .field(
+                "bootstrap_admin_key",
+                &self.bootstrap_admin_key.as_ref().map(|_| "[redacted]"),
+            )
+            .field("disabled", &self.disabled)
+            .finish()
+    }
+}
+
+/// Outbound requests of HTTP tools and `http_request` (CONTRACT.md "Outbound requests").
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolSettings {
+    /// Exceptions to the refused ranges, e.g. `["127.0.0.1/32", "10.1.0.0/16"]` (the
+    /// environment takes them comma-separated). `None`: not set (`--dev` then allows loopback).
+    #[serde(deserialize_with = "cidr_list")]
+    pub allow_cidrs: Option<Vec<ipnet::IpNet>>,
+    /// A tool answer longer than this fails the attempt (`output_too_large`).
+    pub max_output_bytes: u64,
+}
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        Self {
+            allow_cidrs: None,
+            max_output_bytes: 1_048_576,
+        }
+    }
+}
+
+/// Accepts a TOML array of CIDR strings or one comma-separated string.
+fn cidr_list<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<ipnet::IpNet>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        One(String),
+        Many(Vec<String>),
+    }
+    let items = match Raw::deserialize(d)? {
+        Raw::One(s) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect(),
+        Raw::Many(v) => v,
+    };
+    items
+        .iter()
+        .map(|c| parse_cidr(c).map_err(serde::de::Error::custom))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// `10.0.0.0/8`, or a bare address meaning just that address.
+pub fn parse_cidr(c: &str) -> Result<ipnet::IpNet, String> {
+    c.parse::<ipnet::IpNet>()
+        .or_else(|_| c.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("tools.allow_cidrs: {c:?} is not a CIDR (like 10.1.0.0/16)"))
+}
+
+/// Input limits (CONTRACT.md "Input limits").
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitSettings {
+    /// A submitted (or resumed) plan with more steps is a 422.
+    pub max_steps_per_plan: u32,
+}
+
+impl Default for LimitSettings {
+    fn default() -> Self {
+        Self {
+            max_steps_per_plan: 1000,
+        }
+    }
 }
 
 /// How long finished tasks are kept; the workers' maintenance deletes older ones.
@@ -61,8 +157,40 @@ impl Default for RetentionSettings {
 pub struct DatabaseSettings {
     /// Connection URL; `DATABASE_URL` wins over the file.
     pub url: Option<String>,
-    pub max_connections: u32,
+    /// Pool size. Unset: 20 for the API; for a worker, sized from its concurrency
+    /// ([`DatabaseSettings::worker_pool_size`]).
+    pub max_connections: Option<u32>,
     pub acquire_timeout_secs: u64,
+    /// The server cancels a statement running longer (0 = no limit).
+    pub statement_timeout_ms: u64,
+    /// The server ends a session idle inside a transaction longer, freeing its locks.
+    pub idle_in_transaction_timeout_ms: u64,
+}
+
+impl DatabaseSettings {
+    /// The API's pool size.
+    pub fn api_pool_size(&self) -> u32 {
+        self.max_connections.unwrap_or(20)
+    }
+
+    /// A worker's pool: one connection for claims, one for completion cycles, one each for
+    /// the rescue and retention loops, and room for failures and decisions recorded by the
+    /// steps running at once (half the concurrency, at most 32). The heartbeat and LISTEN
+    /// have their own connections.
+    pub fn worker_pool_size(&self, concurrency: u32) -> u32 {
+        self.max_connections
+            .unwrap_or_else(|| (concurrency / 2).clamp(2, 32) + 4)
+    }
+
+    pub fn pool_config(&self, max_connections: u32) -> crate::store::PoolConfig {
+        let ms = std::time::Duration::from_millis;
+        crate::store::PoolConfig {
+            max_connections,
+            acquire_timeout: std::time::Duration::from_secs(self.acquire_timeout_secs),
+            statement_timeout: ms(self.statement_timeout_ms),
+            idle_in_transaction_timeout: ms(self.idle_in_transaction_timeout_ms),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -170,8 +298,10 @@ impl Default for DatabaseSettings {
     fn default() -> Self {
         Self {
             url: None,
-            max_connections: 20,
+            max_connections: None,
             acquire_timeout_secs: 10,
+            statement_timeout_ms: 60_000,
+            idle_in_transaction_timeout_ms: 60_000,
         }
     }
 }
@@ -228,7 +358,7 @@ impl Default for ReflectionSettings {
     }
 }
 
-const SECTIONS: [&str; 7] = [
+const SECTIONS: [&str; 10] = [
     "database",
     "server",
     "worker",
@@ -236,6 +366,9 @@ const SECTIONS: [&str; 7] = [
     "orchestrator",
     "reflection",
     "retention",
+    "auth",
+    "tools",
+    "limits",
 ];
 
 impl Settings {
@@ -342,7 +475,7 @@ impl Settings {
         {
             return bad("worker.id must be a UUID");
         }
-        if self.database.max_connections < 2 {
+        if self.database.max_connections.is_some_and(|n| n < 2) {
             return bad("database.max_connections must be at least 2");
         }
         let r = &self.retention;
@@ -351,6 +484,20 @@ impl Settings {
         }
         if r.interval_secs == 0 {
             return bad("retention.interval_secs must be at least 1");
+        }
+        if self
+            .auth
+            .bootstrap_admin_key
+            .as_deref()
+            .is_some_and(|k| k.trim().len() < 16)
+        {
+            return bad("auth.bootstrap_admin_key must be at least 16 characters");
+        }
+        if self.tools.max_output_bytes == 0 {
+            return bad("tools.max_output_bytes must be at least 1");
+        }
+        if !(1..=100_000).contains(&self.limits.max_steps_per_plan) {
+            return bad("limits.max_steps_per_plan must be between 1 and 100000");
         }
         let o = &self.orchestrator;
         if o.parallel_max_concurrent == 0 {
@@ -404,6 +551,8 @@ const TEXT_KEYS: &[(&str, &str)] = &[
     ("llm", "base_url"),
     ("llm", "api_key"),
     ("llm", "model"),
+    ("auth", "bootstrap_admin_key"),
+    ("tools", "allow_cidrs"),
 ];
 
 /// Environment values are TOML literals when they parse as one (numbers, booleans), else strings.

@@ -6,7 +6,6 @@
 //! wiring production runs.
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -16,18 +15,13 @@ use crate::config::Settings;
 use crate::store::{Store, StoreError};
 use crate::worker::{self, WorkerConfig};
 
-/// Connect with the configured URL and pool settings, then apply migrations: what every
-/// process does at start.
-pub async fn open_store(settings: &Settings) -> Result<Store, StoreError> {
+/// Connect with the configured URL and session limits and a pool of `max_connections`, then
+/// apply migrations: what every process does at start.
+pub async fn open_store(settings: &Settings, max_connections: u32) -> Result<Store, StoreError> {
     let url = settings
         .database_url()
         .map_err(|e| StoreError::Rejected(e.to_string()))?;
-    let store = Store::connect(
-        url,
-        settings.database.max_connections,
-        Duration::from_secs(settings.database.acquire_timeout_secs),
-    )
-    .await?;
+    let store = Store::connect_with(url, &settings.database.pool_config(max_connections)).await?;
     store.migrate().await?;
     Ok(store)
 }
@@ -45,7 +39,12 @@ impl Application {
     /// Open the store from `settings` and bind `[server] host:port` (port 0 = any free port).
     pub async fn build(settings: Settings, with_worker: bool) -> anyhow::Result<Self> {
         use anyhow::Context;
-        let store = open_store(&settings)
+        let d = &settings.database;
+        let mut pool = d.api_pool_size();
+        if with_worker {
+            pool += d.worker_pool_size(settings.worker.concurrency);
+        }
+        let store = open_store(&settings, pool)
             .await
             .context("connecting to PostgreSQL and applying migrations")?;
         Self::build_with_store(store, settings, with_worker).await
@@ -58,6 +57,7 @@ impl Application {
         with_worker: bool,
     ) -> anyhow::Result<Self> {
         use anyhow::Context;
+        check_auth(&store, &settings).await?;
         let bind = format!("{}:{}", settings.server.host, settings.server.port);
         let listener = tokio::net::TcpListener::bind(&bind)
             .await
@@ -108,10 +108,36 @@ impl Application {
     }
 }
 
+/// Refuse to serve when no caller could ever authenticate: access control on, no bootstrap
+/// key, no live stored key. With access control off, say so loudly.
+async fn check_auth(store: &Store, settings: &Settings) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let a = &settings.auth;
+    if a.disabled {
+        tracing::warn!(
+            "access control is OFF ([auth] disabled): anyone who reaches this port can submit, cancel and change tools"
+        );
+        return Ok(());
+    }
+    if a.bootstrap_admin_key.is_some() {
+        return Ok(());
+    }
+    let any = store.any_live_key().await.context("looking for API keys")?;
+    anyhow::ensure!(
+        any,
+        "no API key can exist: set [auth] bootstrap_admin_key (APP_AUTH__BOOTSTRAP_ADMIN_KEY) to an admin key of at least 16 characters, \
+         or run without access control with [auth] disabled = true (APP_AUTH__DISABLED=true)"
+    );
+    Ok(())
+}
+
 /// Run a worker over `settings` until `stop` is cancelled; what `trellis-worker` does.
 pub async fn run_worker(settings: &Settings, stop: CancellationToken) -> anyhow::Result<()> {
     use anyhow::Context;
-    let store = open_store(settings)
+    let pool = settings
+        .database
+        .worker_pool_size(settings.worker.concurrency);
+    let store = open_store(settings, pool)
         .await
         .context("connecting to PostgreSQL and applying migrations")?;
     let cfg = WorkerConfig::from_settings(settings);

@@ -8,7 +8,12 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::domain::model::ToolFailure;
+use crate::domain::nul;
 pub use crate::domain::tool::ToolDef;
+use crate::net::{self, Outbound};
+
+/// Longest sleep the `sleep` built-in takes, in milliseconds (one hour).
+pub const MAX_SLEEP_MS: u64 = 3_600_000;
 
 pub const BUILTIN_TOOLS: [&str; 5] = ["echo", "sleep", "fail", "flaky", "http_request"];
 
@@ -28,25 +33,34 @@ pub struct ToolOutput {
     pub output_params: Map<String, Value>,
 }
 
-/// Runs tools; cheap to clone (shares one HTTP connection pool).
+/// Runs tools; cheap to clone (shares one HTTP connection pool). Every HTTP request goes
+/// through the outbound policy ([`Outbound`]): guarded resolution, address literals checked,
+/// no redirects, no environment proxy, answers read up to `max_output_bytes`.
 #[derive(Debug, Clone)]
 pub struct ToolRunner {
     http: reqwest::Client,
+    outbound: Outbound,
 }
 
 impl Default for ToolRunner {
     fn default() -> Self {
-        Self::new()
+        Self::new(Outbound::default())
     }
 }
 
+/// Failure categories the runner itself assigns (CONTRACT.md "Outbound requests").
+pub mod category {
+    pub const BLOCKED_DESTINATION: &str = "blocked_destination";
+    pub const OUTPUT_TOO_LARGE: &str = "output_too_large";
+    pub const INVALID_OUTPUT: &str = "invalid_output";
+}
+
 impl ToolRunner {
-    pub fn new() -> Self {
-        let http = reqwest::Client::builder()
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build()
-            .expect("reqwest client");
-        Self { http }
+    pub fn new(outbound: Outbound) -> Self {
+        Self {
+            http: outbound.client(),
+            outbound,
+        }
     }
 
     /// Run `tool` within its timeout.
@@ -83,7 +97,7 @@ impl ToolRunner {
                 }
             }
         }
-        result
+        checked(result)
     }
 
     async fn run_builtin(
@@ -101,9 +115,19 @@ impl ToolRunner {
         match tool.id.as_str() {
             "echo" => plain(p.clone()),
             "sleep" => {
-                let ms = p.get("ms").and_then(Value::as_u64).ok_or_else(|| {
-                    ToolFailure::new("parameter_error", "sleep needs {\"ms\": n}", false)
-                })?;
+                let ms = p
+                    .get("ms")
+                    .and_then(Value::as_u64)
+                    .filter(|ms| *ms <= MAX_SLEEP_MS)
+                    .ok_or_else(|| {
+                        ToolFailure::new(
+                            "parameter_error",
+                            format!(
+                                "sleep needs {{\"ms\": n}} with n between 0 and {MAX_SLEEP_MS}"
+                            ),
+                            false,
+                        )
+                    })?;
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 plain(json!({ "slept_ms": ms }))
             }
@@ -133,12 +157,13 @@ impl ToolRunner {
         let url = p.get("url").and_then(Value::as_str).ok_or_else(|| {
             ToolFailure::new("parameter_error", "http_request needs a \"url\"", false)
         })?;
+        let url = self.target(url)?;
         let method = p.get("method").and_then(Value::as_str).unwrap_or("GET");
         let method =
             reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).map_err(|_| {
                 ToolFailure::new("parameter_error", format!("bad method {method:?}"), false)
             })?;
-        let mut req = self.http.request(method, url);
+        let mut req = self.http.request(method, url.clone());
         if let Some(h) = p.get("headers").and_then(Value::as_object) {
             for (k, v) in h {
                 if let Some(v) = v.as_str() {
@@ -149,9 +174,10 @@ impl ToolRunner {
         if let Some(body) = p.get("body") {
             req = req.json(body);
         }
-        let resp = req.send().await.map_err(transport_failure)?;
+        let resp = req.send().await.map_err(|e| transport_failure(e, &url))?;
         let status = resp.status();
-        let text = resp.text().await.map_err(transport_failure)?;
+        refuse_redirect(&self.outbound, &resp).await?;
+        let text = self.read_capped(resp, &url).await?;
         let body = serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
         if status.is_server_error() {
             let mut f = ToolFailure::new("tool_error", format!("HTTP {status}"), true);
@@ -162,6 +188,56 @@ impl ToolRunner {
             output: json!({"status": status.as_u16(), "body": body}),
             output_params: Map::new(),
         })
+    }
+
+    /// Parse a destination and check an address literal against the outbound policy (a host
+    /// name is checked when it is resolved).
+    fn target(&self, raw: &str) -> Result<reqwest::Url, ToolFailure> {
+        let url = reqwest::Url::parse(raw).map_err(|_| {
+            ToolFailure::new(
+                "parameter_error",
+                format!("{:?} is not an absolute URL", net::redact_url_text(raw)),
+                false,
+            )
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ToolFailure::new(
+                "parameter_error",
+                "only http and https URLs are allowed",
+                false,
+            ));
+        }
+        self.outbound.check_url(&url).map_err(blocked)?;
+        Ok(url)
+    }
+
+    /// The answer's body as text, read no further than `max_output_bytes`.
+    async fn read_capped(
+        &self,
+        mut resp: reqwest::Response,
+        url: &reqwest::Url,
+    ) -> Result<String, ToolFailure> {
+        let cap = self.outbound.max_output_bytes;
+        let too_large = || {
+            ToolFailure::new(
+                category::OUTPUT_TOO_LARGE,
+                format!(
+                    "the answer is larger than the {cap}-byte limit ([tools] max_output_bytes)"
+                ),
+                false,
+            )
+        };
+        if resp.content_length().is_some_and(|n| n > cap) {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| transport_failure(e, url))? {
+            if (body.len() + chunk.len()) as u64 > cap {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(String::from_utf8_lossy(&body).into_owned())
     }
 
     async fn run_http(
@@ -176,6 +252,7 @@ impl ToolRunner {
                 false,
             )
         })?;
+        let endpoint = self.target(endpoint)?;
         let body = json!({
             "tool": tool.id,
             "parameters": inv.parameters,
@@ -185,7 +262,7 @@ impl ToolRunner {
         });
         let resp = self
             .http
-            .post(endpoint)
+            .post(endpoint.clone())
             .header(
                 "Idempotency-Key",
                 format!("{}:{}:{}", inv.task_id, inv.step_key, inv.attempt),
@@ -193,9 +270,10 @@ impl ToolRunner {
             .json(&body)
             .send()
             .await
-            .map_err(transport_failure)?;
+            .map_err(|e| transport_failure(e, &endpoint))?;
         let status = resp.status();
-        let text = resp.text().await.map_err(transport_failure)?;
+        refuse_redirect(&self.outbound, &resp).await?;
+        let text = self.read_capped(resp, &endpoint).await?;
         let parsed = serde_json::from_str::<Value>(&text).ok();
         if status.is_success() {
             let body = parsed.unwrap_or(Value::String(text));
@@ -243,9 +321,93 @@ impl ToolRunner {
     }
 }
 
-fn transport_failure(e: reqwest::Error) -> ToolFailure {
-    let what = crate::net::transport_error_kind(&e);
-    ToolFailure::new("tool_error", format!("{what}: {e}"), true)
+/// A request that got no answer: refused by the guard (not retryable), or a transport error
+/// (retryable). The URL is shown without credentials or query.
+fn transport_failure(e: reqwest::Error, url: &reqwest::Url) -> ToolFailure {
+    if let Some(b) = net::blocked_in(&e) {
+        return blocked(b.clone());
+    }
+    let what = net::transport_error_kind(&e);
+    ToolFailure::new(
+        "tool_error",
+        format!("{what} ({}): {}", net::redact_url(url), e.without_url()),
+        true,
+    )
+}
+
+fn blocked(b: net::Blocked) -> ToolFailure {
+    ToolFailure::new(category::BLOCKED_DESTINATION, b.to_string(), false)
+}
+
+/// Redirects are not followed: a 3xx is a non-retryable failure naming where it pointed —
+/// `blocked_destination` when that is somewhere the policy refuses, else a `tool_error`.
+async fn refuse_redirect(outbound: &Outbound, resp: &reqwest::Response) -> Result<(), ToolFailure> {
+    let status = resp.status();
+    if !status.is_redirection() {
+        return Ok(());
+    }
+    let target = resp
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|l| resp.url().join(l).ok());
+    let location = target
+        .as_ref()
+        .map(net::redact_url)
+        .unwrap_or_else(|| "nowhere".into());
+    let refused = match &target {
+        Some(t) => outbound.check_destination(t).await.err(),
+        None => None,
+    };
+    let mut f = match refused {
+        Some(b) => ToolFailure::new(
+            category::BLOCKED_DESTINATION,
+            format!("HTTP {status}: a redirect to {location} was not followed: {b}"),
+            false,
+        ),
+        None => ToolFailure::new(
+            "tool_error",
+            format!("HTTP {status}: redirects are not followed (location: {location})"),
+            false,
+        ),
+    };
+    f.http_status = Some(status.as_u16());
+    Err(f)
+}
+
+/// What a tool returned, made safe to store: an output PostgreSQL cannot store (a NUL
+/// character) fails the attempt as `invalid_output`; NULs in a failure's text are replaced.
+fn checked(result: Result<ToolOutput, ToolFailure>) -> Result<ToolOutput, ToolFailure> {
+    match result {
+        Ok(out) => {
+            let output = Value::Object(out.output_params.clone());
+            match nul::find_nul(&out.output, "output")
+                .or_else(|| nul::find_nul(&output, "output_params"))
+            {
+                None => Ok(out),
+                Some(at) => Err(ToolFailure::new(
+                    category::INVALID_OUTPUT,
+                    format!("{at} contains a NUL character (\\u0000), which cannot be stored"),
+                    false,
+                )),
+            }
+        }
+        Err(mut f) => {
+            nul::scrub(&mut f.message);
+            nul::scrub(&mut f.category);
+            for v in f.hints.values_mut() {
+                nul::scrub_value(v);
+            }
+            f.hints = std::mem::take(&mut f.hints)
+                .into_iter()
+                .map(|(mut k, v)| {
+                    nul::scrub(&mut k);
+                    (k, v)
+                })
+                .collect();
+            Err(f)
+        }
+    }
 }
 
 /// The `fail` built-in's parameters and an HTTP tool's `error` object share one shape.
@@ -311,7 +473,7 @@ mod tests {
 
     #[tokio::test]
     async fn builtins_behave_as_the_contract_says() {
-        let r = ToolRunner::new();
+        let r = ToolRunner::default();
         let p = json!({"a": 1});
         assert_eq!(
             r.run(&builtin("echo"), &inv(&p, 1)).await.unwrap().output,
@@ -351,7 +513,7 @@ mod tests {
 
     #[tokio::test]
     async fn declared_output_params_are_copied_from_the_output() {
-        let r = ToolRunner::new();
+        let r = ToolRunner::default();
         let mut t = builtin("echo");
         t.output_params = vec!["token".into(), "absent".into()];
         let p = json!({"token": "t1", "other": 2});

@@ -88,7 +88,10 @@ async fn a_taken_over_lease_changes_nothing() {
         Err(StoreError::Fenced)
     ));
     assert_eq!(
-        store.heartbeat(a, 30.0).await.unwrap(),
+        store
+            .heartbeat(a, 30.0, &[(old.id, old.lease_token)], &[])
+            .await
+            .unwrap(),
         0,
         "A's heartbeat must not touch B's lease"
     );
@@ -114,7 +117,10 @@ async fn a_taken_over_lease_changes_nothing() {
     let cfg = WorkerConfig::from_settings(&common::test_settings());
     trellis::worker::run_decision_chain(store, &cfg, evaluation).await;
     assert_eq!(store.get_task(t.task_id).await.unwrap().status, "succeeded");
-    let attempts = store.list_attempts(t.task_id).await.unwrap();
+    let attempts = store
+        .list_attempts(t.task_id, trellis::store::Page::ALL)
+        .await
+        .unwrap();
     assert_eq!(attempts.len(), 2);
     assert_eq!(attempts[0].error_category.as_deref(), Some("worker_lost"));
     assert_eq!(attempts[0].worker_id, Some(a));
@@ -180,7 +186,10 @@ async fn a_worker_finishes_what_a_vanished_worker_held() {
         (store.get_task(t.task_id).await.unwrap().status == "succeeded").then_some(())
     })
     .await;
-    let attempts = store.list_attempts(t.task_id).await.unwrap();
+    let attempts = store
+        .list_attempts(t.task_id, trellis::store::Page::ALL)
+        .await
+        .unwrap();
     assert_eq!(attempts.len(), 2);
     assert_eq!(
         (attempts[0].status.as_str(), attempts[0].worker_id),
@@ -286,7 +295,10 @@ async fn a_completion_batch_skips_only_the_fenced_step() {
         json!({"a": 1, "c": 1}),
         "only live steps' output params"
     );
-    let attempts = store.list_attempts(t.task_id).await.unwrap();
+    let attempts = store
+        .list_attempts(t.task_id, trellis::store::Page::ALL)
+        .await
+        .unwrap();
     let ok: Vec<&str> = attempts
         .iter()
         .filter(|a| a.status == "succeeded")

@@ -723,8 +723,11 @@ async fn row_reflection_failure_fallback() {
             json!({"tok": "t1"})
         )
     );
-    let refl: Vec<trellis::api::views::ReflectionView> =
-        h.store.list_reflections(h.task).await.unwrap();
+    let refl: Vec<trellis::api::views::ReflectionView> = h
+        .store
+        .list_reflections(h.task, trellis::store::Page::ALL)
+        .await
+        .unwrap();
     assert_eq!(refl.len(), 1);
     assert!(refl[0].is_fallback);
     assert_eq!(refl[0].body["root_cause_category"], "reflection_error");

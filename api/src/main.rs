@@ -7,7 +7,7 @@ use trellis::config::Settings;
 use trellis::devpg::TempPostgres;
 use trellis::startup::{Application, cancel_on_signal};
 
-const USAGE: &str = "usage: trellis-api [--dev]\n\n  --dev  start a throwaway PostgreSQL when DATABASE_URL is unset, and an in-process worker";
+const USAGE: &str = "usage: trellis-api [--dev]\n\n  --dev  start a throwaway PostgreSQL when DATABASE_URL is unset, and an in-process worker;\n         without a configured key, no access control; tools may reach loopback unless\n         [tools] allow_cidrs is set";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -24,6 +24,9 @@ async fn main() -> anyhow::Result<()> {
     }
     trellis::init_tracing();
     let mut settings = Settings::load().context("loading configuration")?;
+    if dev {
+        dev_defaults(&mut settings);
+    }
 
     let mut _dev_pg = None;
     if dev && settings.database.url.is_none() {
@@ -46,4 +49,21 @@ async fn main() -> anyhow::Result<()> {
     let served = application.run_until_stopped(stop).await;
     store.pool().close().await;
     served
+}
+
+/// `--dev` is the one-command demo on a laptop: without a configured key it runs without
+/// access control (and says so first), and its tools may call services on this machine.
+fn dev_defaults(settings: &mut Settings) {
+    if settings.auth.bootstrap_admin_key.is_none() && !settings.auth.disabled {
+        println!(
+            "--dev: no API key configured, so access control is OFF (set APP_AUTH__BOOTSTRAP_ADMIN_KEY to turn it on)"
+        );
+        settings.auth.disabled = true;
+    }
+    if settings.tools.allow_cidrs.is_none() {
+        settings.tools.allow_cidrs = Some(vec![
+            "127.0.0.0/8".parse().expect("a CIDR"),
+            "::1/128".parse().expect("a CIDR"),
+        ]);
+    }
 }

@@ -24,12 +24,24 @@ async fn dev_mode_runs_a_task_end_to_end_and_cleans_up() {
         .spawn()
         .expect("start trellis-api --dev");
     let stdout = child.stdout.take().unwrap();
-    let line = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        lines.next().expect("a line on stdout").expect("utf-8")
+    let (before, line) = tokio::task::spawn_blocking(move || {
+        let mut before = Vec::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.expect("utf-8");
+            if line.starts_with("listening on ") {
+                return (before, line);
+            }
+            before.push(line);
+        }
+        panic!("no listening line; stdout was {before:?}")
     })
     .await
     .unwrap();
+    // no key configured: it runs without access control, and says so first
+    assert!(
+        before.iter().any(|l| l.contains("access control is OFF")),
+        "{before:?}"
+    );
     let base = line
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))

@@ -268,11 +268,22 @@ impl Bench {
         let mut settings = Settings::default();
         settings.server.host = "127.0.0.1".into();
         settings.server.port = 0;
+        // an admin key held in memory: what a deployment's submitters use (no key lookup query)
+        const KEY: &str = "bench-admin-key-0123456789";
+        settings.auth.bootstrap_admin_key = Some(KEY.into());
         let app = trellis::startup::Application::build_with_store(store, settings, false).await?;
         let base = format!("http://{}", app.addr());
         let stop = CancellationToken::new();
         let server = tokio::spawn(app.run_until_stopped(stop.clone()));
-        let client = reqwest::Client::builder().no_proxy().build()?;
+        let mut auth = reqwest::header::HeaderMap::new();
+        auth.insert(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {KEY}").parse()?,
+        );
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .default_headers(auth)
+            .build()?;
         let body = |i: usize| {
             json!({"description": format!("submit {i}"), "plan": {"steps": [
                 {"id": "a", "tool": "echo", "parameters": {"i": i}},

@@ -16,8 +16,10 @@ use crate::config::Settings;
 use crate::domain::Limits;
 use crate::store::Store;
 
+pub mod auth;
 mod error;
 mod events;
+pub mod input;
 mod system;
 mod tasks;
 mod tools;
@@ -29,23 +31,29 @@ pub use tasks::{ResumeRequest, StepOverrideInput};
 
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// Request body cap of `POST /tasks/batch` (up to 1000 submit bodies).
-pub const MAX_BATCH_BODY_BYTES: usize = 32 * 1024 * 1024;
+pub const MAX_BATCH_BODY_BYTES: usize = 8 * 1024 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct AppState {
     pub store: Store,
     pub settings: Settings,
     announcer: Announcer,
+    auth: auth::Auth,
+    outbound: crate::net::Outbound,
 }
 
 impl AppState {
     /// Must be called inside a tokio runtime (it starts the submit announcer).
     pub fn new(store: Store, settings: Settings) -> Self {
         let announcer = Announcer::start(store.clone());
+        let auth = auth::Auth::from_settings(&settings.auth);
+        let outbound = crate::net::Outbound::from_settings(&settings.tools);
         Self {
             store,
             settings,
             announcer,
+            auth,
+            outbound,
         }
     }
 
@@ -99,6 +107,7 @@ impl Announcer {
 }
 
 pub fn app(state: AppState) -> Router {
+    use axum::middleware::from_fn_with_state;
     let v1 = Router::new()
         .route("/tasks", post(tasks::submit).get(tasks::list))
         .route(
@@ -118,13 +127,17 @@ pub fn app(state: AppState) -> Router {
         .route("/tools/{id}", get(tools::get).delete(tools::delete))
         .route("/stats", get(system::stats))
         .route("/stats/recovery", get(system::recovery_stats))
-        .route("/openapi.json", get(system::openapi));
+        .route("/keys", post(auth::create).get(auth::list))
+        .route("/keys/{id}", axum::routing::delete(auth::revoke))
+        .route("/openapi.json", get(system::openapi))
+        .layer(from_fn_with_state(state.clone(), auth::require_key));
     Router::new()
         .nest("/api/v1", v1)
         .route("/health", get(system::health))
         .route("/ready", get(system::ready))
         .route("/metrics", get(system::metrics))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn(input::reject_nul_in_uri))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -140,10 +153,8 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(v)) => Ok(ApiJson(v)),
-            Err(r) => Err(r.into()),
-        }
+        let Json(v) = Json::<serde_json::Value>::from_request(req, state).await?;
+        input::typed(v).map(ApiJson)
     }
 }
 

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use super::input::{self, PageQuery};
 use super::views::{
     self, EvaluationView, LlmUsageView, PlanView, PlanWithHistory, ReflectionView, TaskSummaryView,
 };
@@ -123,8 +124,17 @@ fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
         ));
     }
     let limits = apply_limits(st.default_limits(), body.limits)?;
+    let priority = body.priority.unwrap_or(0);
+    if !PRIORITIES.contains(&priority) {
+        return Err(ApiError::validation(format!(
+            "priority must be between {} and {}",
+            PRIORITIES.start(),
+            PRIORITIES.end()
+        )));
+    }
     let plan = match body.plan {
         Some(plan) => {
+            check_plan_size(st, &plan)?;
             plan::validate(&plan, &named_tools(&plan))?;
             Some(plan)
         }
@@ -142,11 +152,51 @@ fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
         description: body.description,
         metadata,
         context,
-        priority: body.priority.unwrap_or(0),
+        priority,
         idempotency_key: body.idempotency_key,
         limits,
         plan,
     })
+}
+
+/// Task priorities clients may give (higher runs first).
+pub const PRIORITIES: std::ops::RangeInclusive<i32> = -1000..=1000;
+
+/// Longest sleep a `sleep` step may ask for, in milliseconds (one hour).
+pub const MAX_SLEEP_MS: u64 = crate::tools::MAX_SLEEP_MS;
+
+/// `[limits] max_steps_per_plan`, and what a plan's literal parameters can be checked for
+/// before it runs (a `sleep` within its range).
+fn check_plan_size(st: &AppState, plan: &PlanSpec) -> Result<(), ApiError> {
+    let max = st.settings.limits.max_steps_per_plan as usize;
+    if plan.steps.len() > max {
+        return Err(ApiError::validation(format!(
+            "the plan has {} steps; at most {max} are allowed ([limits] max_steps_per_plan)",
+            plan.steps.len()
+        )));
+    }
+    let calls = plan.steps.iter().flat_map(|s| {
+        std::iter::once((&s.id, &s.tool, &s.parameters)).chain(
+            s.actions
+                .iter()
+                .map(move |a| (&s.id, &a.tool, &a.parameters)),
+        )
+    });
+    for (step, tool, params) in calls {
+        if tool != "sleep" {
+            continue;
+        }
+        match params.get("ms") {
+            Some(Value::String(s)) if s.contains("${") || s.contains("{{") => {}
+            Some(v) if v.as_u64().is_some_and(|ms| ms <= MAX_SLEEP_MS) => {}
+            _ => {
+                return Err(ApiError::validation(format!(
+                    "step {step}: sleep needs {{\"ms\": n}} with n between 0 and {MAX_SLEEP_MS}"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every tool id a plan names (steps and actions).
@@ -313,11 +363,15 @@ pub(super) async fn plan(
     }))
 }
 
+type PageParams = Result<Query<PageQuery>, axum::extract::rejection::QueryRejection>;
+
 pub(super) async fn attempts(
     State(st): State<AppState>,
     KnownTask(id): KnownTask,
+    q: PageParams,
 ) -> Result<Json<Vec<Value>>, ApiError> {
-    let rows = st.store.list_attempts(id).await?;
+    let page = input::query(q)?.page()?;
+    let rows = st.store.list_attempts(id, page).await?;
     Ok(Json(rows.iter().map(views::attempt).collect()))
 }
 
@@ -335,18 +389,16 @@ pub(super) async fn cancel(
 pub(super) async fn resume(
     State(st): State<AppState>,
     TaskId(id): TaskId,
+    headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let req: ResumeRequest = if body.iter().all(|b| b.is_ascii_whitespace()) {
         ResumeRequest::default()
     } else {
-        serde_json::from_slice(&body).map_err(|e| {
-            ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_body",
-                e.to_string(),
-            )
-        })?
+        super::input::require_json(&headers)?;
+        let v: Value = serde_json::from_slice(&body)
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "malformed_json", e.to_string()))?;
+        super::input::typed(v)?
     };
     if req.plan.is_some() && !req.step_overrides.is_empty() {
         return Err(ApiError::validation(
@@ -354,6 +406,7 @@ pub(super) async fn resume(
         ));
     }
     if let Some(plan) = &req.plan {
+        check_plan_size(&st, plan)?;
         let known: HashSet<String> = st.store.tool_ids().await?.into_iter().collect();
         plan::validate(plan, &known)?;
     }
@@ -364,15 +417,27 @@ pub(super) async fn resume(
 pub(super) async fn reflections(
     State(st): State<AppState>,
     KnownTask(id): KnownTask,
+    q: PageParams,
 ) -> Result<Json<Vec<ReflectionView>>, ApiError> {
-    Ok(Json(st.store.list_reflections::<ReflectionView>(id).await?))
+    let page = input::query(q)?.page()?;
+    Ok(Json(
+        st.store
+            .list_reflections::<ReflectionView>(id, page)
+            .await?,
+    ))
 }
 
 pub(super) async fn evaluations(
     State(st): State<AppState>,
     KnownTask(id): KnownTask,
+    q: PageParams,
 ) -> Result<Json<Vec<EvaluationView>>, ApiError> {
-    Ok(Json(st.store.list_evaluations::<EvaluationView>(id).await?))
+    let page = input::query(q)?.page()?;
+    Ok(Json(
+        st.store
+            .list_evaluations::<EvaluationView>(id, page)
+            .await?,
+    ))
 }
 
 #[derive(Debug, Deserialize)]

@@ -46,14 +46,14 @@ pub(super) async fn create(
             "id must be 1-128 letters, digits, '_', '.', ':' or '-'",
         ));
     }
-    let url_ok = reqwest::Url::parse(&t.endpoint)
-        .map(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
-        .unwrap_or(false);
-    if !url_ok {
-        return Err(ApiError::validation(
-            "endpoint must be an absolute http(s) URL",
-        ));
-    }
+    let url = reqwest::Url::parse(&t.endpoint)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+        .ok_or_else(|| ApiError::validation("endpoint must be an absolute http(s) URL"))?;
+    // a literal address the outbound policy refuses (a name is checked when a call resolves it)
+    st.outbound
+        .check_url(&url)
+        .map_err(|b| ApiError::validation(format!("endpoint: {b}")))?;
     let timeout_ms = t.timeout_ms.unwrap_or(30_000);
     if !(1..=3_600_000).contains(&timeout_ms) {
         return Err(ApiError::validation(
@@ -84,8 +84,27 @@ pub(super) async fn create(
     Ok((StatusCode::CREATED, Json(views::tool(&row))).into_response())
 }
 
-pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<Value>>, ApiError> {
-    let tools = st.store.list_tools().await?;
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ListQuery {
+    /// Tools whose id sorts after this one (keyset pagination).
+    after: Option<String>,
+    limit: Option<i64>,
+}
+
+pub(super) async fn list(
+    State(st): State<AppState>,
+    q: Result<axum::extract::Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Vec<Value>>, ApiError> {
+    let q = super::input::query(q)?;
+    let limit = q.limit.unwrap_or(super::input::MAX_PAGE);
+    if !(1..=super::input::MAX_PAGE).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit must be between 1 and {}",
+            super::input::MAX_PAGE
+        )));
+    }
+    let tools = st.store.list_tools(q.after.as_deref(), limit).await?;
     Ok(Json(tools.iter().map(views::tool).collect()))
 }
 

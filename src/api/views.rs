@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::domain::records::{AttemptRow, StepRow, TaskRow};
+use crate::domain::secrets::redacted;
 use crate::domain::status::{StepStatus, TaskStatus};
 use crate::domain::tool::ToolDef;
 
@@ -99,11 +100,11 @@ pub fn step(s: &StepRow) -> Value {
         "id": s.step_key,
         "name": s.name,
         "tool": s.effective_tool(),
-        "parameters": s.parameters,
+        "parameters": redacted(&s.parameters),
         "dependencies": s.dependencies,
         "expected_output": s.expected_output,
         "optional": s.optional,
-        "actions": s.actions,
+        "actions": redacted(&s.actions),
         "status": s.status,
         "retry_count": s.retry_count,
         "attempts": s.attempts,
@@ -152,7 +153,7 @@ pub fn attempt(a: &AttemptRow) -> Value {
         "plan_version": a.plan_version,
         "attempt": a.attempt,
         "tool": a.tool,
-        "parameters": a.parameters,
+        "parameters": redacted(&a.parameters),
         "status": a.status,
         "output": a.output,
         "error": a.error,
@@ -169,7 +170,12 @@ pub struct EventView {
     pub seq: i64,
     pub kind: String,
     pub at: DateTime<Utc>,
+    #[serde(serialize_with = "serialize_redacted")]
     pub payload: Value,
+}
+
+fn serialize_redacted<S: serde::Serializer>(v: &Value, s: S) -> Result<S::Ok, S::Error> {
+    redacted(v).serialize(s)
 }
 
 /// `GET /tasks/{id}/reflections`.
@@ -231,7 +237,7 @@ pub fn tool(t: &ToolDef) -> Value {
         "name": t.name,
         "description": t.description,
         "kind": t.kind,
-        "endpoint": t.endpoint,
+        "endpoint": t.endpoint.as_deref().map(crate::net::redact_url_text),
         "timeout_ms": t.timeout_ms,
         "input_schema": t.input_schema,
         "output_params": t.output_params,
@@ -239,5 +245,17 @@ pub fn tool(t: &ToolDef) -> Value {
         "tags": t.tags,
         "created_at": t.created_at,
         "updated_at": t.updated_at,
+    })
+}
+
+/// `GET /keys` (never the key itself).
+pub fn key(k: &crate::store::keys::KeyRow) -> Value {
+    json!({
+        "id": k.id,
+        "name": k.name,
+        "role": k.role.as_str(),
+        "key_prefix": k.key_prefix,
+        "created_at": k.created_at,
+        "revoked_at": k.revoked_at,
     })
 }

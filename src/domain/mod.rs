@@ -11,15 +11,20 @@
 //! - [`model`]: plan definitions as clients submit them, event kinds, tool failures;
 //! - [`plan`] / [`params`]: plan validation and placeholder resolution;
 //! - [`recovery`]: the three-tier recovery as pure functions;
-//! - [`limits`], [`tool`]: a task's limits, the tool registry's record.
+//! - [`limits`], [`tool`]: a task's limits, the tool registry's record;
+//! - [`auth`]: API key roles and what each call needs; [`nul`]: finding NUL characters;
+//!   [`secrets`]: credentials kept out of answers.
 
+pub mod auth;
 pub mod decision;
 pub mod limits;
 pub mod model;
+pub mod nul;
 pub mod params;
 pub mod plan;
 pub mod records;
 pub mod recovery;
+pub mod secrets;
 pub mod status;
 pub mod tool;
 pub mod transitions;

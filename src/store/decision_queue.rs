@@ -140,8 +140,8 @@ impl Store {
             }
             None => None,
         };
-        let attempts = self.list_attempts(task.id).await?;
-        let tools = self.list_tools().await?;
+        let attempts = self.list_attempts(task.id, super::Page::ALL).await?;
+        let tools = self.list_tools(None, i64::MAX).await?;
         let counters = task.counters(step.as_ref(), max_rescues);
         // only a capped task needs the count
         let llm_calls_used: i64 = match task.max_llm_calls {

@@ -9,7 +9,8 @@
 //! - [`lifecycle`]: task-level consequences shared by the queue and the appliers;
 //! - [`plans`]: plan versions and their step rows;
 //! - [`submit`]: submit, cancel, resume; [`reads`]: read models;
-//! - [`tools`], [`workers`], [`reports`]: the registries and the recovery views.
+//! - [`tools`], [`workers`], [`reports`]: the registries and the recovery views;
+//! - [`keys`]: API key digests and roles.
 //!
 //! Lock order, everywhere: the task row first (`FOR NO KEY UPDATE`), then its steps. The claim
 //! takes task rows with `SKIP LOCKED`, so claims never queue behind completions.
@@ -44,6 +45,7 @@ macro_rules! in_tx {
 
 pub mod apply;
 pub mod decision_queue;
+pub mod keys;
 pub mod lifecycle;
 pub mod plans;
 pub mod reads;
@@ -104,6 +106,52 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// A transaction, as `in_tx!` hands it to its work.
 pub type Tx = Transaction<'static, Postgres>;
 
+/// A page of a per-task history list, oldest first.
+#[derive(Debug, Clone, Copy)]
+pub struct Page {
+    pub limit: i64,
+    pub offset: i64,
+}
+
+impl Page {
+    /// Every row (internal readers, never an API call).
+    pub const ALL: Page = Page {
+        limit: i64::MAX,
+        offset: 0,
+    };
+}
+
+impl Default for Page {
+    fn default() -> Self {
+        Self {
+            limit: 1000,
+            offset: 0,
+        }
+    }
+}
+
+/// How a pool connects.
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    pub max_connections: u32,
+    pub acquire_timeout: Duration,
+    /// A statement running longer is cancelled by the server.
+    pub statement_timeout: Duration,
+    /// A session idle inside a transaction longer is ended by the server (its locks freed).
+    pub idle_in_transaction_timeout: Duration,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        Self {
+            max_connections: 10,
+            acquire_timeout: Duration::from_secs(10),
+            statement_timeout: Duration::from_secs(60),
+            idle_in_transaction_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
 /// The handle everything uses to reach PostgreSQL.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -113,16 +161,54 @@ pub struct Store {
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 impl Store {
-    /// Connect a pool. `max_connections` should cover claims, completions and heartbeats.
+    /// Connect a pool with the default session limits ([`PoolConfig`]).
     pub async fn connect(
         url: &str,
         max_connections: u32,
         acquire_timeout: Duration,
     ) -> Result<Self> {
-        let options: PgConnectOptions = url.parse()?;
+        Self::connect_with(
+            url,
+            &PoolConfig {
+                max_connections,
+                acquire_timeout,
+                ..PoolConfig::default()
+            },
+        )
+        .await
+    }
+
+    /// Connect a pool. Every connection gets a `statement_timeout`, an
+    /// `idle_in_transaction_session_timeout` and TCP keepalives set on the server's side of
+    /// its socket (sqlx has no client-side socket options; the server's probes are what end
+    /// the backend of a worker whose host vanished, releasing its locks).
+    pub async fn connect_with(url: &str, c: &PoolConfig) -> Result<Self> {
+        let ms = |d: Duration| format!("{}ms", d.as_millis());
+        let options: PgConnectOptions = url.parse::<PgConnectOptions>()?.options([
+            ("statement_timeout", ms(c.statement_timeout)),
+            (
+                "idle_in_transaction_session_timeout",
+                ms(c.idle_in_transaction_timeout),
+            ),
+            ("tcp_keepalives_idle", "30".to_string()),
+            ("tcp_keepalives_interval", "10".to_string()),
+            ("tcp_keepalives_count", "3".to_string()),
+        ]);
+        let pool = PgPoolOptions::new()
+            .max_connections(c.max_connections)
+            .acquire_timeout(c.acquire_timeout)
+            .connect_with(options)
+            .await?;
+        Ok(Self { pool })
+    }
+
+    /// A second handle on the same database with its own small pool, so that what runs on it
+    /// (a worker's heartbeat) never waits behind the main pool.
+    pub async fn dedicated(&self, max_connections: u32) -> Result<Self> {
+        let options = (*self.pool.connect_options()).clone();
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
-            .acquire_timeout(acquire_timeout)
+            .acquire_timeout(Duration::from_secs(5))
             .connect_with(options)
             .await?;
         Ok(Self { pool })
@@ -135,7 +221,16 @@ impl Store {
     /// Apply pending migrations. `sqlx::migrate!` holds an advisory lock while it runs, so many
     /// processes may start at once.
     pub async fn migrate(&self) -> Result<()> {
-        MIGRATOR.run(&self.pool).await?;
+        // a migration may rewrite a large table: no statement timeout on its connection
+        let mut conn = self.pool.acquire().await?;
+        sqlx::query("SET statement_timeout = 0")
+            .execute(&mut *conn)
+            .await?;
+        let ran = MIGRATOR.run(&mut *conn).await;
+        sqlx::query("RESET statement_timeout")
+            .execute(&mut *conn)
+            .await?;
+        ran?;
         Ok(())
     }
 

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::Page;
 use super::{Result, Store, StoreError};
 use crate::domain::records::{AttemptRow, StepRow, TaskRow};
 
@@ -74,13 +75,15 @@ impl Store {
         .await?)
     }
 
-    pub async fn list_attempts(&self, task_id: Uuid) -> Result<Vec<AttemptRow>> {
+    pub async fn list_attempts(&self, task_id: Uuid, page: Page) -> Result<Vec<AttemptRow>> {
         Ok(sqlx::query_as(
             "SELECT step_id, step_key, plan_version, attempt, tool, parameters, status, output, error,
                     error_category, worker_id, started_at, finished_at, duration_ms
-             FROM attempts WHERE task_id = $1 ORDER BY id",
+             FROM attempts WHERE task_id = $1 ORDER BY id LIMIT $2 OFFSET $3",
         )
         .bind(task_id)
+        .bind(page.limit)
+        .bind(page.offset)
         .fetch_all(&self.pool)
         .await?)
     }
@@ -156,24 +159,28 @@ impl Store {
 
     /// Reflections, oldest first (columns `level, step_key, plan_version, round, is_fallback,
     /// body, raw, created_at`).
-    pub async fn list_reflections<R: Row>(&self, task_id: Uuid) -> Result<Vec<R>> {
+    pub async fn list_reflections<R: Row>(&self, task_id: Uuid, page: Page) -> Result<Vec<R>> {
         Ok(sqlx::query_as(
             "SELECT level, step_key, plan_version, round, is_fallback, body, raw, created_at
-             FROM reflections WHERE task_id = $1 ORDER BY id",
+             FROM reflections WHERE task_id = $1 ORDER BY id LIMIT $2 OFFSET $3",
         )
         .bind(task_id)
+        .bind(page.limit)
+        .bind(page.offset)
         .fetch_all(&self.pool)
         .await?)
     }
 
     /// Evaluations, oldest first (the columns of `evaluations` but `id`, `task_id`, `raw`).
-    pub async fn list_evaluations<R: Row>(&self, task_id: Uuid) -> Result<Vec<R>> {
+    pub async fn list_evaluations<R: Row>(&self, task_id: Uuid, page: Page) -> Result<Vec<R>> {
         Ok(sqlx::query_as(
             "SELECT round, plan_version, overall_score, completeness, correctness, efficiency,
                     reliability, is_successful, successes, failures, improvement_suggestions, created_at
-             FROM evaluations WHERE task_id = $1 ORDER BY id",
+             FROM evaluations WHERE task_id = $1 ORDER BY id LIMIT $2 OFFSET $3",
         )
         .bind(task_id)
+        .bind(page.limit)
+        .bind(page.offset)
         .fetch_all(&self.pool)
         .await?)
     }

@@ -144,30 +144,43 @@ impl Store {
         Ok(l)
     }
 
-    /// Extend every lease this worker holds and record its heartbeat. Returns leases extended.
-    pub async fn heartbeat(&self, worker_id: Uuid, lease_secs: f64) -> Result<u64> {
-        let n = sqlx::query(
-            "UPDATE steps SET lease_expires_at = now() + make_interval(secs => $2)
-             WHERE lease_owner = $1 AND status = 'running'",
+    /// Extend the leases of the given `(id, lease_token)` steps and decisions (the work this
+    /// worker is still running) and record its heartbeat, in one statement. Returns the step
+    /// leases extended.
+    pub async fn heartbeat(
+        &self,
+        worker_id: Uuid,
+        lease_secs: f64,
+        steps: &[(Uuid, i64)],
+        decisions: &[(Uuid, i64)],
+    ) -> Result<u64> {
+        let (step_ids, step_tokens): (Vec<Uuid>, Vec<i64>) = steps.iter().copied().unzip();
+        let (dec_ids, dec_tokens): (Vec<Uuid>, Vec<i64>) = decisions.iter().copied().unzip();
+        let n: i64 = sqlx::query_scalar(
+            "WITH s AS (
+                 UPDATE steps SET lease_expires_at = now() + make_interval(secs => $2)
+                 FROM unnest($3::uuid[], $4::bigint[]) AS f(id, token)
+                 WHERE steps.id = f.id AND steps.lease_token = f.token
+                   AND steps.lease_owner = $1 AND steps.status = 'running'
+                 RETURNING 1),
+             d AS (
+                 UPDATE decisions SET lease_expires_at = now() + make_interval(secs => $2)
+                 FROM unnest($5::uuid[], $6::bigint[]) AS f(id, token)
+                 WHERE decisions.id = f.id AND decisions.lease_token = f.token
+                   AND decisions.lease_owner = $1 AND decisions.status = 'running'
+                 RETURNING 1),
+             w AS (UPDATE workers SET last_heartbeat = now() WHERE id = $1)
+             SELECT count(*) FROM s",
         )
         .bind(worker_id)
         .bind(lease_secs)
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
-        sqlx::query(
-            "UPDATE decisions SET lease_expires_at = now() + make_interval(secs => $2)
-             WHERE lease_owner = $1 AND status = 'running'",
-        )
-        .bind(worker_id)
-        .bind(lease_secs)
-        .execute(&self.pool)
+        .bind(&step_ids)
+        .bind(&step_tokens)
+        .bind(&dec_ids)
+        .bind(&dec_tokens)
+        .fetch_one(&self.pool)
         .await?;
-        sqlx::query("UPDATE workers SET last_heartbeat = now() WHERE id = $1")
-            .bind(worker_id)
-            .execute(&self.pool)
-            .await?;
-        Ok(n)
+        Ok(n as u64)
     }
 
     /// Everything a claimed step needs to resolve its parameters: outputs of the named steps

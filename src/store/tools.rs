@@ -55,10 +55,15 @@ impl Store {
         })
     }
 
-    pub async fn list_tools(&self) -> Result<Vec<ToolDef>> {
-        Ok(sqlx::query_as("SELECT * FROM tools ORDER BY id")
-            .fetch_all(&self.pool)
-            .await?)
+    /// Tools in id order, after `after` (keyset), at most `limit`.
+    pub async fn list_tools(&self, after: Option<&str>, limit: i64) -> Result<Vec<ToolDef>> {
+        Ok(sqlx::query_as(
+            "SELECT * FROM tools WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2",
+        )
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     /// The registry's version and every tool, read in one statement (a worker's tool cache).

@@ -10,19 +10,27 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::WorkerConfig;
-use crate::store::{DECISIONS_PAYLOAD, Store};
+use super::{Held, InFlight, WorkerConfig};
+use crate::store::{DECISIONS_PAYLOAD, Store, StoreError};
 
-/// Start the three loops; they stop when `stop` is cancelled.
-pub(super) fn spawn(
+/// Start the loops; they stop when `stop` is cancelled. The heartbeat gets a connection of
+/// its own, so it never waits behind the pool the work uses.
+pub(super) async fn spawn(
     store: &Store,
     cfg: &WorkerConfig,
     wake: &Wake,
+    in_flight: &InFlight,
     stop: &CancellationToken,
-) -> JoinSet<()> {
+) -> Result<JoinSet<()>, StoreError> {
+    let beat_store = store.dedicated(1).await?;
     let mut helpers = JoinSet::new();
     helpers.spawn(listen_loop(store.clone(), wake.clone(), stop.clone()));
-    helpers.spawn(heartbeat_loop(store.clone(), cfg.clone(), stop.clone()));
+    helpers.spawn(heartbeat_loop(
+        beat_store,
+        cfg.clone(),
+        in_flight.clone(),
+        stop.clone(),
+    ));
     helpers.spawn(rescue_loop(
         store.clone(),
         cfg.clone(),
@@ -32,7 +40,7 @@ pub(super) fn spawn(
     if cfg.retention.finished_task_ttl_secs > 0 {
         helpers.spawn(retention_loop(store.clone(), cfg.clone(), stop.clone()));
     }
-    helpers
+    Ok(helpers)
 }
 
 /// Delete expired finished tasks: batch after batch (each its own short transaction) until
@@ -117,15 +125,32 @@ async fn listen_loop(store: Store, wake: Wake, stop: CancellationToken) {
     }
 }
 
-async fn heartbeat_loop(store: Store, cfg: WorkerConfig, stop: CancellationToken) {
+/// Renew the leases of the work still in flight, and only those: a step whose outcome could
+/// not be recorded has left the set, so its lease runs out and another worker takes it.
+async fn heartbeat_loop(
+    store: Store,
+    cfg: WorkerConfig,
+    in_flight: InFlight,
+    stop: CancellationToken,
+) {
     let period = (cfg.lease / 3).max(Duration::from_millis(100));
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(period) => {}
         }
-        if let Err(e) = store.heartbeat(cfg.id, cfg.lease.as_secs_f64()).await {
-            tracing::warn!(error = %e, "heartbeat failed");
+        let (mut steps, mut decisions) = (Vec::new(), Vec::new());
+        for held in in_flight.lock().expect("in-flight lock").values() {
+            match held {
+                Held::Step(f) => steps.push((f.step_id, f.lease_token)),
+                Held::Decision(f) => decisions.push((f.id, f.lease_token)),
+            }
+        }
+        let beat = store.heartbeat(cfg.id, cfg.lease.as_secs_f64(), &steps, &decisions);
+        match tokio::time::timeout(period, beat).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "heartbeat failed"),
+            Err(_) => tracing::warn!("heartbeat timed out"),
         }
     }
 }

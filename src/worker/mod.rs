@@ -53,6 +53,8 @@ pub struct WorkerConfig {
     pub policy: FailurePolicy,
     pub brain: Arc<dyn Brain>,
     pub retention: Retention,
+    /// Where tools may connect, and how much of an answer is read.
+    pub outbound: crate::net::Outbound,
 }
 
 /// What the maintenance deletes ([`Store::prune_finished`]).
@@ -93,6 +95,7 @@ impl WorkerConfig {
                 batch_size: i64::from(s.retention.batch_size),
                 interval: Duration::from_secs(s.retention.interval_secs),
             },
+            outbound: crate::net::Outbound::from_settings(&s.tools),
         }
     }
 }
@@ -104,7 +107,10 @@ enum Held {
     Decision(DecisionFence),
 }
 
-/// Leases this worker holds, so a drain can release what did not finish.
+/// Leases of the work this worker is still running (or recording): the heartbeat renews
+/// these and nothing else, and a drain releases what did not finish. Work leaves the set when
+/// its outcome is recorded, or when recording failed: its lease then runs out and another
+/// worker takes it.
 type InFlight = Arc<Mutex<HashMap<Uuid, Held>>>;
 
 /// What the claim loop shares with the work it spawns.
@@ -141,8 +147,8 @@ pub async fn run(
         // a decision may be pending from before this worker started
         decisions: Arc::new(AtomicBool::new(true)),
     };
-    let mut helpers = maintenance::spawn(&store, &cfg, &wake, &background);
     let in_flight: InFlight = Arc::default();
+    let mut helpers = maintenance::spawn(&store, &cfg, &wake, &in_flight, &background).await?;
     let (handoff, mut handoffs) = mpsc::unbounded_channel();
     let (completer, completer_task) = Completer::start(
         store.clone(),
@@ -164,7 +170,7 @@ pub async fn run(
     let rt = Runtime {
         store: store.clone(),
         cfg: cfg.clone(),
-        runner: ToolRunner::new(),
+        runner: ToolRunner::new(cfg.outbound.clone()),
         completer,
         in_flight,
         tools: tool_cache::ToolCache::default(),

@@ -21,9 +21,16 @@ use trellis::testkit::{TestDb, fresh_db, wait_for};
 use trellis::worker::{self, WorkerConfig};
 use uuid::Uuid;
 
-/// Settings for tests: quick polling, backoff and rescue.
+/// The admin key of every test app ([`test_settings`]); [`TestApp::http`] sends it.
+pub const ADMIN_KEY: &str = "test-admin-key-0123456789abcdef";
+
+/// Settings for tests: quick polling, backoff and rescue; the bootstrap admin key; tools may
+/// reach the test servers on 127.0.0.1 (and nothing else on loopback: the outbound tests'
+/// canary listens on 127.0.0.2).
 pub fn test_settings() -> Settings {
     let mut s = Settings::default();
+    s.auth.bootstrap_admin_key = Some(ADMIN_KEY.into());
+    s.tools.allow_cidrs = Some(vec!["127.0.0.1/32".parse().unwrap()]);
     s.worker.poll_ms = 200;
     s.worker.retry_backoff_ms = 10;
     s.worker.retry_backoff_max_ms = 50;
@@ -131,9 +138,25 @@ pub async fn spawn_app_with(settings: Settings) -> TestApp {
         addr,
         db,
         settings,
-        http: reqwest::Client::new(),
+        http: client_with_key(Some(ADMIN_KEY)),
         server,
     }
+}
+
+/// An HTTP client that sends `Authorization: Bearer <key>` on every request (none: no header).
+pub fn client_with_key(key: Option<&str>) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(k) = key {
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {k}").parse().unwrap(),
+        );
+    }
+    reqwest::Client::builder()
+        .no_proxy()
+        .default_headers(headers)
+        .build()
+        .unwrap()
 }
 
 pub struct TestWorker {

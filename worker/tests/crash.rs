@@ -34,6 +34,7 @@ impl WorkerProc {
             .env("APP_WORKER__POLL_MS", "100")
             .env("APP_WORKER__RESCUE_INTERVAL_MS", "200")
             .env("APP_WORKER__CONCURRENCY", "8")
+            .env("APP_TOOLS__ALLOW_CIDRS", "127.0.0.1/32")
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null());
@@ -187,14 +188,21 @@ async fn sigterm_releases_unfinished_steps_without_burning_attempts() {
     assert_eq!(store.count_steps("running").await.unwrap(), 0);
     assert_eq!(store.count_steps("ready").await.unwrap(), 4);
     assert!(
-        store.list_attempts(t.task_id).await.unwrap().is_empty(),
+        store
+            .list_attempts(t.task_id, trellis::store::Page::ALL)
+            .await
+            .unwrap()
+            .is_empty(),
         "no attempt burnt"
     );
     assert_eq!(store.count_events("step_released").await.unwrap(), 4);
 
     let _w2 = WorkerProc::start(&db, &[]);
     wait_all_succeeded(&store, 1, Duration::from_secs(30)).await;
-    let attempts = store.list_attempts(t.task_id).await.unwrap();
+    let attempts = store
+        .list_attempts(t.task_id, trellis::store::Page::ALL)
+        .await
+        .unwrap();
     assert_eq!(attempts.len(), 4);
     assert!(
         attempts
@@ -235,7 +243,10 @@ async fn sigterm_lets_in_flight_steps_finish_within_the_grace_period() {
         status,
         [("a", "succeeded"), ("b", "succeeded"), ("c", "ready")]
     );
-    let attempts = store.list_attempts(t.task_id).await.unwrap();
+    let attempts = store
+        .list_attempts(t.task_id, trellis::store::Page::ALL)
+        .await
+        .unwrap();
     assert_eq!(attempts.len(), 2, "the draining worker started nothing new");
     assert_eq!(store.count_steps("running").await.unwrap(), 0);
 }
@@ -323,4 +334,185 @@ async fn kill_9_during_recovery_keeps_counters_exact() {
         ],
         "{fp:?}"
     );
+}
+
+fn http_tool(id: &str, endpoint: String) -> NewTool {
+    NewTool {
+        id: id.into(),
+        name: id.into(),
+        description: format!("test tool {id}"),
+        endpoint,
+        timeout_ms: 10_000,
+        input_schema: json!({}),
+        output_params: vec![],
+        alternatives: vec![],
+        tags: vec![],
+    }
+}
+
+async fn terminal_tasks(store: &Store) -> i64 {
+    let mut n = 0;
+    for s in ["succeeded", "failed", "cancelled", "needs_intervention"] {
+        n += store.count_tasks(s).await.unwrap();
+    }
+    n
+}
+
+/// Peak resident set of a process, in kB (`VmHWM`).
+fn peak_rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status")
+}
+
+/// Security acceptance 4: a tool answering 50 MB and one answering a NUL string each end
+/// their task, and the worker process stays alive with a peak RSS under 100 MB.
+#[tokio::test]
+async fn hostile_answers_end_their_tasks_and_the_worker_stays_small() {
+    let db = fresh_db().await;
+    let store = db.store.clone();
+    // 50 MB, streamed by the server without building it in memory
+    let huge = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = axum::Router::new().fallback(|| async {
+            let chunk = axum::body::Bytes::from(vec![b'x'; 1 << 20]);
+            let stream =
+                futures::stream::iter((0..50).map(move |_| Ok::<_, std::io::Error>(chunk.clone())));
+            axum::body::Body::from_stream(stream)
+        });
+        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+        addr
+    };
+    let nul = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(|_| (200, json!({"output": "a\u{0}b"}))),
+    )
+    .await;
+    store
+        .create_tool(&http_tool("huge", format!("http://{huge}/huge")))
+        .await
+        .unwrap();
+    store
+        .create_tool(&http_tool("nul", nul.endpoint("nul")))
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for tool in ["huge", "nul", "huge", "nul"] {
+        let t = store
+            .submit_task(&common::new_task(json!([{"id": "a", "tool": tool}])))
+            .await
+            .unwrap();
+        ids.push(t.task_id);
+    }
+    let mut worker = WorkerProc::start(&db, &[]);
+    wait_for("every task to end", Duration::from_secs(60), || async {
+        (terminal_tasks(&store).await == 4).then_some(())
+    })
+    .await;
+    assert_eq!(store.count_tasks("succeeded").await.unwrap(), 0);
+    assert!(
+        worker.child.try_wait().unwrap().is_none(),
+        "the worker died"
+    );
+    let peak = peak_rss_kb(worker.child.id());
+    assert!(peak < 100 * 1024, "peak RSS {peak} kB");
+    assert_eq!(
+        store
+            .count_attempts_in_category("output_too_large")
+            .await
+            .unwrap()
+            + store
+                .count_attempts_in_category("invalid_output")
+                .await
+                .unwrap(),
+        store.row_counts().await.unwrap()["attempts"],
+        "every attempt failed for its answer"
+    );
+    assert!(
+        store
+            .count_attempts_in_category("output_too_large")
+            .await
+            .unwrap()
+            >= 2
+    );
+    assert!(
+        store
+            .count_attempts_in_category("invalid_output")
+            .await
+            .unwrap()
+            >= 2
+    );
+    worker.signal(libc::SIGTERM);
+    assert!(worker.wait_exit(Duration::from_secs(30)).await.success());
+}
+
+/// Security acceptance 5: the database rejects every attempt insert for 15 s while two
+/// worker processes run 20 tasks. Work whose outcome could not be recorded is not kept alive
+/// by heartbeats: within lease + 60 s of the database recovering, every task is terminal and
+/// no step is running.
+#[tokio::test]
+async fn work_that_cannot_be_recorded_is_not_kept_alive() {
+    let db = fresh_db().await;
+    let store = db.store.clone();
+    let server = ToolServer::start(
+        Duration::from_millis(100),
+        Arc::new(|c| (200, json!({"output": {"step": c.step_id}}))),
+    )
+    .await;
+    store
+        .create_tool(&http_tool("slow", server.endpoint("slow")))
+        .await
+        .unwrap();
+    for _ in 0..20 {
+        store
+            .submit_task(&common::new_task(json!([
+                {"id": "s1", "tool": "slow"},
+                {"id": "s2", "tool": "slow", "dependencies": ["s1"]},
+                {"id": "s3", "tool": "slow", "dependencies": ["s2"]},
+                {"id": "s4", "tool": "slow", "dependencies": ["s3"]}
+            ])))
+            .await
+            .unwrap();
+    }
+    let a = WorkerProc::start(&db, &[]);
+    let b = WorkerProc::start(&db, &[]);
+    wait_for("work under way", Duration::from_secs(60), || async {
+        (store.count_steps("running").await.unwrap() >= 4).then_some(())
+    })
+    .await;
+    sqlx::raw_sql(
+        "CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS
+             $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device'; END $$;
+         CREATE TRIGGER full_disk BEFORE INSERT ON attempts FOR EACH ROW EXECUTE FUNCTION full_disk();",
+    )
+    .execute(store.pool())
+    .await
+    .unwrap();
+    // the outage lasts 15 s of wall time: that is the scenario, not a wait for a condition
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    sqlx::raw_sql("DROP TRIGGER full_disk ON attempts; DROP FUNCTION full_disk();")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let lease = Duration::from_secs(2);
+    wait_for(
+        "every task terminal and nothing running",
+        lease + Duration::from_secs(60),
+        || async {
+            let done = terminal_tasks(&store).await == 20;
+            let running = store.count_steps("running").await.unwrap();
+            (done && running == 0).then_some(())
+        },
+    )
+    .await;
+    for w in [a, b] {
+        assert!(w.child.id() > 0);
+        w.signal(libc::SIGTERM);
+        let mut w = w;
+        assert!(w.wait_exit(Duration::from_secs(30)).await.success());
+    }
 }

@@ -1,0 +1,169 @@
+//! Access control: `Authorization: Bearer <key>` on every `/api/v1` route, the role each call
+//! needs ([`required_role`]), and the keys API. Only digests of keys are kept: the bootstrap
+//! admin key's in memory, the others' in `api_keys`, looked up per request so that a
+//! revocation holds at once on every API process.
+
+use axum::Json;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::{ApiError, ApiJson, AppState, views};
+use crate::domain::auth::{Role, required_role};
+use crate::store::keys::NewKey;
+
+/// How the API authenticates callers.
+#[derive(Clone)]
+pub struct Auth {
+    enabled: bool,
+    bootstrap: Option<[u8; 32]>,
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auth")
+            .field("enabled", &self.enabled)
+            .field("bootstrap", &self.bootstrap.map(|_| "[digest]"))
+            .finish()
+    }
+}
+
+impl Auth {
+    pub fn from_settings(s: &crate::config::AuthSettings) -> Self {
+        Self {
+            enabled: !s.disabled,
+            bootstrap: s.bootstrap_admin_key.as_deref().map(|k| digest(k.trim())),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+}
+
+/// SHA-256 of a key: what is stored and compared.
+pub fn digest(key: &str) -> [u8; 32] {
+    Sha256::digest(key.as_bytes()).into()
+}
+
+/// A fresh key: `trk_` and 64 hex digits (244 random bits from two v4 UUIDs).
+fn new_key() -> String {
+    let a = uuid::Uuid::new_v4();
+    let b = uuid::Uuid::new_v4();
+    format!("trk_{}{}", a.simple(), b.simple())
+}
+
+fn unauthorized(message: &str) -> Response {
+    let mut r = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response();
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer"),
+    );
+    r
+}
+
+/// The caller's role, as the middleware found it (handlers may read it from the extensions).
+#[derive(Debug, Clone, Copy)]
+pub struct Caller(pub Role);
+
+/// Middleware over `/api/v1`: 401 without a live key, 403 when its role may not make the call.
+pub(super) async fn require_key(
+    State(st): State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    if !st.auth.enabled {
+        req.extensions_mut().insert(Caller(Role::Admin));
+        return next.run(req).await;
+    }
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, key) = v.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| key.trim())
+        })
+        .filter(|k| !k.is_empty());
+    let Some(key) = presented else {
+        return unauthorized("this route needs an API key: Authorization: Bearer <key>");
+    };
+    let d = digest(key);
+    let role = if st.auth.bootstrap == Some(d) {
+        Some(Role::Admin)
+    } else {
+        match st.store.key_role(&d).await {
+            Ok(r) => r,
+            Err(e) => return ApiError::from(e).into_response(),
+        }
+    };
+    let Some(role) = role else {
+        return unauthorized("unknown or revoked API key");
+    };
+    let needed = required_role(req.method().as_str(), req.uri().path());
+    if !role.allows(needed) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!("a {role} key may not do this; it needs a {needed} key"),
+        )
+        .into_response();
+    }
+    req.extensions_mut().insert(Caller(role));
+    next.run(req).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct KeyInput {
+    name: String,
+    role: String,
+}
+
+/// `POST /keys`: the key is in this answer and nowhere else.
+pub(super) async fn create(
+    State(st): State<AppState>,
+    ApiJson(k): ApiJson<KeyInput>,
+) -> Result<Response, ApiError> {
+    let name = k.name.trim();
+    if name.is_empty() || name.chars().count() > 200 {
+        return Err(ApiError::validation("name must be 1 to 200 characters"));
+    }
+    let role: Role = k.role.parse().map_err(ApiError::validation)?;
+    let key = new_key();
+    let d = digest(&key);
+    let row = st
+        .store
+        .create_key(&NewKey {
+            name,
+            role,
+            digest: &d,
+            key_prefix: &key[..12],
+        })
+        .await?;
+    let mut v = views::key(&row);
+    v["key"] = Value::String(key);
+    Ok((StatusCode::CREATED, Json(v)).into_response())
+}
+
+/// `GET /keys`: every key, revoked ones included, never the key itself.
+pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<Value>>, ApiError> {
+    Ok(Json(
+        st.store.list_keys().await?.iter().map(views::key).collect(),
+    ))
+}
+
+/// `DELETE /keys/{id}`: revoked at once.
+pub(super) async fn revoke(
+    State(st): State<AppState>,
+    axum::extract::Path(raw): axum::extract::Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = uuid::Uuid::parse_str(&raw)
+        .map_err(|_| ApiError::bad_request(format!("{raw:?} is not a key id (UUID)")))?;
+    st.store.revoke_key(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
