@@ -11,7 +11,6 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use common::{ADMIN_KEY, Responder, TestApp, ToolServer, client_with_key, spawn_app};
 use serde_json::{Value, json};
-use trellis::store::tools::NewTool;
 use uuid::Uuid;
 
 /// The role each call needs, written out here (not read from the code under test).
@@ -248,17 +247,10 @@ async fn the_outbound_guard_keeps_the_canary_silent() {
         "{v}"
     );
     app.store()
-        .create_tool(&NewTool {
-            id: "canary".into(),
-            name: "canary".into(),
-            description: "registered at the canary".into(),
-            endpoint: format!("http://[::ffff:127.0.0.2]:{port}/tool"),
-            timeout_ms: 5000,
-            input_schema: json!({}),
-            output_params: vec![],
-            alternatives: vec![],
-            tags: vec![],
-        })
+        .create_tool(&common::http_tool(
+            "canary",
+            format!("http://[::ffff:127.0.0.2]:{port}/tool"),
+        ))
         .await
         .unwrap();
 

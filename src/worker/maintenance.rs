@@ -136,7 +136,11 @@ async fn heartbeat_loop(
     let period = (cfg.lease / 3).max(Duration::from_millis(100));
     loop {
         tokio::select! {
-            _ = stop.cancelled() => return,
+            _ = stop.cancelled() => {
+                // its own pool: close it, so the server sees a clean goodbye
+                store.pool().close().await;
+                return;
+            }
             _ = tokio::time::sleep(period) => {}
         }
         let (mut steps, mut decisions) = (Vec::new(), Vec::new());

@@ -287,6 +287,21 @@ pub async fn register_tool(app: &TestApp, id: &str, endpoint: &str, extra: Value
     assert_eq!(status, StatusCode::CREATED, "{v}");
 }
 
+/// An HTTP tool record at `endpoint` (10 s timeout), to write straight to the registry.
+pub fn http_tool(id: &str, endpoint: String) -> trellis::store::tools::NewTool {
+    trellis::store::tools::NewTool {
+        id: id.into(),
+        name: id.into(),
+        description: format!("test tool {id}"),
+        endpoint,
+        timeout_ms: 10_000,
+        input_schema: json!({}),
+        output_params: vec![],
+        alternatives: vec![],
+        tags: vec![],
+    }
+}
+
 /// A task with this plan (`steps` is the JSON list) and the configured default limits.
 pub fn new_task(steps: Value) -> trellis::store::submit::NewTask {
     trellis::store::submit::NewTask {

@@ -10,7 +10,6 @@ use std::time::Duration;
 use common::ToolServer;
 use serde_json::{Value, json};
 use trellis::store::Store;
-use trellis::store::tools::NewTool;
 use trellis::testkit::{TestDb, fresh_db, wait_for};
 use uuid::Uuid;
 
@@ -96,17 +95,7 @@ async fn kill_9_loses_nothing() {
     )
     .await;
     store
-        .create_tool(&NewTool {
-            id: "slow".into(),
-            name: "slow".into(),
-            description: "300 ms".into(),
-            endpoint: server.endpoint("slow"),
-            timeout_ms: 10_000,
-            input_schema: json!({}),
-            output_params: vec![],
-            alternatives: vec![],
-            tags: vec![],
-        })
+        .create_tool(&common::http_tool("slow", server.endpoint("slow")))
         .await
         .unwrap();
     for _ in 0..20 {
@@ -261,17 +250,7 @@ async fn kill_9_during_recovery_keeps_counters_exact() {
     let server =
         ToolServer::start(Duration::from_millis(150), Arc::new(|_| (503, json!({})))).await;
     store
-        .create_tool(&NewTool {
-            id: "dead".into(),
-            name: "dead".into(),
-            description: "always 503".into(),
-            endpoint: server.endpoint("dead"),
-            timeout_ms: 10_000,
-            input_schema: json!({}),
-            output_params: vec![],
-            alternatives: vec![],
-            tags: vec![],
-        })
+        .create_tool(&common::http_tool("dead", server.endpoint("dead")))
         .await
         .unwrap();
     let t = store
@@ -336,20 +315,6 @@ async fn kill_9_during_recovery_keeps_counters_exact() {
     );
 }
 
-fn http_tool(id: &str, endpoint: String) -> NewTool {
-    NewTool {
-        id: id.into(),
-        name: id.into(),
-        description: format!("test tool {id}"),
-        endpoint,
-        timeout_ms: 10_000,
-        input_schema: json!({}),
-        output_params: vec![],
-        alternatives: vec![],
-        tags: vec![],
-    }
-}
-
 async fn terminal_tasks(store: &Store) -> i64 {
     let mut n = 0;
     for s in ["succeeded", "failed", "cancelled", "needs_intervention"] {
@@ -393,11 +358,11 @@ async fn hostile_answers_end_their_tasks_and_the_worker_stays_small() {
     )
     .await;
     store
-        .create_tool(&http_tool("huge", format!("http://{huge}/huge")))
+        .create_tool(&common::http_tool("huge", format!("http://{huge}/huge")))
         .await
         .unwrap();
     store
-        .create_tool(&http_tool("nul", nul.endpoint("nul")))
+        .create_tool(&common::http_tool("nul", nul.endpoint("nul")))
         .await
         .unwrap();
     let mut ids = Vec::new();
@@ -464,7 +429,7 @@ async fn work_that_cannot_be_recorded_is_not_kept_alive() {
     )
     .await;
     store
-        .create_tool(&http_tool("slow", server.endpoint("slow")))
+        .create_tool(&common::http_tool("slow", server.endpoint("slow")))
         .await
         .unwrap();
     for _ in 0..20 {
