@@ -189,6 +189,7 @@ impl DatabaseSettings {
             acquire_timeout: std::time::Duration::from_secs(self.acquire_timeout_secs),
             statement_timeout: ms(self.statement_timeout_ms),
             idle_in_transaction_timeout: ms(self.idle_in_transaction_timeout_ms),
+            application_name: None,
         }
     }
 }

@@ -29,6 +29,18 @@ pub struct TempPostgres {
     port: u16,
     server: Child,
     watchdog: Option<Child>,
+    bindir: PathBuf,
+    ident: Option<(u32, u32)>,
+    settings: Vec<String>,
+}
+
+/// How [`TempPostgres::restart`] stops the server: PostgreSQL's shutdown modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shutdown {
+    /// SIGINT: sessions are ended, a checkpoint is written, the server exits cleanly.
+    Fast,
+    /// SIGQUIT: every process quits at once; the next start runs crash recovery from the WAL.
+    Immediate,
 }
 
 fn step_err(step: &'static str, detail: impl std::fmt::Display) -> DevPgError {
@@ -116,6 +128,35 @@ fn free_port() -> Result<u16, DevPgError> {
         .port())
 }
 
+/// Start `postgres` over `dir/data` on `port`, listening on loopback only.
+fn spawn_server(
+    bindir: &Path,
+    ident: Option<(u32, u32)>,
+    dir: &Path,
+    port: u16,
+    settings: &[String],
+) -> Result<Child, DevPgError> {
+    as_server_user(&mut Command::new(bindir.join("postgres")), ident)
+        .arg("-D")
+        .arg(dir.join("data"))
+        .args(["-p", &port.to_string(), "-k"])
+        .arg(dir)
+        .args([
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            "max_connections=400",
+            "-c",
+            "log_min_messages=warning",
+        ])
+        .args(settings.iter().flat_map(|kv| ["-c", kv.as_str()]))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| step_err("starting postgres", e))
+}
+
 impl TempPostgres {
     /// initdb + start a server on a free loopback port; waits until it accepts connections.
     /// Tuned for tests: `fsync=off`.
@@ -157,38 +198,60 @@ impl TempPostgres {
             return Err(step_err("initdb", String::from_utf8_lossy(&out.stderr)));
         }
         let port = free_port()?;
-        let server = as_server_user(&mut Command::new(bindir.join("postgres")), ident)
-            .arg("-D")
-            .arg(&data)
-            .args(["-p", &port.to_string(), "-k"])
-            .arg(&dir)
-            .args([
-                "-c",
-                "listen_addresses=127.0.0.1",
-                "-c",
-                "max_connections=400",
-                "-c",
-                "log_min_messages=warning",
-            ])
-            .args(
-                settings
-                    .iter()
-                    .flat_map(|(k, v)| ["-c".to_string(), format!("{k}={v}")]),
-            )
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| step_err("starting postgres", e))?;
+        let settings: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let server = spawn_server(&bindir, ident, &dir, port, &settings)?;
         let mut pg = TempPostgres {
             dir,
             port,
             server,
             watchdog: None,
+            bindir: bindir.clone(),
+            ident,
+            settings,
         };
         pg.watchdog = Some(pg.spawn_watchdog()?);
         pg.wait_ready(&bindir, Duration::from_secs(60))?;
         Ok(pg)
+    }
+
+    /// Stop the server in the given mode and start it again on the same port and data
+    /// directory; returns once it accepts connections (after crash recovery, for
+    /// [`Shutdown::Immediate`]). The chaos tests use it under load.
+    pub fn restart(&mut self, mode: Shutdown) -> Result<(), DevPgError> {
+        let sig = match mode {
+            Shutdown::Fast => libc::SIGINT,
+            Shutdown::Immediate => libc::SIGQUIT,
+        };
+        // SAFETY: plain kill(2) on our own child.
+        unsafe {
+            libc::kill(self.server.id() as libc::pid_t, sig);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Some(_)) = self.server.try_wait() {
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = self.server.kill();
+                let _ = self.server.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Some(mut w) = self.watchdog.take() {
+            let _ = w.kill();
+            let _ = w.wait();
+        }
+        self.server = spawn_server(
+            &self.bindir,
+            self.ident,
+            &self.dir,
+            self.port,
+            &self.settings,
+        )?;
+        self.watchdog = Some(self.spawn_watchdog()?);
+        let bindir = self.bindir.clone();
+        self.wait_ready(&bindir, Duration::from_secs(60))
     }
 
     /// Stops the server and removes its files if this process dies without dropping us.

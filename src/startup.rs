@@ -16,12 +16,21 @@ use crate::store::{Store, StoreError};
 use crate::worker::{self, WorkerConfig};
 
 /// Connect with the configured URL and session limits and a pool of `max_connections`, then
-/// apply migrations: what every process does at start.
-pub async fn open_store(settings: &Settings, max_connections: u32) -> Result<Store, StoreError> {
+/// apply migrations: what every process does at start. `application_name` names the sessions
+/// in `pg_stat_activity`.
+pub async fn open_store(
+    settings: &Settings,
+    max_connections: u32,
+    application_name: &str,
+) -> Result<Store, StoreError> {
     let url = settings
         .database_url()
         .map_err(|e| StoreError::Rejected(e.to_string()))?;
-    let store = Store::connect_with(url, &settings.database.pool_config(max_connections)).await?;
+    let pool = crate::store::PoolConfig {
+        application_name: Some(application_name.to_string()),
+        ..settings.database.pool_config(max_connections)
+    };
+    let store = Store::connect_with(url, &pool).await?;
     store.migrate().await?;
     Ok(store)
 }
@@ -44,7 +53,7 @@ impl Application {
         if with_worker {
             pool += d.worker_pool_size(settings.worker.concurrency);
         }
-        let store = open_store(&settings, pool)
+        let store = open_store(&settings, pool, "trellis-api")
             .await
             .context("connecting to PostgreSQL and applying migrations")?;
         Self::build_with_store(store, settings, with_worker).await
@@ -137,7 +146,7 @@ pub async fn run_worker(settings: &Settings, stop: CancellationToken) -> anyhow:
     let pool = settings
         .database
         .worker_pool_size(settings.worker.concurrency);
-    let store = open_store(settings, pool)
+    let store = open_store(settings, pool, "trellis-worker")
         .await
         .context("connecting to PostgreSQL and applying migrations")?;
     let cfg = WorkerConfig::from_settings(settings);

@@ -3,7 +3,7 @@
 //! test process from the local PostgreSQL binaries.
 
 use std::future::Future;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::devpg::TempPostgres;
@@ -44,16 +44,58 @@ pub fn with_database(url: &str, db: &str) -> String {
     out
 }
 
-/// A fresh, migrated database for one test.
+/// A fresh, migrated database for one test. It is dropped when the last clone of this handle
+/// goes (at the end of the test, passed or failed).
 #[derive(Debug, Clone)]
 pub struct TestDb {
     pub name: String,
     pub url: String,
     pub store: Store,
+    _drop: Arc<DropDatabase>,
 }
 
+/// Drops the test database; runs on a thread of its own because `Drop` cannot await and the
+/// test's runtime may be the one dropping us.
+#[derive(Debug)]
+struct DropDatabase {
+    admin: String,
+    name: String,
+}
+
+impl Drop for DropDatabase {
+    fn drop(&mut self) {
+        let (admin, name) = (self.admin.clone(), self.name.clone());
+        let dropped = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            rt.block_on(async {
+                let admin = Store::connect(&admin, 1, Duration::from_secs(30))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let dropped = admin.drop_database(&name).await.map_err(|e| e.to_string());
+                admin.pool().close().await;
+                dropped
+            })
+        })
+        .join();
+        // never panic here: this may run while a failed test unwinds
+        if let Ok(Err(e)) = dropped {
+            eprintln!("could not drop test database {}: {e}", self.name);
+        }
+    }
+}
+
+/// A fresh, migrated database on the shared test cluster (or `DATABASE_URL`).
 pub async fn fresh_db() -> TestDb {
-    let admin = admin_url();
+    fresh_db_on(&admin_url()).await
+}
+
+/// A fresh, migrated database on the server of `admin` (a URL we may `CREATE DATABASE` from);
+/// a test that restarts its own cluster uses it.
+pub async fn fresh_db_on(admin: &str) -> TestDb {
+    let admin = admin.to_string();
     let name = format!("trellis_test_{}", uuid::Uuid::new_v4().simple());
     let admin_store = Store::connect(&admin, 2, Duration::from_secs(30))
         .await
@@ -68,7 +110,15 @@ pub async fn fresh_db() -> TestDb {
         .await
         .expect("connect to the test database");
     store.migrate().await.expect("migrate the test database");
-    TestDb { name, url, store }
+    TestDb {
+        _drop: Arc::new(DropDatabase {
+            admin,
+            name: name.clone(),
+        }),
+        name,
+        url,
+        store,
+    }
 }
 
 /// Wait until `check` returns `Some`, polling a condition (not a blind sleep) until `limit`.

@@ -306,3 +306,34 @@ async fn a_completion_batch_skips_only_the_fenced_step() {
         .collect();
     assert_eq!(ok, ["a", "c"]);
 }
+
+/// The harness's promise: each test's database is dropped when the test's last handle on it
+/// goes, sessions still open on it included.
+#[tokio::test]
+async fn a_test_database_is_dropped_afterwards() {
+    let admin = Store::connect(&trellis::testkit::admin_url(), 1, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let exists = |name: String| {
+        let admin = admin.clone();
+        async move {
+            sqlx::query_scalar::<_, bool>(
+                "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)",
+            )
+            .bind(name)
+            .fetch_one(admin.pool())
+            .await
+            .unwrap()
+        }
+    };
+    let db = fresh_db().await;
+    let name = db.name.clone();
+    let kept = db.clone();
+    drop(db);
+    assert!(exists(name.clone()).await, "a clone still holds it");
+    // a session still open on it (as a leaked pool would hold) does not keep it
+    let leaked = kept.store.clone();
+    sqlx::query("SELECT 1").execute(leaked.pool()).await.unwrap();
+    drop(kept);
+    assert!(!exists(name).await, "dropped with the last handle");
+}

@@ -19,7 +19,7 @@ use trellis::store::Store;
 use trellis::store::decision_queue::{ClaimedDecision, Lease};
 use trellis::store::step_queue::{Claim, ClaimedStep, FailurePolicy, StepFailure, StepSuccess};
 use trellis::store::submit::NewTask;
-use trellis::testkit::fresh_db;
+use trellis::testkit::{TestDb, fresh_db};
 use uuid::Uuid;
 
 const POLICY: FailurePolicy = FailurePolicy {
@@ -35,6 +35,8 @@ struct H {
     store: Store,
     task: Uuid,
     worker: Uuid,
+    /// Keeps the test database alive (it is dropped with the last handle).
+    _db: TestDb,
 }
 
 /// What the state table tracks.
@@ -75,9 +77,10 @@ async fn setup(max_step_retries: i32) -> H {
         .await
         .unwrap();
     H {
-        store: db.store,
+        store: db.store.clone(),
         task: t.task_id,
         worker: Uuid::now_v7(),
+        _db: db,
     }
 }
 

@@ -139,6 +139,9 @@ pub struct PoolConfig {
     pub statement_timeout: Duration,
     /// A session idle inside a transaction longer is ended by the server (its locks freed).
     pub idle_in_transaction_timeout: Duration,
+    /// Shown in `pg_stat_activity.application_name` (`trellis-api`, `trellis-worker`), so an
+    /// operator can tell the fleet's sessions apart.
+    pub application_name: Option<String>,
 }
 
 impl Default for PoolConfig {
@@ -148,6 +151,7 @@ impl Default for PoolConfig {
             acquire_timeout: Duration::from_secs(10),
             statement_timeout: Duration::from_secs(60),
             idle_in_transaction_timeout: Duration::from_secs(60),
+            application_name: None,
         }
     }
 }
@@ -184,7 +188,11 @@ impl Store {
     /// the backend of a worker whose host vanished, releasing its locks).
     pub async fn connect_with(url: &str, c: &PoolConfig) -> Result<Self> {
         let ms = |d: Duration| format!("{}ms", d.as_millis());
-        let options: PgConnectOptions = url.parse::<PgConnectOptions>()?.options([
+        let mut options: PgConnectOptions = url.parse::<PgConnectOptions>()?;
+        if let Some(name) = &c.application_name {
+            options = options.application_name(name);
+        }
+        let options = options.options([
             ("statement_timeout", ms(c.statement_timeout)),
             (
                 "idle_in_transaction_session_timeout",

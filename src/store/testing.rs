@@ -102,19 +102,36 @@ impl Store {
     }
 }
 
+fn plain_identifier(name: &str) -> Result<()> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    {
+        return Err(StoreError::Rejected(format!("bad database name {name:?}")));
+    }
+    Ok(())
+}
+
 impl Store {
     /// `CREATE DATABASE name` (test harness). The name must be a plain identifier.
     pub async fn create_database(&self, name: &str) -> Result<()> {
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        {
-            return Err(StoreError::Rejected(format!("bad database name {name:?}")));
-        }
+        plain_identifier(name)?;
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
             .execute(&self.pool)
             .await?;
+        Ok(())
+    }
+
+    /// `DROP DATABASE IF EXISTS name WITH (FORCE)` (test harness): sessions still connected
+    /// to it (a worker process, a pool a test leaked) are ended first.
+    pub async fn drop_database(&self, name: &str) -> Result<()> {
+        plain_identifier(name)?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+        )))
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 }

@@ -2,78 +2,16 @@
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod procs;
 
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::ToolServer;
+use procs::{WorkerProc, terminal_tasks};
 use serde_json::{Value, json};
 use trellis::store::Store;
-use trellis::testkit::{TestDb, fresh_db, wait_for};
-use uuid::Uuid;
-
-/// A worker process, killed on drop if still running.
-struct WorkerProc {
-    id: Uuid,
-    child: Child,
-}
-
-impl WorkerProc {
-    fn start(db: &TestDb, extra: &[(&str, &str)]) -> Self {
-        let id = Uuid::now_v7();
-        // an empty working directory: no config.toml from elsewhere
-        let cwd = std::env::temp_dir().join(format!("trellis-worker-{id}"));
-        std::fs::create_dir_all(&cwd).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_trellis-worker"));
-        cmd.current_dir(&cwd)
-            .env("DATABASE_URL", &db.url)
-            .env("APP_WORKER__ID", id.to_string())
-            .env("APP_WORKER__LEASE_SECS", "2")
-            .env("APP_WORKER__POLL_MS", "100")
-            .env("APP_WORKER__RESCUE_INTERVAL_MS", "200")
-            .env("APP_WORKER__CONCURRENCY", "8")
-            .env("APP_TOOLS__ALLOW_CIDRS", "127.0.0.1/32")
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null());
-        for (k, v) in extra {
-            cmd.env(k, v);
-        }
-        Self {
-            id,
-            child: cmd.spawn().expect("start trellis-worker"),
-        }
-    }
-
-    fn signal(&self, sig: i32) {
-        // SAFETY: kill(2) on our own child process.
-        assert_eq!(unsafe { libc::kill(self.child.id() as i32, sig) }, 0);
-    }
-
-    /// Wait for exit (polling the child), returning its status.
-    async fn wait_exit(&mut self, limit: Duration) -> std::process::ExitStatus {
-        let child = &mut self.child;
-        let start = std::time::Instant::now();
-        loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                return s;
-            }
-            assert!(
-                start.elapsed() < limit,
-                "worker did not exit within {limit:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-impl Drop for WorkerProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use trellis::testkit::{fresh_db, wait_for};
 
 async fn wait_all_succeeded(store: &Store, n: i64, limit: Duration) {
     wait_for(&format!("{n} tasks to succeed"), limit, || async {
@@ -313,14 +251,6 @@ async fn kill_9_during_recovery_keeps_counters_exact() {
         ],
         "{fp:?}"
     );
-}
-
-async fn terminal_tasks(store: &Store) -> i64 {
-    let mut n = 0;
-    for s in ["succeeded", "failed", "cancelled", "needs_intervention"] {
-        n += store.count_tasks(s).await.unwrap();
-    }
-    n
 }
 
 /// Peak resident set of a process, in kB (`VmHWM`).
