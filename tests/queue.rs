@@ -333,7 +333,10 @@ async fn a_test_database_is_dropped_afterwards() {
     assert!(exists(name.clone()).await, "a clone still holds it");
     // a session still open on it (as a leaked pool would hold) does not keep it
     let leaked = kept.store.clone();
-    sqlx::query("SELECT 1").execute(leaked.pool()).await.unwrap();
+    sqlx::query("SELECT 1")
+        .execute(leaked.pool())
+        .await
+        .unwrap();
     drop(kept);
     assert!(!exists(name).await, "dropped with the last handle");
 }

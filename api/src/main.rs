@@ -7,14 +7,16 @@ use trellis::config::Settings;
 use trellis::devpg::TempPostgres;
 use trellis::startup::{Application, cancel_on_signal};
 
-const USAGE: &str = "usage: trellis-api [--dev]\n\n  --dev  start a throwaway PostgreSQL when DATABASE_URL is unset, and an in-process worker;\n         without a configured key, no access control; tools may reach loopback unless\n         [tools] allow_cidrs is set";
+const USAGE: &str = "usage: trellis-api [--dev [--no-worker]]\n\n  --dev        start a throwaway PostgreSQL when DATABASE_URL is unset, and an in-process\n               worker; without a configured key, no access control; tools may reach\n               loopback unless [tools] allow_cidrs is set\n  --no-worker  with --dev: no in-process worker (run trellis-worker processes, or only\n               exercise the API: nothing submitted is executed)";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut dev = false;
+    let mut no_worker = false;
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             "--dev" => dev = true,
+            "--no-worker" => no_worker = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -22,6 +24,10 @@ async fn main() -> anyhow::Result<()> {
             other => anyhow::bail!("unknown argument {other:?}\n{USAGE}"),
         }
     }
+    anyhow::ensure!(
+        !no_worker || dev,
+        "--no-worker only applies to --dev\n{USAGE}"
+    );
     trellis::init_tracing();
     let mut settings = Settings::load().context("loading configuration")?;
     if dev {
@@ -41,7 +47,7 @@ async fn main() -> anyhow::Result<()> {
         _dev_pg = Some(pg);
     }
     let host = settings.server.host.clone();
-    let application = Application::build(settings, dev).await?;
+    let application = Application::build(settings, dev && !no_worker).await?;
     println!("listening on http://{}:{}", host, application.port());
     let store = application.store().clone();
     let stop = CancellationToken::new();
