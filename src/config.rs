@@ -283,6 +283,9 @@ pub struct OrchestratorSettings {
     pub parallel_max_concurrent: u32,
     pub enable_two_stage_planning: bool,
     pub two_stage_tool_threshold: u32,
+    /// Default wall-time budget of a task from submission, in seconds (0: none); a task can
+    /// set its own with `limits.task_timeout_secs`.
+    pub task_timeout_secs: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -343,6 +346,7 @@ impl Default for OrchestratorSettings {
             parallel_max_concurrent: 8,
             enable_two_stage_planning: true,
             two_stage_tool_threshold: 10,
+            task_timeout_secs: 0,
         }
     }
 }
@@ -510,6 +514,12 @@ impl Settings {
         if !(0.0..=100.0).contains(&o.success_threshold) {
             return bad("orchestrator.success_threshold must be between 0 and 100");
         }
+        if o.task_timeout_secs > crate::domain::MAX_TASK_TIMEOUT_SECS as u32 {
+            return bad(&format!(
+                "orchestrator.task_timeout_secs must be at most {} (one year)",
+                crate::domain::MAX_TASK_TIMEOUT_SECS
+            ));
+        }
         let l = &self.llm;
         if let Some(t) = l.temperature
             && !(0.0..=2.0).contains(&t)
@@ -601,6 +611,7 @@ impl Limits {
             auto_reflection: o.enable_auto_reflection,
             success_threshold: o.success_threshold,
             max_llm_calls: s.llm.max_calls_per_task.map(|n| n as i32),
+            task_timeout_secs: o.task_timeout_secs as i32,
         }
     }
 }

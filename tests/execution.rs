@@ -490,3 +490,66 @@ async fn events_stream_live_over_sse_and_resume() {
     assert_eq!(r.status().as_u16(), 400);
     worker.stop().await;
 }
+
+/// `${context.a.b}` reads the task's `context` (whole values keep their JSON type; text is
+/// interpolated); `GET /tasks/{id}` returns the context; a missing context path is a
+/// `parameter_error`; `context` is a reserved step id.
+#[tokio::test]
+async fn context_placeholders_read_the_tasks_context() {
+    let app = spawn_app().await;
+    let worker = app.worker(|_| {});
+    let id = app
+        .submit(json!({
+            "description": "context",
+            "context": {"customer": {"tier": "gold", "ids": [4, 5]}},
+            "plan": {"steps": [
+                {"id": "s1", "tool": "echo", "parameters": {
+                    "tier": "${context.customer.tier}", "second": "${context.customer.ids.1}",
+                    "line": "tier=${context.customer.tier}", "all": "${context}"}}
+            ]}
+        }))
+        .await;
+    let done = app.wait_done(id, LIMIT).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(
+        done["context"],
+        json!({"customer": {"tier": "gold", "ids": [4, 5]}})
+    );
+    let (_, result) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(
+        result["outputs"]["s1"],
+        json!({"tier": "gold", "second": 5, "line": "tier=gold",
+               "all": {"customer": {"tier": "gold", "ids": [4, 5]}}})
+    );
+
+    let missing = app
+        .submit(json!({
+            "description": "missing context path",
+            "limits": {"max_step_retries": 0},
+            "plan": {"steps": [{"id": "s1", "tool": "echo", "parameters": {"x": "${context.nope}"}}]}
+        }))
+        .await;
+    app.wait_done(missing, LIMIT).await;
+    let (_, attempts) = app.get(&format!("/api/v1/tasks/{missing}/attempts")).await;
+    assert_eq!(
+        attempts[0]["error"]["category"], "parameter_error",
+        "{attempts}"
+    );
+    assert!(
+        attempts[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("context"),
+        "{attempts}"
+    );
+
+    let (status, v) = app
+        .post(
+            "/api/v1/tasks",
+            &json!({"description": "x", "plan": {"steps": [{"id": "context", "tool": "echo"}]}}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert!(v.to_string().contains("reserved"), "{v}");
+    worker.stop().await;
+}

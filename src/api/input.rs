@@ -16,11 +16,19 @@ pub fn typed<T: DeserializeOwned>(v: Value) -> Result<T, ApiError> {
     if let Some(field) = find_nul(&v, "") {
         return Err(nul_in(&field));
     }
-    serde_json::from_value(v).map_err(|e| {
+    // the error names the field it is about (`limits.task_timeout_secs: invalid type …`)
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let message = if path == "." {
+            format!("Failed to deserialize the JSON body into the target type: {inner}")
+        } else {
+            format!("Failed to deserialize the JSON body into the target type: {path}: {inner}")
+        };
         ApiError::new(
             axum::http::StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_body",
-            format!("Failed to deserialize the JSON body into the target type: {e}"),
+            message,
         )
     })
 }

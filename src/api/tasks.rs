@@ -19,7 +19,7 @@ use super::{ApiError, ApiJson, AppState, KnownTask, TaskId};
 use crate::domain::plan;
 use crate::domain::records::StepRow;
 use crate::domain::status::{StepStatus, TaskStatus};
-use crate::domain::{Limits, PlanSpec};
+use crate::domain::{Limits, MAX_TASK_TIMEOUT_SECS, PlanSpec};
 use crate::store::reads::ListTasks;
 use crate::store::submit::{NewTask, Resume, StepOverride};
 
@@ -52,6 +52,8 @@ pub(super) struct LimitsInput {
     max_consecutive_failures: Option<i32>,
     /// Cap on LLM calls for this task.
     max_llm_calls: Option<i32>,
+    /// Wall-time budget from submission in seconds (0: none).
+    task_timeout_secs: Option<i32>,
 }
 
 const MAX_LLM_CALLS: i32 = 10_000;
@@ -87,6 +89,14 @@ fn apply_limits(mut base: Limits, input: Option<LimitsInput>) -> Result<Limits, 
             )));
         }
         base.max_llm_calls = Some(n);
+    }
+    if let Some(n) = l.task_timeout_secs {
+        if !(0..=MAX_TASK_TIMEOUT_SECS).contains(&n) {
+            return Err(ApiError::validation(format!(
+                "limits.task_timeout_secs must be between 0 (no deadline) and {MAX_TASK_TIMEOUT_SECS}"
+            )));
+        }
+        base.task_timeout_secs = n;
     }
     for (name, value, slot) in fields {
         if let Some(v) = value {

@@ -279,6 +279,7 @@ fn task_brief(ctx: &DecisionContext) -> TaskBrief {
         description: ctx.task.description.clone(),
         metadata: ctx.task.metadata.clone(),
         runtime_metadata: ctx.task.runtime_metadata.clone(),
+        context: ctx.task.context.clone(),
     }
 }
 

@@ -50,6 +50,8 @@ pub struct TaskBrief {
     pub metadata: Value,
     /// Values copied from tool outputs after successful steps.
     pub runtime_metadata: Value,
+    /// The caller's `context` (`${context.…}` placeholders read it).
+    pub context: Value,
 }
 
 /// A registered tool as the brain sees it.
@@ -301,6 +303,13 @@ fn task_section(t: &TaskBrief) -> String {
     if t.metadata.as_object().is_some_and(|m| !m.is_empty()) {
         let _ = write!(s, "\n## Metadata\n{}\n", pretty(&t.metadata));
     }
+    if t.context.as_object().is_some_and(|m| !m.is_empty()) {
+        let _ = write!(
+            s,
+            "\n## Context (readable as ${{context.key}})\n{}\n",
+            pretty(&t.context)
+        );
+    }
     if t.runtime_metadata
         .as_object()
         .is_some_and(|m| !m.is_empty())
@@ -376,7 +385,7 @@ fn failure_section(f: &ToolFailure) -> String {
 const JSON_ONLY: &str = "Answer with one JSON object only, no prose and no code fence.";
 
 const PLACEHOLDERS: &str = "Parameters may reference earlier results: \"${step_1.output}\" (a whole output), \
-\"${step_1.output.field.path}\" (a JSON path into it), \"${metadata.key}\" (task metadata). A referenced \
+\"${step_1.output.field.path}\" (a JSON path into it), \"${metadata.key}\" (task metadata), \"${context.key}\" (the caller's context). A referenced \
 step must be one of the step's (transitive) dependencies. Parameters a tool needs that you leave out are \
 filled from the task metadata.";
 
@@ -889,6 +898,7 @@ mod tests {
             description: "Summarise the quarterly report".into(),
             metadata: json!({"region": "emea"}),
             runtime_metadata: json!({"token": "t-1"}),
+            context: json!({"customer": "acme"}),
         }
     }
 
@@ -1109,6 +1119,10 @@ mod tests {
         assert!(p.user.contains("${step_1.output.field.path}"));
         assert!(p.user.contains("\"region\": \"emea\""));
         assert!(p.user.contains("\"token\": \"t-1\""), "runtime metadata");
+        assert!(
+            p.user.contains("## Context") && p.user.contains("\"customer\": \"acme\""),
+            "context"
+        );
     }
 
     #[test]

@@ -2,6 +2,9 @@
 
 use serde::Serialize;
 
+/// The largest task deadline accepted, in seconds (one year).
+pub const MAX_TASK_TIMEOUT_SECS: i32 = 366 * 24 * 3600;
+
 /// Limits in force for one task (configuration defaults, overridden per task at submit time).
 /// Serialized only into the `task_submitted` event payload.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -20,4 +23,7 @@ pub struct Limits {
     pub success_threshold: f64,
     /// LLM calls allowed per task (`None`: no cap).
     pub max_llm_calls: Option<i32>,
+    /// Wall-time budget from submission, in seconds (0: none): past it the task fails with
+    /// `deadline_exceeded`.
+    pub task_timeout_secs: i32,
 }

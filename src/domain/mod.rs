@@ -29,6 +29,6 @@ pub mod status;
 pub mod tool;
 pub mod transitions;
 
-pub use limits::Limits;
+pub use limits::{Limits, MAX_TASK_TIMEOUT_SECS};
 pub use model::{ActionSpec, PlanSpec, StepSpec, ToolFailure, WORKER_LOST, event_kind};
 pub use status::{AttemptStatus, DecisionKind, DecisionStatus, StepStatus, TaskStatus};

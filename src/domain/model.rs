@@ -105,3 +105,5 @@ impl ToolFailure {
 
 /// Error category of an attempt lost with its worker.
 pub const WORKER_LOST: &str = "worker_lost";
+/// The task's deadline passed while the attempt ran (its result, if it comes, is fenced).
+pub const DEADLINE_EXCEEDED: &str = "deadline_exceeded";

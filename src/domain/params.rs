@@ -20,6 +20,8 @@ pub struct Scope<'a> {
     pub steps: &'a HashMap<String, Value>,
     /// Runtime metadata overlaid on task metadata.
     pub metadata: &'a Map<String, Value>,
+    /// The task's `context`.
+    pub context: &'a Value,
     /// Outputs of this step's actions (only while resolving the step's own parameters).
     pub actions: Option<&'a HashMap<String, Value>>,
 }
@@ -80,6 +82,7 @@ fn lookup<'a>(
                 .ok_or_else(|| ResolveError(format!("{raw}: action {id:?} has no output")))?,
             path,
         ),
+        Reference::Context { path } => (scope.context, path.as_slice()),
         Reference::Metadata { path } => {
             let (first, rest) = path.split_first().expect("parser guarantees a key");
             (
@@ -91,7 +94,14 @@ fn lookup<'a>(
             )
         }
     };
-    walk(root, path).ok_or_else(|| ResolveError(format!("{raw}: path not found in output")))
+    walk(root, path).ok_or_else(|| {
+        let place = match reference {
+            Reference::Context { .. } => "the task's context",
+            Reference::Metadata { .. } => "the metadata",
+            _ => "the output",
+        };
+        ResolveError(format!("{raw}: path not found in {place}"))
+    })
 }
 
 /// Follow a dotted path through objects (by key) and arrays (by index).
@@ -150,9 +160,11 @@ mod tests {
             .unwrap()
             .clone();
         let actions: HashMap<String, Value> = [("a1".to_string(), json!({"v": true}))].into();
+        let context = json!({"customer": {"tier": "gold", "ids": [4, 5]}});
         let scope = Scope {
             steps: &steps,
             metadata: &metadata,
+            context: &context,
             actions: Some(&actions),
         };
         let params = json!({
@@ -164,6 +176,10 @@ mod tests {
             "meta": "${metadata.num}",
             "act": "{{a1.output.v}}",
             "nested": ["${s2}", {"deep": "${metadata.token}"}],
+            "tier": "${context.customer.tier}",
+            "second_id": "${context.customer.ids.1}",
+            "all_context": "${context}",
+            "said": "tier ${context.customer.tier}",
             "untouched": 5
         });
         let out = resolve(&params, &scope).unwrap();
@@ -178,6 +194,10 @@ mod tests {
         assert_eq!(out["meta"], json!(7));
         assert_eq!(out["act"], json!(true));
         assert_eq!(out["nested"], json!(["plain", {"deep": "abc"}]));
+        assert_eq!(out["tier"], json!("gold"));
+        assert_eq!(out["second_id"], json!(5));
+        assert_eq!(out["all_context"], context);
+        assert_eq!(out["said"], json!("tier gold"));
         assert_eq!(out["untouched"], json!(5));
     }
 
@@ -185,9 +205,11 @@ mod tests {
     fn missing_references_are_errors() {
         let steps = HashMap::new();
         let metadata = Map::new();
+        let context = json!({});
         let scope = Scope {
             steps: &steps,
             metadata: &metadata,
+            context: &context,
             actions: None,
         };
         assert!(
@@ -203,6 +225,12 @@ mod tests {
                 .contains("no key")
         );
         assert!(resolve(&json!("{{a.output}}"), &scope).is_err());
+        assert!(
+            resolve(&json!("${context.missing}"), &scope)
+                .unwrap_err()
+                .0
+                .contains("context")
+        );
     }
 
     #[test]

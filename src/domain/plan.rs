@@ -31,6 +31,8 @@ pub enum Reference {
     Step { key: String, path: Vec<String> },
     /// Runtime metadata, then task metadata.
     Metadata { path: Vec<String> },
+    /// The task's `context` (empty path: all of it).
+    Context { path: Vec<String> },
     /// Output of an action in the same step.
     Action { id: String, path: Vec<String> },
 }
@@ -102,6 +104,9 @@ fn parse_reference(body: &str, is_action: bool) -> Result<Reference, String> {
         }
         return Ok(Reference::Metadata { path: tail });
     }
+    if !is_action && head == "context" {
+        return Ok(Reference::Context { path: tail });
+    }
     let path = match tail.split_first() {
         None => vec![],
         Some((first, rest)) if first == "output" => rest.to_vec(),
@@ -119,6 +124,9 @@ fn parse_reference(body: &str, is_action: bool) -> Result<Reference, String> {
         Reference::Step { key: head, path }
     })
 }
+
+/// Step ids a placeholder's first name would read as something else.
+pub const RESERVED_STEP_IDS: &[&str] = &["metadata", "context", "input"];
 
 fn valid_key(k: &str) -> bool {
     !k.is_empty()
@@ -177,8 +185,11 @@ pub fn validate(plan: &PlanSpec, known_tools: &HashSet<String>) -> Result<(), Pl
                 step.id
             ));
         }
-        if step.id == "metadata" {
-            return err("step id \"metadata\" is reserved for ${metadata.key} placeholders");
+        if RESERVED_STEP_IDS.contains(&step.id.as_str()) {
+            return err(format!(
+                "step id {:?} is reserved for ${{{}.…}} placeholders",
+                step.id, step.id
+            ));
         }
         if index.insert(step.id.as_str(), i).is_some() {
             return err(format!("duplicate step id {:?}", step.id));
@@ -292,7 +303,7 @@ fn check_reference(
     actions: Option<&HashSet<&str>>,
 ) -> Result<(), PlanError> {
     match r {
-        Reference::Metadata { .. } => Ok(()),
+        Reference::Metadata { .. } | Reference::Context { .. } => Ok(()),
         Reference::Step { key, .. } => {
             if !index.contains_key(key.as_str()) {
                 err(format!(

@@ -44,6 +44,8 @@ pub struct TaskRow {
     pub final_score: Option<f64>,
     pub stop_reason: Option<String>,
     pub max_llm_calls: Option<i32>,
+    /// When the task fails with `deadline_exceeded` unless it ended before.
+    pub deadline_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,

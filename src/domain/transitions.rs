@@ -63,7 +63,8 @@ moves!(
         Reflect: [Running, Evaluating] => Reflecting,
         Replan: [Reflecting] => Replanning,
         Succeed: [Evaluating] => Succeeded,
-        Fail: [Planning, Running, Reflecting, Replanning, Evaluating] => Failed,
+        /// Also from `pending`: a deadline passes before any plan is installed.
+        Fail: [Pending, Planning, Running, Reflecting, Replanning, Evaluating] => Failed,
         /// The overall reflection says stop and ask a person.
         NeedIntervention: [Reflecting] => NeedsIntervention,
         Cancel: [Pending, Planning, Running, Reflecting, Replanning, Evaluating, NeedsIntervention]

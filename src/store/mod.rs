@@ -44,6 +44,7 @@ macro_rules! in_tx {
 }
 
 pub mod apply;
+pub mod deadlines;
 pub mod decision_queue;
 pub mod keys;
 pub mod lifecycle;

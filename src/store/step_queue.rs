@@ -82,6 +82,8 @@ pub struct StepContext {
     pub outputs: HashMap<String, Value>,
     /// Runtime metadata overlaid on task metadata.
     pub metadata: Map<String, Value>,
+    /// The task's `context`.
+    pub context: Value,
     pub tools: HashMap<String, ToolDef>,
 }
 
@@ -181,36 +183,6 @@ impl Store {
         .fetch_one(&self.pool)
         .await?;
         Ok(n as u64)
-    }
-
-    /// Everything a claimed step needs to resolve its parameters: outputs of the named steps
-    /// of its plan version, merged metadata, and the tool definitions.
-    pub async fn step_context(
-        &self,
-        task_id: Uuid,
-        plan_version: i32,
-        step_keys: &[String],
-        tool_ids: &[String],
-    ) -> Result<StepContext> {
-        let outputs = self.step_outputs(task_id, plan_version, step_keys).await?;
-        let metadata: Value =
-            sqlx::query_scalar("SELECT metadata || runtime_metadata FROM tasks WHERE id = $1")
-                .bind(task_id)
-                .fetch_optional(&self.pool)
-                .await?
-                .ok_or_else(|| StoreError::NotFound(format!("task {task_id}")))?;
-        let tools: Vec<ToolDef> = sqlx::query_as("SELECT * FROM tools WHERE id = ANY($1)")
-            .bind(tool_ids)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(StepContext {
-            outputs,
-            metadata: match metadata {
-                Value::Object(m) => m,
-                _ => Map::new(),
-            },
-            tools: tools.into_iter().map(|t| (t.id.clone(), t)).collect(),
-        })
     }
 
     /// Outputs of the named steps of a plan version that are done (succeeded or skipped).
@@ -389,6 +361,8 @@ async fn lock_claimable_tasks(tx: &mut Tx, c: &Claim, async_commit: bool) -> Res
                                     WHERE s.task_id = t.id AND s.status = 'ready' AND s.run_after <= now()
                                     LIMIT least($1, greatest(t.max_concurrent_steps - r.running, 0))) x) q
             WHERE t.status = 'running' AND q.ready > 0 AND t.max_concurrent_steps > r.running
+              -- past its deadline a task gets nothing more (the sweep fails it)
+              AND (t.deadline_at IS NULL OR t.deadline_at > now())
             -- among tasks of equal priority, those with steps running on another worker come
             -- last: that worker takes their next steps in its own completion cycles, so two
             -- workers rarely record steps of the same task (and wait on its row) at once
@@ -405,6 +379,7 @@ async fn lock_claimable_tasks(tx: &mut Tx, c: &Claim, async_commit: bool) -> Res
                      CASE WHEN $2 THEN 'off' ELSE current_setting('synchronous_commit') END, true)) AS commit_mode
         -- by primary key (an id list the planner cannot turn into a rescan per running task)
         WHERE t.id = ANY(ARRAY(SELECT id FROM enough WHERE before < $1)) AND t.status = 'running'
+          AND (t.deadline_at IS NULL OR t.deadline_at > now())
         ORDER BY t.id
         FOR NO KEY UPDATE OF t SKIP LOCKED
         "#,

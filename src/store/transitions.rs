@@ -129,6 +129,8 @@ pub struct ClaimedStep {
     pub started_at: DateTime<Utc>,
     /// The task's metadata with its runtime metadata overlaid.
     pub metadata: Value,
+    /// The task's `context` (`${context.…}` placeholders).
+    pub context: Value,
     /// Outputs of the step's direct dependencies that are done, by step key.
     pub outputs: Value,
     /// `tool_registry.version` as of the claim (tool definitions newer than a worker's cache).
@@ -177,14 +179,15 @@ statement!(
         UPDATE tasks t SET event_seq = t.event_seq + n.n
         FROM (SELECT task_id, count(*) AS n FROM ev GROUP BY task_id) n
         WHERE t.id = n.task_id
-        RETURNING t.id, t.event_seq AS last_seq, n.n, t.metadata || t.runtime_metadata AS metadata
+        RETURNING t.id, t.event_seq AS last_seq, n.n, t.metadata || t.runtime_metadata AS metadata,
+                  t.context
     ), logged AS (
         INSERT INTO events (task_id, seq, kind, payload)
         SELECT ev.task_id, b.last_seq - b.n + ev.rn, $5, ev.payload
         FROM ev JOIN bump b ON b.id = ev.task_id
     )
     SELECT c.id, c.task_id, c.plan_version, c.step_key, c.tool, c.parameters, c.param_overrides,
-           c.actions, c.attempt, c.lease_token, c.started_at, b.metadata,
+           c.actions, c.attempt, c.lease_token, c.started_at, b.metadata, b.context,
            CASE WHEN cardinality(c.dependencies) = 0 THEN '{}'::jsonb ELSE
            (SELECT coalesce(jsonb_object_agg(d.step_key, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb)
             FROM steps d
@@ -516,6 +519,68 @@ statement!(
 /// Blocked and ready steps of a task become skipped. Returns how many.
 pub(crate) async fn skip_open_steps(tx: &mut Tx, task_id: Uuid) -> Result<u64> {
     exec_for(tx, SKIP.as_str(), task_id).await
+}
+
+statement!(
+    /// Lock unfinished tasks whose deadline passed (those a `Fail` may leave), oldest deadline
+    /// first, skipping tasks another transaction holds.
+    DEADLINE_DUE = TaskMove::Fail,
+    "
+    SELECT id FROM tasks
+    WHERE deadline_at < now() AND status IN {from}
+    ORDER BY deadline_at LIMIT $1
+    FOR NO KEY UPDATE SKIP LOCKED"
+);
+
+/// Up to `limit` tasks past their deadline that can still fail, locked.
+pub(crate) async fn lock_past_deadline(tx: &mut Tx, limit: i64) -> Result<Vec<Uuid>> {
+    Ok(sqlx::query_scalar(DEADLINE_DUE.as_str())
+        .bind(limit)
+        .fetch_all(&mut **tx)
+        .await?)
+}
+
+statement!(
+    /// Every running step of a task fails with `$2` as its error (category `$3`), its lease
+    /// token bumped so the holder's late result matches nothing; one failed attempt each.
+    FENCE_RUNNING = StepMove::Fail,
+    "
+    WITH held AS (
+        SELECT id, lease_owner, started_at FROM steps
+        WHERE task_id = $1 AND status IN {from} FOR UPDATE
+    ), failed AS (
+        UPDATE steps s SET status = {to}, error = $2, attempts = s.attempts + 1,
+               lease_token = s.lease_token + 1, lease_owner = NULL, lease_expires_at = NULL,
+               updated_at = now(), finished_at = now()
+        FROM held WHERE s.id = held.id
+        RETURNING s.id, s.task_id, s.step_key, s.plan_version, s.attempts,
+                  coalesce(s.tool_override, s.tool) AS tool,
+                  s.parameters || s.param_overrides AS parameters
+    ), recorded AS (
+        INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, parameters,
+                              status, error, error_category, worker_id, started_at, finished_at)
+        SELECT f.task_id, f.id, f.step_key, f.plan_version, f.attempts, f.tool, f.parameters,
+               'failed', $2, $3, held.lease_owner, coalesce(held.started_at, now()), clock_timestamp()
+        FROM failed f JOIN held ON held.id = f.id
+        RETURNING step_key
+    )
+    SELECT coalesce(array_agg(step_key ORDER BY step_key), '{}') FROM recorded"
+);
+
+/// The task's running steps fail (fenced: their holders' results change nothing), with an
+/// attempt each. Returns their step keys.
+pub(crate) async fn fence_running_steps(
+    tx: &mut Tx,
+    task_id: Uuid,
+    error: &Value,
+    category: &str,
+) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar(FENCE_RUNNING.as_str())
+        .bind(task_id)
+        .bind(error)
+        .bind(category)
+        .fetch_one(&mut **tx)
+        .await?)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -131,6 +131,7 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Ran {
     let scope = Scope {
         steps: &ctx.outputs,
         metadata: &ctx.metadata,
+        context: &ctx.context,
         actions: Some(&action_outputs),
     };
     let call = Call {
@@ -216,6 +217,7 @@ async fn load_context(
             Value::Object(m) => m.clone(),
             _ => Map::new(),
         },
+        context: step.context.clone(),
         tools,
     })
 }
@@ -234,6 +236,7 @@ async fn run_actions(env: Env<'_>, actions: &[ActionSpec]) -> Result<ActionsDone
     let scope = Scope {
         steps: &ctx.outputs,
         metadata: &ctx.metadata,
+        context: &ctx.context,
         actions: None,
     };
     let calls = actions.iter().map(|a| {

@@ -175,6 +175,11 @@ async fn rescue_loop(store: Store, cfg: WorkerConfig, wake: Wake, stop: Cancella
             }
             Err(e) => tracing::warn!(error = %e, "rescue scan failed"),
         }
+        match store.expire_deadlines(100).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(failed = n, "failed tasks past their deadline"),
+            Err(e) => tracing::warn!(error = %e, "deadline sweep failed"),
+        }
         match store.rescue_expired_decisions(100).await {
             Ok(0) => {}
             Ok(n) => {

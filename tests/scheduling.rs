@@ -1,0 +1,209 @@
+//! Scheduling controls (seeds issue): task deadlines, the fleet-wide task cap, per-tool
+//! concurrency and rate limits — against real PostgreSQL and real HTTP tool servers.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{ToolServer, spawn_app};
+use reqwest::StatusCode;
+use serde_json::json;
+use trellis::domain::ToolFailure;
+use trellis::domain::recovery::Backoff;
+use trellis::store::StoreError;
+use trellis::store::step_queue::{Claim, FailurePolicy, StepFailure, StepSuccess};
+use trellis::testkit::{fresh_db, wait_for};
+use uuid::Uuid;
+
+const POLICY: FailurePolicy = FailurePolicy {
+    backoff: Backoff {
+        base_ms: 10,
+        max_ms: 10,
+    },
+    max_rescues: 3,
+    lease_secs: 30.0,
+};
+
+/// A deadline that passes while a step runs: nothing more is claimed for the task, the sweep
+/// fails it with `deadline_exceeded`, and the running attempt's late result, failure,
+/// heartbeat all change nothing.
+#[tokio::test]
+async fn a_passed_deadline_fences_running_work_and_claims_nothing_more() {
+    let db = fresh_db().await;
+    let store = &db.store;
+    let mut task = common::new_task(json!([
+        {"id": "a", "tool": "echo"},
+        {"id": "b", "tool": "echo"},
+        {"id": "c", "tool": "echo", "dependencies": ["a"]}
+    ]));
+    task.limits.task_timeout_secs = 1;
+    let t = store.submit_task(&task).await.unwrap();
+    let worker = Uuid::now_v7();
+    let claim = |limit| Claim {
+        worker_id: worker,
+        limit,
+        lease_secs: 30.0,
+    };
+    let held = store.claim_steps(&claim(1)).await.unwrap();
+    assert_eq!(held.len(), 1);
+    let old = held[0].clone();
+    assert_eq!(store.expire_deadlines(10).await.unwrap(), 0, "not due yet");
+
+    wait_for("the deadline to pass", Duration::from_secs(10), || async {
+        sqlx::query_scalar::<_, bool>("SELECT deadline_at < now() FROM tasks WHERE id = $1")
+            .bind(t.task_id)
+            .fetch_one(store.pool())
+            .await
+            .unwrap()
+            .then_some(())
+    })
+    .await;
+    assert!(
+        store.claim_steps(&claim(10)).await.unwrap().is_empty(),
+        "a task past its deadline gets nothing more, even before the sweep"
+    );
+    assert_eq!(store.expire_deadlines(10).await.unwrap(), 1);
+    assert_eq!(store.expire_deadlines(10).await.unwrap(), 0, "once");
+
+    let row = store.get_task(t.task_id).await.unwrap();
+    assert_eq!(row.status.as_str(), "failed");
+    let error = row.error.clone().unwrap();
+    assert_eq!(error["code"], "deadline_exceeded");
+    assert_eq!(error["fenced_steps"], json!([old.step_key]));
+
+    // the holder's late result, failure and heartbeat change nothing
+    let before = store.row_counts().await.unwrap();
+    let ok = StepSuccess {
+        fence: old.fence(),
+        worker_id: worker,
+        tool: "echo".into(),
+        parameters: json!({}),
+        output: json!({"late": true}),
+        output_params: Default::default(),
+    };
+    assert!(matches!(
+        store.complete_step(&ok, 30.0).await,
+        Err(StoreError::Fenced)
+    ));
+    let bad = StepFailure {
+        fence: old.fence(),
+        worker_id: worker,
+        tool: "echo".into(),
+        parameters: json!({}),
+        failure: ToolFailure::new("tool_error", "late", true),
+    };
+    assert!(matches!(
+        store.fail_step(&bad, POLICY).await,
+        Err(StoreError::Fenced)
+    ));
+    assert_eq!(
+        store
+            .heartbeat(worker, 30.0, &[(old.id, old.lease_token)], &[])
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(before, store.row_counts().await.unwrap());
+
+    let steps = store.list_steps(t.task_id).await.unwrap();
+    let status = |k: &str| {
+        steps
+            .iter()
+            .find(|s| s.step_key == k)
+            .map(|s| s.status.to_string())
+            .unwrap()
+    };
+    assert_eq!(status(&old.step_key), "failed");
+    for s in steps.iter().filter(|s| s.step_key != old.step_key) {
+        assert_eq!(s.status.to_string(), "skipped", "{}", s.step_key);
+    }
+    let attempts = store
+        .list_attempts(t.task_id, trellis::store::Page::ALL)
+        .await
+        .unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(
+        attempts[0].error_category.as_deref(),
+        Some("deadline_exceeded")
+    );
+    assert_eq!(attempts[0].worker_id, Some(worker));
+}
+
+/// Through the API with a real worker: a 2 s deadline on a 20 s HTTP step fails the task with
+/// `deadline_exceeded` within deadline + 3 s (database clock), the tool called once.
+#[tokio::test]
+async fn a_two_second_deadline_on_a_twenty_second_step_fails_the_task_in_time() {
+    let app = spawn_app().await;
+    let server = ToolServer::start(
+        Duration::from_secs(20),
+        Arc::new(|_| (200, json!({"output": "too late"}))),
+    )
+    .await;
+    common::register_tool(&app, "slow", &server.endpoint("slow"), json!({})).await;
+    let worker = app.worker(|_| {});
+    let id = app
+        .submit(json!({
+            "description": "deadline",
+            "context": {"customer": {"tier": "gold"}},
+            "limits": {"task_timeout_secs": 2},
+            "plan": {"steps": [
+                {"id": "s1", "tool": "slow"},
+                {"id": "s2", "tool": "echo", "dependencies": ["s1"]}
+            ]}
+        }))
+        .await;
+    let (_, v) = app.get(&format!("/api/v1/tasks/{id}")).await;
+    assert_eq!(v["context"], json!({"customer": {"tier": "gold"}}));
+    assert!(v["deadline_at"].is_string(), "{v}");
+
+    let done = app.wait_done(id, Duration::from_secs(15)).await;
+    assert_eq!(done["status"], "failed", "{done}");
+    assert_eq!(done["error"]["code"], "deadline_exceeded", "{done}");
+    let (created, finished): (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>) =
+        sqlx::query_as("SELECT created_at, finished_at FROM tasks WHERE id = $1")
+            .bind(id)
+            .fetch_one(app.store().pool())
+            .await
+            .unwrap();
+    let took = (finished - created).num_milliseconds();
+    assert!(
+        (2000..=5000).contains(&took),
+        "failed {took} ms after submission"
+    );
+    let (_, attempts) = app.get(&format!("/api/v1/tasks/{id}/attempts")).await;
+    let attempts = attempts.as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{attempts:?}");
+    assert_eq!(attempts[0]["status"], "failed");
+    assert_eq!(server.calls().len(), 1);
+    let (_, plan) = app.get(&format!("/api/v1/tasks/{id}/plan")).await;
+    assert_eq!(plan["steps"][1]["status"], "skipped", "{plan}");
+    worker.stop().await;
+}
+
+/// `limits.task_timeout_secs` is checked: a negative or absurd deadline is a 422 and stores
+/// nothing; 0 means none.
+#[tokio::test]
+async fn deadline_limits_are_validated() {
+    let app = spawn_app().await;
+    for bad in [json!(-1), json!(400_000_000), json!("soon")] {
+        let (status, v) = app
+            .post(
+                "/api/v1/tasks",
+                &json!({"description": "x", "limits": {"task_timeout_secs": bad},
+                        "plan": {"steps": [{"id": "s", "tool": "echo"}]}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {v}");
+        assert!(v.to_string().contains("task_timeout_secs"), "{v}");
+    }
+    assert_eq!(app.store().row_counts().await.unwrap()["tasks"], 0);
+    let id = app
+        .submit(
+            json!({"description": "x", "limits": {"task_timeout_secs": 0},
+                       "plan": {"steps": [{"id": "s", "tool": "echo"}]}}),
+        )
+        .await;
+    let (_, v) = app.get(&format!("/api/v1/tasks/{id}")).await;
+    assert!(v["deadline_at"].is_null(), "{v}");
+}
