@@ -286,6 +286,8 @@ pub struct OrchestratorSettings {
     /// Default wall-time budget of a task from submission, in seconds (0: none); a task can
     /// set its own with `limits.task_timeout_secs`.
     pub task_timeout_secs: u32,
+    /// At most this many tasks have steps running at once, fleet-wide (0: no cap).
+    pub max_concurrent_tasks: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -347,6 +349,7 @@ impl Default for OrchestratorSettings {
             enable_two_stage_planning: true,
             two_stage_tool_threshold: 10,
             task_timeout_secs: 0,
+            max_concurrent_tasks: 0,
         }
     }
 }

@@ -457,6 +457,9 @@ mod tests {
             output_params: vec![],
             alternatives: vec![],
             tags: vec![],
+            max_concurrency: None,
+            rate_limit_per_sec: None,
+            rate_limit_burst: 1,
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
         }

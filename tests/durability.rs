@@ -65,6 +65,7 @@ async fn interrupted(abandon_at: usize) -> (RecoveryFingerprint, usize) {
                 worker_id: ghost,
                 limit: 1,
                 lease_secs: 30.0,
+                max_running_tasks: 0,
             })
             .await
             .unwrap();

@@ -27,6 +27,7 @@ fn claim(worker: Uuid, limit: i64) -> Claim {
         worker_id: worker,
         limit,
         lease_secs: 30.0,
+        max_running_tasks: 0,
     }
 }
 

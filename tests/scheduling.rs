@@ -44,6 +44,7 @@ async fn a_passed_deadline_fences_running_work_and_claims_nothing_more() {
         worker_id: worker,
         limit,
         lease_secs: 30.0,
+        max_running_tasks: 0,
     };
     let held = store.claim_steps(&claim(1)).await.unwrap();
     assert_eq!(held.len(), 1);
@@ -206,4 +207,96 @@ async fn deadline_limits_are_validated() {
         .await;
     let (_, v) = app.get(&format!("/api/v1/tasks/{id}")).await;
     assert!(v["deadline_at"].is_null(), "{v}");
+}
+
+/// A rate-limited tool (`rate_limit_per_sec` 5, burst 2) is paced by the claim: the tool
+/// server sees at most burst + rate × window calls in any window, and no attempt waited for a
+/// token while it held its step (each attempt lasts about as long as the tool's answer).
+#[tokio::test]
+async fn a_rate_limited_tool_is_paced_at_claim_time() {
+    let app = spawn_app().await;
+    let server = ToolServer::start(
+        Duration::from_millis(20),
+        Arc::new(|_| (200, json!({"output": "ok"}))),
+    )
+    .await;
+    common::register_tool(
+        &app,
+        "paced",
+        &server.endpoint("paced"),
+        json!({"rate_limit_per_sec": 5, "rate_limit_burst": 2}),
+    )
+    .await;
+    let (_, tool) = app.get("/api/v1/tools/paced").await;
+    assert_eq!(tool["rate_limit_per_sec"], 5.0);
+    assert_eq!(tool["rate_limit_burst"], 2);
+    assert!(tool["max_concurrency"].is_null());
+    let worker = app.worker(|_| {});
+    let mut ids = Vec::new();
+    for _ in 0..10 {
+        ids.push(
+            app.submit(json!({"description": "paced",
+                              "plan": {"steps": [{"id": "s", "tool": "paced"}]}}))
+                .await,
+        );
+    }
+    for id in &ids {
+        let done = app.wait_done(*id, Duration::from_secs(30)).await;
+        assert_eq!(done["status"], "succeeded", "{done}");
+    }
+    let at = server.arrivals_of("paced");
+    assert_eq!(at.len(), 10);
+    // the bucket refills 5 tokens a second from 2: ten calls need at least 1.6 s
+    let span = at[9] - at[0];
+    assert!(span >= Duration::from_millis(1500), "ten calls in {span:?}");
+    for (i, first) in at.iter().enumerate() {
+        let within = at[i..]
+            .iter()
+            .filter(|t| **t - *first <= Duration::from_secs(1))
+            .count();
+        assert!(within <= 2 + 5 + 1, "{within} calls within 1 s of call {i}");
+    }
+    for id in &ids {
+        let (_, attempts) = app.get(&format!("/api/v1/tasks/{id}/attempts")).await;
+        let a = &attempts[0];
+        let started: chrono::DateTime<chrono::Utc> =
+            a["started_at"].as_str().unwrap().parse().unwrap();
+        let finished: chrono::DateTime<chrono::Utc> =
+            a["finished_at"].as_str().unwrap().parse().unwrap();
+        assert!(
+            (finished - started).num_milliseconds() < 1000,
+            "an attempt held its step {} ms: it waited inside the claim",
+            (finished - started).num_milliseconds()
+        );
+    }
+    worker.stop().await;
+}
+
+/// Tool limits are checked at registration: 422 naming the field, nothing stored.
+#[tokio::test]
+async fn tool_limits_are_validated() {
+    let app = spawn_app().await;
+    for (field, bad) in [
+        ("max_concurrency", json!(0)),
+        ("max_concurrency", json!(-3)),
+        ("rate_limit_per_sec", json!(0)),
+        ("rate_limit_per_sec", json!(-1.5)),
+        ("rate_limit_burst", json!(0)),
+        ("max_concurrency", json!("two")),
+    ] {
+        let (status, v) = app
+            .post(
+                "/api/v1/tools",
+                &json!({"id": "t", "endpoint": "http://127.0.0.1:9/x", field: bad}),
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{field}={bad}: {v}"
+        );
+        assert!(v.to_string().contains(field), "{v}");
+    }
+    let (status, _) = app.get("/api/v1/tools/t").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }

@@ -99,6 +99,7 @@ impl H {
                 worker_id: self.worker,
                 limit: 1,
                 lease_secs: 30.0,
+                max_running_tasks: 0,
             })
             .await
             .unwrap();

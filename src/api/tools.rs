@@ -30,6 +30,43 @@ pub(super) struct ToolInput {
     alternatives: Vec<String>,
     #[serde(default)]
     tags: Vec<String>,
+    /// At most this many steps of the tool at once, fleet-wide (null: no limit).
+    #[serde(default)]
+    max_concurrency: Option<i32>,
+    /// Steps started per second, fleet-wide (null: no limit).
+    #[serde(default)]
+    rate_limit_per_sec: Option<f64>,
+    /// Token-bucket size for `rate_limit_per_sec` (default 1).
+    #[serde(default)]
+    rate_limit_burst: Option<i32>,
+}
+
+/// Largest `max_concurrency` and `rate_limit_burst` accepted.
+const MAX_LIMIT: i32 = 100_000;
+
+/// `(max_concurrency, rate_limit_per_sec, rate_limit_burst)`, checked.
+fn limits(t: &ToolInput) -> Result<(Option<i32>, Option<f64>, i32), ApiError> {
+    if let Some(n) = t.max_concurrency
+        && !(1..=MAX_LIMIT).contains(&n)
+    {
+        return Err(ApiError::validation(format!(
+            "max_concurrency must be between 1 and {MAX_LIMIT} (or null for no limit)"
+        )));
+    }
+    if let Some(r) = t.rate_limit_per_sec
+        && !(r.is_finite() && r > 0.0 && r <= 1_000_000.0)
+    {
+        return Err(ApiError::validation(
+            "rate_limit_per_sec must be a number above 0 and at most 1000000 (or null for no limit)",
+        ));
+    }
+    let burst = t.rate_limit_burst.unwrap_or(1);
+    if !(1..=MAX_LIMIT).contains(&burst) {
+        return Err(ApiError::validation(format!(
+            "rate_limit_burst must be between 1 and {MAX_LIMIT}"
+        )));
+    }
+    Ok((t.max_concurrency, t.rate_limit_per_sec, burst))
 }
 
 pub(super) async fn create(
@@ -60,6 +97,7 @@ pub(super) async fn create(
             "timeout_ms must be between 1 and 3600000",
         ));
     }
+    let (max_concurrency, rate_limit_per_sec, rate_limit_burst) = limits(&t)?;
     let input_schema = t.input_schema.unwrap_or_else(|| json!({"type": "object"}));
     if !input_schema.is_object() {
         return Err(ApiError::validation("input_schema must be a JSON object"));
@@ -79,6 +117,9 @@ pub(super) async fn create(
             output_params: t.output_params,
             alternatives: t.alternatives,
             tags: t.tags,
+            max_concurrency,
+            rate_limit_per_sec,
+            rate_limit_burst,
         })
         .await?;
     Ok((StatusCode::CREATED, Json(views::tool(&row))).into_response())

@@ -245,6 +245,9 @@ pub fn tool(t: &ToolDef) -> Value {
         "output_params": t.output_params,
         "alternatives": t.alternatives,
         "tags": t.tags,
+        "max_concurrency": t.max_concurrency,
+        "rate_limit_per_sec": t.rate_limit_per_sec,
+        "rate_limit_burst": t.rate_limit_burst,
         "created_at": t.created_at,
         "updated_at": t.updated_at,
     })

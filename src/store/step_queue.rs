@@ -311,11 +311,19 @@ impl Store {
     }
 }
 
-/// Milliseconds until the earliest ready step in backoff falls due (None: none waiting).
+/// Milliseconds until the earliest ready step in backoff falls due, or an empty rate-limit
+/// bucket gets its next token (None: neither).
 async fn next_due(db: impl sqlx::PgExecutor<'_>) -> Result<Option<f64>> {
+    // also when the next token of an empty rate-limit bucket arrives (its steps may wait)
     Ok(sqlx::query_scalar(
-        "SELECT (extract(epoch FROM min(run_after) - now()) * 1000)::float8 FROM steps
-         WHERE status = 'ready' AND run_after > now()",
+        "SELECT least(
+             (SELECT (extract(epoch FROM min(run_after) - now()) * 1000)::float8 FROM steps
+              WHERE status = 'ready' AND run_after > now()),
+             (SELECT min((1 - b.tokens - extract(epoch FROM now() - b.refilled_at) * t.rate_limit_per_sec)
+                         / t.rate_limit_per_sec * 1000)::float8
+              FROM tool_buckets b JOIN tools t ON t.id = b.tool_id
+              WHERE t.rate_limit_per_sec IS NOT NULL
+                AND b.tokens + extract(epoch FROM now() - b.refilled_at) * t.rate_limit_per_sec < 1))",
     )
     .fetch_one(db)
     .await?)
@@ -334,20 +342,35 @@ pub(crate) async fn claim_in(
     c: &Claim,
     async_commit: bool,
 ) -> Result<Vec<ClaimedStep>> {
-    let task_ids = lock_claimable_tasks(tx, c, async_commit).await?;
+    let admission = c.max_running_tasks > 0 && try_admission_lock(tx).await?;
+    let (task_ids, tools, admit) = lock_claimable_tasks(tx, c, async_commit, admission).await?;
     if task_ids.is_empty() {
         return Ok(vec![]);
     }
-    claim_ready(tx, &task_ids, c).await
+    claim_ready(tx, &task_ids, &tools, admit, c).await
 }
 
 /// Lock up to `limit` running tasks that have due ready steps and free room under their
-/// `max_concurrent_steps`, in claim order, skipping tasks another transaction holds. Sets the
-/// transaction's commit asynchronous (see [`claim_in`]).
-async fn lock_claimable_tasks(tx: &mut Tx, c: &Claim, async_commit: bool) -> Result<Vec<Uuid>> {
-    Ok(sqlx::query_scalar(
+/// `max_concurrent_steps`, in claim order, skipping tasks another transaction holds, and the
+/// limited tools (`tool_buckets`) their ready steps use. Sets the transaction's commit
+/// asynchronous (see [`claim_in`]). Under a task cap (`admission`: whether this claim holds
+/// the admission lock) tasks already running steps come first. Returns the tasks and tools
+/// locked, and how many tasks without running steps the claim may start (-1: no cap).
+async fn lock_claimable_tasks(
+    tx: &mut Tx,
+    c: &Claim,
+    async_commit: bool,
+    admission: bool,
+) -> Result<(Vec<Uuid>, Vec<String>, i64)> {
+    Ok(sqlx::query_as(
         r#"
-        WITH cand AS MATERIALIZED (
+        WITH admit AS MATERIALIZED (
+            -- tasks without running steps this claim may start (-1: no cap); counted after the
+            -- admission lock was taken ($5), by an earlier statement
+            SELECT CASE WHEN $4 <= 0 THEN -1 WHEN NOT $5 THEN 0
+                        ELSE greatest($4 - (SELECT count(DISTINCT task_id) FROM steps
+                                            WHERE status = 'running'), 0) END AS n
+        ), cand AS MATERIALIZED (
             SELECT t.id, t.priority, t.created_at, r.elsewhere > 0 AS elsewhere,
                    least(t.max_concurrent_steps - r.running, q.ready) AS n
             FROM tasks t
@@ -363,33 +386,67 @@ async fn lock_claimable_tasks(tx: &mut Tx, c: &Claim, async_commit: bool) -> Res
             WHERE t.status = 'running' AND q.ready > 0 AND t.max_concurrent_steps > r.running
               -- past its deadline a task gets nothing more (the sweep fails it)
               AND (t.deadline_at IS NULL OR t.deadline_at > now())
-            -- among tasks of equal priority, those with steps running on another worker come
-            -- last: that worker takes their next steps in its own completion cycles, so two
-            -- workers rarely record steps of the same task (and wait on its row) at once
-            ORDER BY t.priority DESC, elsewhere, t.created_at, t.id
+              -- under a task cap with no room left, only tasks already running steps
+              AND (r.running > 0 OR (SELECT n FROM admit) <> 0)
+            -- under a task cap, tasks already running steps come first; among tasks of equal
+            -- priority, those with steps running on another worker come last: that worker
+            -- takes their next steps in its own completion cycles, so two workers rarely
+            -- record steps of the same task (and wait on its row) at once
+            ORDER BY (r.running = 0 AND (SELECT n FROM admit) >= 0), t.priority DESC, elsewhere,
+                     t.created_at, t.id
             LIMIT $1
         ), enough AS MATERIALIZED (
             -- only as many tasks as the claim can take steps from: a task locked for nothing
             -- would make another worker's completion of its steps wait for this commit
             SELECT id, sum(n) OVER (ORDER BY priority DESC, elsewhere, created_at, id) - n AS before
             FROM cand
+        ), locked AS (
+            SELECT t.id FROM tasks t,
+                 (SELECT set_config('synchronous_commit',
+                         CASE WHEN $2 THEN 'off' ELSE current_setting('synchronous_commit') END, true)) AS commit_mode
+            -- by primary key (an id list the planner cannot turn into a rescan per running task)
+            WHERE t.id = ANY(ARRAY(SELECT id FROM enough WHERE before < $1)) AND t.status = 'running'
+              AND (t.deadline_at IS NULL OR t.deadline_at > now())
+            ORDER BY t.id
+            FOR NO KEY UPDATE OF t SKIP LOCKED
+        ), limited AS (
+            -- the limited tools these tasks' ready steps use, locked so that the claim's count
+            -- of their running steps (a later statement, a later snapshot) is exact; a tool
+            -- another claim holds is skipped (its steps wait): no lock wait, no deadlock
+            SELECT b.tool_id FROM tool_buckets b
+            WHERE EXISTS (SELECT 1 FROM steps s
+                          WHERE s.task_id = ANY(ARRAY(SELECT id FROM locked)) AND s.status = 'ready'
+                            AND coalesce(s.tool_override, s.tool) = b.tool_id)
+            ORDER BY b.tool_id
+            FOR UPDATE OF b SKIP LOCKED
         )
-        SELECT t.id FROM tasks t,
-             (SELECT set_config('synchronous_commit',
-                     CASE WHEN $2 THEN 'off' ELSE current_setting('synchronous_commit') END, true)) AS commit_mode
-        -- by primary key (an id list the planner cannot turn into a rescan per running task)
-        WHERE t.id = ANY(ARRAY(SELECT id FROM enough WHERE before < $1)) AND t.status = 'running'
-          AND (t.deadline_at IS NULL OR t.deadline_at > now())
-        ORDER BY t.id
-        FOR NO KEY UPDATE OF t SKIP LOCKED
+        SELECT coalesce((SELECT array_agg(id ORDER BY id) FROM locked), '{}') AS tasks,
+               coalesce((SELECT array_agg(tool_id ORDER BY tool_id) FROM limited), '{}') AS tools,
+               (SELECT n FROM admit) AS admit
         "#,
     )
     .bind(c.limit)
     .bind(async_commit)
     .bind(c.worker_id)
-    .fetch_all(&mut **tx)
+    .bind(c.max_running_tasks)
+    .bind(admission)
+    .fetch_one(&mut **tx)
     .await?)
 }
+
+/// Under `max_running_tasks`, only one claim at a time may start tasks that have no running
+/// steps (others claim only for tasks already running steps): a transaction-scoped advisory
+/// lock, tried without waiting. Taken in a statement of its own, so that the count of running
+/// tasks the next statement makes sees every admission committed before.
+async fn try_admission_lock(tx: &mut Tx) -> Result<bool> {
+    Ok(sqlx::query_scalar("SELECT pg_try_advisory_xact_lock($1)")
+        .bind(ADMISSION_LOCK)
+        .fetch_one(&mut **tx)
+        .await?)
+}
+
+/// The advisory lock key of task admissions under `max_concurrent_tasks` ("trellis" in ASCII).
+const ADMISSION_LOCK: i64 = 0x0074_7265_6c6c_6973;
 
 /// The items of a batch whose lease held, with their rows.
 type DoneItems<'a> = Vec<(&'a StepSuccess, &'a DoneStep)>;

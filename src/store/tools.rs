@@ -16,6 +16,9 @@ pub struct NewTool {
     pub output_params: Vec<String>,
     pub alternatives: Vec<String>,
     pub tags: Vec<String>,
+    pub max_concurrency: Option<i32>,
+    pub rate_limit_per_sec: Option<f64>,
+    pub rate_limit_burst: i32,
 }
 
 impl Store {
@@ -33,8 +36,9 @@ impl Store {
             }
             let row: Option<ToolDef> = sqlx::query_as(
                 "INSERT INTO tools (id, name, description, kind, endpoint, timeout_ms, input_schema,
-                                    output_params, alternatives, tags)
-                 VALUES ($1, $2, $3, 'http', $4, $5, $6, $7, $8, $9)
+                                    output_params, alternatives, tags, max_concurrency,
+                                    rate_limit_per_sec, rate_limit_burst)
+                 VALUES ($1, $2, $3, 'http', $4, $5, $6, $7, $8, $9, $10, $11, $12)
                  ON CONFLICT (id) DO NOTHING
                  RETURNING *",
             )
@@ -47,6 +51,9 @@ impl Store {
             .bind(&t.output_params)
             .bind(&t.alternatives)
             .bind(&t.tags)
+            .bind(t.max_concurrency)
+            .bind(t.rate_limit_per_sec)
+            .bind(t.rate_limit_burst)
             .fetch_optional(&mut **tx)
             .await?;
             let row =

@@ -144,21 +144,47 @@ statement!(
     /// each step with its task's merged metadata and its direct dependencies' outputs.
     CLAIM = StepMove::Claim,
     r#"
-    WITH room AS MATERIALIZED (
-        SELECT t.id AS task_id, t.priority, t.created_at,
-               t.max_concurrent_steps
-                 - (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running') AS room
-        FROM tasks t WHERE t.id = ANY($1)
-    ), picked AS MATERIALIZED (
-        SELECT p.id, row_number() OVER (ORDER BY room.priority DESC, room.created_at, room.task_id, p.position) AS ord
+    WITH cap AS MATERIALIZED (
+        -- steps each limited tool may start now: 0 for a tool another claim holds ($6 lists the
+        -- ones this transaction locked), else the least of its free slots and its whole tokens
+        SELECT b.tool_id,
+               CASE WHEN NOT (b.tool_id = ANY($6::text[])) THEN 0 ELSE least(
+                   coalesce(t.max_concurrency - (SELECT count(*) FROM steps r
+                        WHERE r.status = 'running' AND coalesce(r.tool_override, r.tool) = b.tool_id), 2147483647),
+                   coalesce(floor(least(t.rate_limit_burst::float8,
+                        b.tokens + extract(epoch FROM now() - b.refilled_at) * t.rate_limit_per_sec))::bigint,
+                        2147483647)) END AS cap
+        FROM tool_buckets b JOIN tools t ON t.id = b.tool_id
+    ), room AS MATERIALIZED (
+        -- under a task cap ($7 >= 0), only the first $7 tasks without running steps (priority,
+        -- then submission order) get room
+        SELECT x.task_id, x.priority, x.created_at,
+               CASE WHEN $7 >= 0 AND x.running = 0
+                         AND row_number() OVER (PARTITION BY x.running = 0
+                                                ORDER BY x.priority DESC, x.created_at, x.task_id) > $7
+                    THEN 0 ELSE x.max_concurrent_steps - x.running END AS room
+        FROM (SELECT t.id AS task_id, t.priority, t.created_at, t.max_concurrent_steps,
+                     (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running') AS running
+              FROM tasks t WHERE t.id = ANY($1)) x
+    ), offered AS MATERIALIZED (
+        SELECT p.id, p.tool, room.priority, room.created_at, room.task_id, p.position,
+               row_number() OVER (PARTITION BY p.tool
+                                  ORDER BY room.priority DESC, room.created_at, room.task_id, p.position) AS nth
         FROM room
         CROSS JOIN LATERAL (
-            SELECT s.id, s.position FROM steps s
+            SELECT s.id, s.position, coalesce(s.tool_override, s.tool) AS tool FROM steps s
             WHERE s.task_id = room.task_id AND s.status IN {from} AND s.run_after <= now()
+              -- a tool with no room now does not take the task's room
+              AND NOT EXISTS (SELECT 1 FROM cap WHERE cap.tool_id = coalesce(s.tool_override, s.tool)
+                                                  AND cap.cap <= 0)
             ORDER BY s.position
             LIMIT greatest(room.room, 0)
         ) p
-        ORDER BY room.priority DESC, room.created_at, room.task_id, p.position
+    ), picked AS MATERIALIZED (
+        SELECT o.id, row_number() OVER (ORDER BY o.priority DESC, o.created_at, o.task_id, o.position) AS ord
+        FROM offered o
+        WHERE NOT EXISTS (SELECT 1 FROM cap WHERE cap.tool_id = o.tool AND o.nth > cap.cap)
+        ORDER BY o.priority DESC, o.created_at, o.task_id, o.position
         LIMIT $2
     ), claimed AS (
         -- by primary key: an id list, not a join the planner might drive from the ready index
@@ -185,6 +211,14 @@ statement!(
         INSERT INTO events (task_id, seq, kind, payload)
         SELECT ev.task_id, b.last_seq - b.n + ev.rn, $5, ev.payload
         FROM ev JOIN bump b ON b.id = ev.task_id
+    ), spent AS (
+        -- one token per step started, from buckets refilled up to now
+        UPDATE tool_buckets b
+        SET tokens = least(t.rate_limit_burst::float8,
+                           b.tokens + extract(epoch FROM now() - b.refilled_at) * t.rate_limit_per_sec) - n.n,
+            refilled_at = now()
+        FROM (SELECT tool, count(*) AS n FROM claimed GROUP BY tool) n, tools t
+        WHERE b.tool_id = n.tool AND t.id = b.tool_id AND t.rate_limit_per_sec IS NOT NULL
     )
     SELECT c.id, c.task_id, c.plan_version, c.step_key, c.tool, c.parameters, c.param_overrides,
            c.actions, c.attempt, c.lease_token, c.started_at, b.metadata, b.context,
@@ -205,12 +239,19 @@ pub struct Claim {
     pub worker_id: Uuid,
     pub limit: i64,
     pub lease_secs: f64,
+    /// `[orchestrator] max_concurrent_tasks`: at most this many tasks with running steps,
+    /// fleet-wide (0: no cap).
+    pub max_running_tasks: i64,
 }
 
-/// `ready → running` for up to `c.limit` steps of the locked `task_ids`.
+/// `ready → running` for up to `c.limit` steps of the locked `task_ids`, within the limits of
+/// the `limited_tools` this transaction locked (other limited tools start nothing), starting at
+/// most `admit` tasks that have no running steps (-1: any).
 pub(crate) async fn claim_ready(
     tx: &mut Tx,
     task_ids: &[Uuid],
+    limited_tools: &[String],
+    admit: i64,
     c: &Claim,
 ) -> Result<Vec<ClaimedStep>> {
     Ok(sqlx::query_as(CLAIM.as_str())
@@ -219,6 +260,8 @@ pub(crate) async fn claim_ready(
         .bind(c.worker_id)
         .bind(c.lease_secs)
         .bind(crate::domain::model::event_kind::STEP_STARTED)
+        .bind(limited_tools)
+        .bind(admit)
         .fetch_all(&mut **tx)
         .await?)
 }

@@ -35,6 +35,8 @@ pub(super) type Handoff = (ClaimedStep, OwnedSemaphorePermit);
 pub(super) struct CompleterConfig {
     pub worker_id: Uuid,
     pub lease_secs: f64,
+    /// `[orchestrator] max_concurrent_tasks` (0: no cap).
+    pub max_running_tasks: i64,
     pub inline: Option<InlineEvaluation>,
     pub in_flight: InFlight,
     /// Claimed steps go to the claim loop, which runs them.
@@ -101,6 +103,7 @@ async fn cycle(store: &Store, cfg: &CompleterConfig, batch: Vec<Item>) {
         worker_id: cfg.worker_id,
         limit: available,
         lease_secs: cfg.lease_secs,
+        max_running_tasks: cfg.max_running_tasks,
     });
     let c = Cycle {
         items: &items,

@@ -55,6 +55,8 @@ pub struct WorkerConfig {
     pub retention: Retention,
     /// Where tools may connect, and how much of an answer is read.
     pub outbound: crate::net::Outbound,
+    /// `[orchestrator] max_concurrent_tasks` (0: no cap).
+    pub max_running_tasks: i64,
 }
 
 /// What the maintenance deletes ([`Store::prune_finished`]).
@@ -96,6 +98,7 @@ impl WorkerConfig {
                 interval: Duration::from_secs(s.retention.interval_secs),
             },
             outbound: crate::net::Outbound::from_settings(&s.tools),
+            max_running_tasks: i64::from(s.orchestrator.max_concurrent_tasks),
         }
     }
 }
@@ -155,6 +158,7 @@ pub async fn run(
         completer::CompleterConfig {
             worker_id: cfg.id,
             lease_secs: cfg.lease.as_secs_f64(),
+            max_running_tasks: cfg.max_running_tasks,
             inline: cfg
                 .brain
                 .pure_evaluation()
@@ -303,6 +307,7 @@ async fn claim_steps(
         worker_id: rt.cfg.id,
         limit: permits.len() as i64,
         lease_secs: rt.cfg.lease.as_secs_f64(),
+        max_running_tasks: rt.cfg.max_running_tasks,
     };
     match rt.store.claim_steps_or_next_due(&claim).await {
         Ok((steps, next_due)) => {

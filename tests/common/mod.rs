@@ -206,10 +206,23 @@ pub struct ToolCall {
 /// How the tool server answers: a function of the call.
 pub type Responder = Arc<dyn Fn(&ToolCall) -> (u16, Value) + Send + Sync>;
 
+/// Calls of one tool being answered right now, and the most there ever were at once.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct InFlight {
+    pub now: usize,
+    pub peak: usize,
+}
+
 #[derive(Clone)]
 pub struct ToolServer {
     pub addr: SocketAddr,
     pub calls: Arc<Mutex<Vec<ToolCall>>>,
+    /// Per tool: calls in flight (received, not yet answered) and their peak.
+    pub in_flight: Arc<Mutex<HashMap<String, InFlight>>>,
+    /// When each call arrived (test clock), in arrival order.
+    pub arrivals: Arc<Mutex<Vec<(String, std::time::Instant)>>>,
+    /// Calls in flight per task, and the most tasks that had calls in flight at once.
+    pub tasks_in_flight: Arc<Mutex<(HashMap<String, usize>, usize)>>,
 }
 
 impl ToolServer {
@@ -220,6 +233,9 @@ impl ToolServer {
             calls: Arc<Mutex<Vec<ToolCall>>>,
             respond: Responder,
             delay: Duration,
+            in_flight: Arc<Mutex<HashMap<String, InFlight>>>,
+            arrivals: Arc<Mutex<Vec<(String, std::time::Instant)>>>,
+            tasks_in_flight: Arc<Mutex<(HashMap<String, usize>, usize)>>,
         }
         async fn handle(
             State(s): State<S>,
@@ -240,20 +256,85 @@ impl ToolServer {
                 tool,
             };
             s.calls.lock().unwrap().push(call.clone());
+            s.arrivals
+                .lock()
+                .unwrap()
+                .push((call.tool.clone(), std::time::Instant::now()));
+            {
+                let mut m = s.in_flight.lock().unwrap();
+                let e = m.entry(call.tool.clone()).or_default();
+                e.now += 1;
+                e.peak = e.peak.max(e.now);
+                let mut t = s.tasks_in_flight.lock().unwrap();
+                *t.0.entry(call.task_id.clone()).or_insert(0) += 1;
+                t.1 = t.1.max(t.0.len());
+            }
             tokio::time::sleep(s.delay).await;
+            s.in_flight
+                .lock()
+                .unwrap()
+                .get_mut(&call.tool)
+                .expect("counted on arrival")
+                .now -= 1;
+            {
+                let mut t = s.tasks_in_flight.lock().unwrap();
+                let n = t.0.get_mut(&call.task_id).expect("counted on arrival");
+                *n -= 1;
+                if *n == 0 {
+                    t.0.remove(&call.task_id);
+                }
+            }
             let (status, body) = (s.respond)(&call);
             (StatusCode::from_u16(status).unwrap(), axum::Json(body))
         }
         let calls = Arc::new(Mutex::new(Vec::new()));
+        let in_flight = Arc::new(Mutex::new(HashMap::new()));
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let tasks_in_flight = Arc::new(Mutex::new((HashMap::new(), 0)));
         let router = Router::new().route("/{tool}", post(handle)).with_state(S {
             calls: calls.clone(),
             respond,
             delay,
+            in_flight: in_flight.clone(),
+            arrivals: arrivals.clone(),
+            tasks_in_flight: tasks_in_flight.clone(),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-        Self { addr, calls }
+        Self {
+            addr,
+            calls,
+            in_flight,
+            arrivals,
+            tasks_in_flight,
+        }
+    }
+
+    /// The most tasks that had calls in flight at once.
+    pub fn peak_tasks_in_flight(&self) -> usize {
+        self.tasks_in_flight.lock().unwrap().1
+    }
+
+    /// The most calls of `tool` that were in flight at once.
+    pub fn peak_in_flight(&self, tool: &str) -> usize {
+        self.in_flight
+            .lock()
+            .unwrap()
+            .get(tool)
+            .map(|f| f.peak)
+            .unwrap_or(0)
+    }
+
+    /// Arrival times of the calls of `tool`, in order.
+    pub fn arrivals_of(&self, tool: &str) -> Vec<std::time::Instant> {
+        self.arrivals
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(t, _)| t == tool)
+            .map(|(_, at)| *at)
+            .collect()
     }
 
     pub fn endpoint(&self, tool: &str) -> String {
@@ -299,6 +380,9 @@ pub fn http_tool(id: &str, endpoint: String) -> trellis::store::tools::NewTool {
         output_params: vec![],
         alternatives: vec![],
         tags: vec![],
+        max_concurrency: None,
+        rate_limit_per_sec: None,
+        rate_limit_burst: 1,
     }
 }
 

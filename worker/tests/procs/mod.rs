@@ -1,4 +1,5 @@
 //! Real `trellis-worker` processes for the crash and chaos tests.
+#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
