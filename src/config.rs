@@ -224,6 +224,8 @@ pub struct WorkerSettings {
     pub rescue_interval_ms: u64,
     /// A step whose worker died this many times fails as poison.
     pub max_rescues: u32,
+    /// How often leases are renewed (default: `lease_secs / 3`); must be below `lease_secs`.
+    pub heartbeat_secs: Option<f64>,
 }
 
 #[derive(Clone, Default, Deserialize)]
@@ -296,6 +298,8 @@ pub struct ReflectionSettings {
     pub enable_step_level_reflection: bool,
     pub max_step_retries: u32,
     pub max_single_step_repairs: u32,
+    /// Seed-style configs call it `max_task_replanning_attempts`.
+    #[serde(alias = "max_task_replanning_attempts")]
     pub max_task_replans: u32,
     pub max_consecutive_failures: u32,
 }
@@ -334,6 +338,7 @@ impl Default for WorkerSettings {
             retry_backoff_max_ms: 60_000,
             rescue_interval_ms: 2000,
             max_rescues: 3,
+            heartbeat_secs: None,
         }
     }
 }
@@ -477,6 +482,11 @@ impl Settings {
         }
         if w.rescue_interval_ms == 0 {
             return bad("worker.rescue_interval_ms must be at least 1");
+        }
+        if let Some(h) = w.heartbeat_secs
+            && !(h >= 0.1 && h < w.lease_secs as f64)
+        {
+            return bad("worker.heartbeat_secs must be at least 0.1 and below worker.lease_secs");
         }
         if let Some(id) = &w.id
             && uuid::Uuid::parse_str(id).is_err()
@@ -717,6 +727,12 @@ mod tests {
             ("APP_LLM__TIMEOUT_SECS", "0", "llm.timeout_secs"),
             ("APP_LLM__TEMPERATURE", "3", "llm.temperature"),
             ("APP_LLM__MAX_RETRIES", "50", "llm.max_retries"),
+            ("APP_WORKER__HEARTBEAT_SECS", "30", "worker.heartbeat_secs"),
+            (
+                "APP_ORCHESTRATOR__TASK_TIMEOUT_SECS",
+                "99999999",
+                "task_timeout_secs",
+            ),
         ] {
             let e = Settings::load_from(&dir, &env(&[(k, v)])).unwrap_err();
             assert!(e.to_string().contains(named), "{k}: {e}");
@@ -724,5 +740,27 @@ mod tests {
         // an empty base_url means "no LLM"
         let s = Settings::load_from(&dir, &env(&[("APP_LLM__BASE_URL", "")])).unwrap();
         assert!(!s.llm.enabled());
+    }
+
+    /// Seed-style names load: `max_task_replanning_attempts` is `max_task_replans`, and
+    /// `heartbeat_secs` sets the worker's renewal period.
+    #[test]
+    fn seed_style_keys_load() {
+        let dir = std::env::temp_dir().join(format!("trellis-seed-cfg-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("config.toml"),
+            "[reflection]\nmax_task_replanning_attempts = 4\n[worker]\nlease_secs = 30\nheartbeat_secs = 2.5\n",
+        )
+        .unwrap();
+        let s = Settings::load_from(&dir, &[]).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(s.reflection.max_task_replans, 4);
+        let w = crate::worker::WorkerConfig::from_settings(&s);
+        assert_eq!(w.heartbeat, std::time::Duration::from_millis(2500));
+        assert_eq!(
+            crate::worker::WorkerConfig::from_settings(&Settings::default()).heartbeat,
+            std::time::Duration::from_secs(10)
+        );
     }
 }

@@ -454,6 +454,7 @@ mod tests {
             endpoint: None,
             timeout_ms: 1000,
             input_schema: json!({}),
+            output_schema: None,
             output_params: vec![],
             alternatives: vec![],
             tags: vec![],
@@ -462,6 +463,7 @@ mod tests {
             rate_limit_burst: 1,
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
+            checks: Default::default(),
         }
     }
 

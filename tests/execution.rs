@@ -553,3 +553,106 @@ async fn context_placeholders_read_the_tasks_context() {
     assert!(v.to_string().contains("reserved"), "{v}");
     worker.stop().await;
 }
+
+/// Tool input and output checks: resolved parameters that do not match the tool's
+/// `input_schema` fail as `parameter_error` without a call and enter the step's recovery; an
+/// output that does not match `output_schema` fails as `output_mismatch`; schemas that are
+/// not JSON Schemas are refused at registration.
+#[tokio::test]
+async fn tool_inputs_and_outputs_are_checked_against_their_schemas() {
+    let app = spawn_app().await;
+    let server = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(|call| match call.tool.as_str() {
+            "shaped" => (200, json!({"output": {"name": "no id here"}})),
+            _ => (200, json!({"output": {"n": call.parameters["n"]}})),
+        }),
+    )
+    .await;
+    register_tool(
+        &app,
+        "typed",
+        &server.endpoint("typed"),
+        json!({"input_schema": {"type": "object", "required": ["n"],
+                                "properties": {"n": {"type": "integer", "minimum": 1}}}}),
+    )
+    .await;
+    register_tool(
+        &app,
+        "shaped",
+        &server.endpoint("shaped"),
+        json!({"output_schema": {"type": "object", "required": ["id"]}}),
+    )
+    .await;
+    let (_, tool) = app.get("/api/v1/tools/shaped").await;
+    assert_eq!(tool["output_schema"]["required"], json!(["id"]));
+    let worker = app.worker(|_| {});
+
+    let ok = app
+        .submit(json!({"description": "typed ok", "metadata": {"n": 3},
+                       "plan": {"steps": [{"id": "s", "tool": "typed"}]}}))
+        .await;
+    assert_eq!(app.wait_done(ok, LIMIT).await["status"], "succeeded");
+
+    let bad = app
+        .submit(json!({"description": "typed bad", "limits": {"max_step_retries": 0},
+                       "plan": {"steps": [{"id": "s", "tool": "typed", "parameters": {"n": "five"}}]}}))
+        .await;
+    app.wait_done(bad, LIMIT).await;
+    let (_, attempts) = app.get(&format!("/api/v1/tasks/{bad}/attempts")).await;
+    let first = &attempts[0];
+    assert_eq!(first["error"]["category"], "parameter_error", "{attempts}");
+    let message = first["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("input schema") && message.contains("/n"),
+        "{message}"
+    );
+    assert!(
+        !server.calls().iter().any(|c| c.task_id == bad.to_string()),
+        "no call was made with parameters that do not match"
+    );
+    let (_, events) = app.get(&format!("/api/v1/tasks/{bad}/events")).await;
+    assert!(
+        events
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "step_reflected"),
+        "the failure entered the step's recovery: {events}"
+    );
+
+    let mismatch = app
+        .submit(
+            json!({"description": "shaped", "limits": {"max_step_retries": 0},
+                       "plan": {"steps": [{"id": "s", "tool": "shaped"}]}}),
+        )
+        .await;
+    app.wait_done(mismatch, LIMIT).await;
+    let (_, attempts) = app.get(&format!("/api/v1/tasks/{mismatch}/attempts")).await;
+    assert_eq!(
+        attempts[0]["error"]["category"], "output_mismatch",
+        "{attempts}"
+    );
+    assert!(
+        server
+            .calls()
+            .iter()
+            .any(|c| c.task_id == mismatch.to_string())
+    );
+
+    for (field, schema) in [
+        ("input_schema", json!({"type": "nonsense"})),
+        ("output_schema", json!({"minimum": "zero"})),
+        ("output_schema", json!(17)),
+    ] {
+        let (status, v) = app
+            .post(
+                "/api/v1/tools",
+                &json!({"id": "broken", "endpoint": "http://127.0.0.1:9/x", field: schema}),
+            )
+            .await;
+        assert_eq!(status, reqwest::StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+        assert!(v.to_string().contains(field), "{v}");
+    }
+    worker.stop().await;
+}

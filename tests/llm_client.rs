@@ -203,7 +203,8 @@ async fn an_invalid_answer_is_re_asked_once_then_given_up() {
         .unwrap_err();
     assert!(matches!(e, LlmError::Invalid { .. }), "{e}");
     assert!(
-        e.to_string().contains("selected_tools should be \"array\""),
+        e.to_string()
+            .contains("at /selected_tools: \"echo\" is not of type \"array\""),
         "{e}"
     );
     assert_eq!(fake.requests.lock().unwrap().len(), 2);

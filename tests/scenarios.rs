@@ -485,5 +485,15 @@ async fn an_unsuccessful_evaluation_starts_another_round() {
         2,
         "full replan ran the step again"
     );
+    let (_, events) = app.get(&format!("/api/v1/tasks/{id}/events")).await;
+    let rounds: Vec<&Value> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "round_started")
+        .collect();
+    assert_eq!(rounds.len(), 1, "{events}");
+    assert_eq!(rounds[0]["payload"]["round"], 2);
+    assert_eq!(rounds[0]["payload"]["plan_version"], 2);
     w.stop().await;
 }

@@ -24,6 +24,9 @@ pub(super) struct ToolInput {
     timeout_ms: Option<i32>,
     #[serde(default)]
     input_schema: Option<Value>,
+    /// JSON Schema a successful output must match (absent or null: any output).
+    #[serde(default)]
+    output_schema: Option<Value>,
     #[serde(default)]
     output_params: Vec<String>,
     #[serde(default)]
@@ -102,6 +105,18 @@ pub(super) async fn create(
     if !input_schema.is_object() {
         return Err(ApiError::validation("input_schema must be a JSON object"));
     }
+    crate::domain::schema::check(&input_schema)
+        .map_err(|e| ApiError::validation(format!("input_schema: {e}")))?;
+    let output_schema = t.output_schema.filter(|s| !s.is_null());
+    if let Some(s) = &output_schema {
+        if !(s.is_object() || s.is_boolean()) {
+            return Err(ApiError::validation(
+                "output_schema must be a JSON Schema (an object or a boolean)",
+            ));
+        }
+        crate::domain::schema::check(s)
+            .map_err(|e| ApiError::validation(format!("output_schema: {e}")))?;
+    }
     if t.alternatives.contains(&t.id) {
         return Err(ApiError::validation("a tool cannot be its own alternative"));
     }
@@ -114,6 +129,7 @@ pub(super) async fn create(
             endpoint: t.endpoint,
             timeout_ms,
             input_schema,
+            output_schema,
             output_params: t.output_params,
             alternatives: t.alternatives,
             tags: t.tags,

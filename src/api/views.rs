@@ -242,6 +242,7 @@ pub fn tool(t: &ToolDef) -> Value {
         "endpoint": t.endpoint.as_deref().map(crate::net::redact_url_text),
         "timeout_ms": t.timeout_ms,
         "input_schema": t.input_schema,
+        "output_schema": t.output_schema,
         "output_params": t.output_params,
         "alternatives": t.alternatives,
         "tags": t.tags,

@@ -381,89 +381,10 @@ pub fn parse_answer(raw: &str) -> Result<Value, String> {
     serde_json::from_str::<Value>(t.trim()).map_err(|e| format!("not JSON ({e})"))
 }
 
-/// Validate against the JSON Schema subset our decision schemas use: `type` (one or a list),
-/// `required`, `properties`, `items`, `enum`, `minimum`, `maximum`. Returns the problems found.
+/// Validate an answer against the decision's JSON Schema (the `jsonschema` crate, the same
+/// checks the tool inputs get). Returns the problems found, one line each with its place.
 pub fn validate(schema: &Value, v: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    check(schema, v, "$", &mut out);
-    out
-}
-
-fn type_ok(t: &str, v: &Value) -> bool {
-    match t {
-        "object" => v.is_object(),
-        "array" => v.is_array(),
-        "string" => v.is_string(),
-        "number" => v.is_number(),
-        "integer" => {
-            v.as_i64().is_some()
-                || v.as_u64().is_some()
-                || v.as_f64().is_some_and(|f| f.fract() == 0.0)
-        }
-        "boolean" => v.is_boolean(),
-        "null" => v.is_null(),
-        _ => true,
-    }
-}
-
-fn check(schema: &Value, v: &Value, at: &str, out: &mut Vec<String>) {
-    if let Some(t) = schema.get("type") {
-        let ok = match t {
-            Value::String(t) => type_ok(t, v),
-            Value::Array(ts) => ts.iter().filter_map(Value::as_str).any(|t| type_ok(t, v)),
-            _ => true,
-        };
-        if !ok {
-            out.push(format!("{at} should be {t}"));
-            return;
-        }
-    }
-    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
-        && !allowed.contains(v)
-    {
-        out.push(format!(
-            "{at} should be one of {}",
-            Value::Array(allowed.clone())
-        ));
-    }
-    if let Some(n) = v.as_f64() {
-        if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
-            && n < min
-        {
-            out.push(format!("{at} should be ≥ {min}"));
-        }
-        if let Some(max) = schema.get("maximum").and_then(Value::as_f64)
-            && n > max
-        {
-            out.push(format!("{at} should be ≤ {max}"));
-        }
-    }
-    if let Some(obj) = v.as_object() {
-        for r in schema
-            .get("required")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(k) = r.as_str()
-                && !obj.contains_key(k)
-            {
-                out.push(format!("{at}.{k} is missing"));
-            }
-        }
-        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-            for (k, sub) in props {
-                if let Some(child) = obj.get(k) {
-                    check(sub, child, &format!("{at}.{k}"), out);
-                }
-            }
-        }
-    }
-    if let (Some(items), Some(arr)) = (schema.get("items"), v.as_array()) {
-        for (i, child) in arr.iter().enumerate() {
-            check(items, child, &format!("{at}[{i}]"), out);
-        }
-    }
+    crate::domain::schema::violations(schema, v)
 }
 
 #[cfg(test)]
@@ -471,19 +392,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn validates_the_schema_subset() {
+    fn validates_answers_with_json_schema() {
         let schema = json!({"type": "object", "required": ["a", "b"], "properties": {
             "a": {"type": "integer", "minimum": 0, "maximum": 100},
             "b": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}},
             "c": {"type": ["string", "null"]}}});
         assert!(validate(&schema, &json!({"a": 5, "b": ["x"], "c": null})).is_empty());
         let p = validate(&schema, &json!({"a": 500, "b": ["z", 1]}));
-        assert_eq!(p.len(), 3, "{p:?}");
-        assert!(p.iter().any(|x| x.contains("$.a should be ≤ 100")));
-        assert!(p.iter().any(|x| x.contains("$.b[0] should be one of")));
-        assert!(p.iter().any(|x| x.contains("$.b[1] should be \"string\"")));
-        assert_eq!(validate(&schema, &json!({"b": []})), ["$.a is missing"]);
-        assert_eq!(validate(&schema, &json!([1])), ["$ should be \"object\""]);
+        assert!(p.iter().any(|x| x.starts_with("at /a:")), "{p:?}");
+        assert!(p.iter().any(|x| x.starts_with("at /b/0:")), "{p:?}");
+        assert!(p.iter().any(|x| x.starts_with("at /b/1:")), "{p:?}");
+        let missing = validate(&schema, &json!({"b": []}));
+        assert_eq!(missing.len(), 1);
+        assert!(missing[0].contains("\"a\""), "{missing:?}");
+        assert_eq!(validate(&schema, &json!([1])).len(), 1);
     }
 
     #[test]

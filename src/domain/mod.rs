@@ -24,6 +24,7 @@ pub mod params;
 pub mod plan;
 pub mod records;
 pub mod recovery;
+pub mod schema;
 pub mod secrets;
 pub mod status;
 pub mod tool;

@@ -21,6 +21,8 @@ pub mod event_kind {
     pub const OVERALL_REFLECTED: &str = "overall_reflected";
     pub const REPLANNED: &str = "replanned";
     pub const EVALUATION_COMPLETED: &str = "evaluation_completed";
+    /// A reflection round ended unsuccessfully and the next one begins with a new plan.
+    pub const ROUND_STARTED: &str = "round_started";
     pub const INTERVENTION_REQUIRED: &str = "intervention_required";
     pub const TASK_RESUMED: &str = "task_resumed";
     pub const TASK_SUCCEEDED: &str = "task_succeeded";

@@ -3,6 +3,16 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::schema::{InvalidSchema, Schema};
+
+/// A tool's schemas, compiled once per registry version (by the worker's tool cache).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolChecks {
+    pub input: Schema,
+    /// None: any output is accepted.
+    pub output: Option<Schema>,
+}
+
 /// A row of the tool registry.
 #[derive(Debug, Clone, sqlx::FromRow, PartialEq)]
 pub struct ToolDef {
@@ -13,6 +23,8 @@ pub struct ToolDef {
     pub endpoint: Option<String>,
     pub timeout_ms: i32,
     pub input_schema: Value,
+    /// JSON Schema a successful output must match (None: any output).
+    pub output_schema: Option<Value>,
     pub output_params: Vec<String>,
     pub alternatives: Vec<String>,
     pub tags: Vec<String>,
@@ -24,4 +36,31 @@ pub struct ToolDef {
     pub rate_limit_burst: i32,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The schemas compiled ([`ToolDef::compile_checks`]); not a column.
+    #[sqlx(skip)]
+    pub checks: ToolChecks,
+}
+
+impl ToolDef {
+    /// Compile `input_schema` and `output_schema` into [`ToolDef::checks`]. A stored schema
+    /// that does not compile (the API refuses such schemas; a row written by hand might hold
+    /// one) checks nothing and is returned as an error for the caller to report.
+    pub fn compile_checks(&mut self) -> Result<(), InvalidSchema> {
+        let mut problem = None;
+        self.checks.input = Schema::compile(&self.input_schema).unwrap_or_else(|e| {
+            problem = Some(e);
+            Schema::anything()
+        });
+        self.checks.output = match &self.output_schema {
+            None => None,
+            Some(s) => match Schema::compile(s) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    problem = Some(e);
+                    None
+                }
+            },
+        };
+        problem.map_or(Ok(()), Err)
+    }
 }

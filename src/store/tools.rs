@@ -13,6 +13,7 @@ pub struct NewTool {
     pub endpoint: String,
     pub timeout_ms: i32,
     pub input_schema: Value,
+    pub output_schema: Option<Value>,
     pub output_params: Vec<String>,
     pub alternatives: Vec<String>,
     pub tags: Vec<String>,
@@ -37,8 +38,8 @@ impl Store {
             let row: Option<ToolDef> = sqlx::query_as(
                 "INSERT INTO tools (id, name, description, kind, endpoint, timeout_ms, input_schema,
                                     output_params, alternatives, tags, max_concurrency,
-                                    rate_limit_per_sec, rate_limit_burst)
-                 VALUES ($1, $2, $3, 'http', $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                                    rate_limit_per_sec, rate_limit_burst, output_schema)
+                 VALUES ($1, $2, $3, 'http', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
                  ON CONFLICT (id) DO NOTHING
                  RETURNING *",
             )
@@ -54,6 +55,7 @@ impl Store {
             .bind(t.max_concurrency)
             .bind(t.rate_limit_per_sec)
             .bind(t.rate_limit_burst)
+            .bind(&t.output_schema)
             .fetch_optional(&mut **tx)
             .await?;
             let row =

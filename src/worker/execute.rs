@@ -302,19 +302,44 @@ async fn run_tool(env: Env<'_>, call: Call<'_>, scope: &Scope<'_>) -> Ran {
         Err(e) => return Ran::failed(tool, parameters.clone(), param_error(e.0)),
     };
     params::fill_from_metadata(&mut resolved, &def.input_schema, &ctx.metadata);
+    let wrong = def.checks.input.violations(&resolved);
+    if !wrong.is_empty() {
+        // no call: recovery adjusts the parameters (tier 1) or the step
+        let message = format!(
+            "parameters do not match the input schema of {tool:?}: {}",
+            wrong.join("; ")
+        );
+        return Ran::failed(tool, resolved, param_error(message));
+    }
     let invocation = Invocation {
         task_id: step.task_id,
         step_key: key,
         attempt: step.attempt,
         parameters: &resolved,
     };
-    let result = runner.run(def, &invocation).await;
+    let mut result = runner.run(def, &invocation).await;
+    if let (Ok(out), Some(schema)) = (&result, &def.checks.output) {
+        let wrong = schema.violations(&out.output);
+        if !wrong.is_empty() {
+            result = Err(ToolFailure::new(
+                OUTPUT_MISMATCH,
+                format!(
+                    "the output does not match the output schema of {tool:?}: {}",
+                    wrong.join("; ")
+                ),
+                false,
+            ));
+        }
+    }
     Ran {
         tool: tool.to_string(),
         parameters: resolved,
         result,
     }
 }
+
+/// A tool's output did not match its `output_schema` (the seeds' step evaluation).
+pub const OUTPUT_MISMATCH: &str = "output_mismatch";
 
 fn param_error(message: String) -> ToolFailure {
     ToolFailure::new("parameter_error", message, false)

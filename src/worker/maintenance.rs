@@ -133,7 +133,7 @@ async fn heartbeat_loop(
     in_flight: InFlight,
     stop: CancellationToken,
 ) {
-    let period = (cfg.lease / 3).max(Duration::from_millis(100));
+    let period = cfg.heartbeat.max(Duration::from_millis(100));
     loop {
         tokio::select! {
             _ = stop.cancelled() => {

@@ -46,6 +46,8 @@ pub struct WorkerConfig {
     pub id: Uuid,
     pub concurrency: usize,
     pub lease: Duration,
+    /// How often leases are renewed (`[worker] heartbeat_secs`, default a third of the lease).
+    pub heartbeat: Duration,
     pub poll: Duration,
     pub claim_batch: usize,
     pub shutdown_grace: Duration,
@@ -79,6 +81,10 @@ impl WorkerConfig {
                 .unwrap_or_else(Uuid::now_v7),
             concurrency: w.concurrency as usize,
             lease: Duration::from_secs(w.lease_secs),
+            heartbeat: w
+                .heartbeat_secs
+                .map(Duration::from_secs_f64)
+                .unwrap_or(Duration::from_secs(w.lease_secs) / 3),
             poll: Duration::from_millis(w.poll_ms),
             claim_batch: w.claim_batch as usize,
             shutdown_grace: Duration::from_secs(w.shutdown_grace_secs),

@@ -40,7 +40,15 @@ impl ToolCache {
             let mut w = self.inner.write().expect("tool cache lock");
             if v > w.version {
                 w.version = v;
-                w.tools = tools.into_iter().map(|t| (t.id.clone(), t)).collect();
+                w.tools = tools
+                    .into_iter()
+                    .map(|mut t| {
+                        if let Err(e) = t.compile_checks() {
+                            tracing::warn!(tool = %t.id, error = %e, "a stored tool schema does not compile; not checked");
+                        }
+                        (t.id.clone(), t)
+                    })
+                    .collect();
             }
         }
         Ok(self.pick(ids))

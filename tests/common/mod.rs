@@ -377,6 +377,7 @@ pub fn http_tool(id: &str, endpoint: String) -> trellis::store::tools::NewTool {
         endpoint,
         timeout_ms: 10_000,
         input_schema: json!({}),
+        output_schema: None,
         output_params: vec![],
         alternatives: vec![],
         tags: vec![],

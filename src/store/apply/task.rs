@@ -114,7 +114,15 @@ pub(super) async fn apply_replan(
     let next = replace_plan(tx, task, &plan, &strategy, &origin, Some(lease), events).await?;
     let counter = match trigger {
         Trigger::StepFailure => "task_replan_count = task_replan_count + 1",
-        Trigger::Evaluation => "round = round + 1",
+        Trigger::Evaluation => {
+            events.push(NewEvent::new(
+                task.id,
+                event_kind::ROUND_STARTED,
+                json!({"round": task.round + 1, "plan_version": task.plan_version + 1,
+                       "strategy": strategy.name()}),
+            ));
+            "round = round + 1"
+        }
     };
     let sql = format!("UPDATE tasks SET {counter} WHERE id = $1");
     sqlx::query(sqlx::AssertSqlSafe(sql))
