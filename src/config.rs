@@ -246,6 +246,13 @@ pub struct LlmSettings {
     pub retry_backoff_ms: Option<u64>,
     /// Default per-task cap on LLM calls (overridable at submit time); none: no cap.
     pub max_calls_per_task: Option<u32>,
+    /// Nucleus sampling, sent with every request when set (0 < top_p ≤ 1).
+    pub top_p: Option<f64>,
+    /// A second OpenAI-compatible endpoint, asked when the primary fails after its retries.
+    pub fallback_base_url: Option<String>,
+    /// The fallback's model (default: `model`).
+    pub fallback_model: Option<String>,
+    pub fallback_api_key: Option<String>,
 }
 
 impl LlmSettings {
@@ -271,6 +278,13 @@ impl std::fmt::Debug for LlmSettings {
             .field("seed", &self.seed)
             .field("retry_backoff_ms", &self.retry_backoff_ms)
             .field("max_calls_per_task", &self.max_calls_per_task)
+            .field("top_p", &self.top_p)
+            .field("fallback_base_url", &self.fallback_base_url)
+            .field("fallback_model", &self.fallback_model)
+            .field(
+                "fallback_api_key",
+                &self.fallback_api_key.as_ref().map(|_| "[redacted]"),
+            )
             .finish()
     }
 }
@@ -545,6 +559,17 @@ impl Settings {
         {
             return bad("llm.base_url must be an http:// or https:// URL");
         }
+        if let Some(u) = &l.fallback_base_url {
+            let u = u.trim();
+            if !(u.is_empty() || u.starts_with("http://") || u.starts_with("https://")) {
+                return bad("llm.fallback_base_url must be an http:// or https:// URL");
+            }
+        }
+        if let Some(p) = l.top_p
+            && !(p > 0.0 && p <= 1.0)
+        {
+            return bad("llm.top_p must be above 0 and at most 1");
+        }
         if let Some(t) = l.timeout_secs
             && !(t > 0.0 && t <= 3600.0)
         {
@@ -728,6 +753,12 @@ mod tests {
             ("APP_LLM__TEMPERATURE", "3", "llm.temperature"),
             ("APP_LLM__MAX_RETRIES", "50", "llm.max_retries"),
             ("APP_WORKER__HEARTBEAT_SECS", "30", "worker.heartbeat_secs"),
+            ("APP_LLM__TOP_P", "1.5", "llm.top_p"),
+            (
+                "APP_LLM__FALLBACK_BASE_URL",
+                "localhost:1",
+                "llm.fallback_base_url",
+            ),
             (
                 "APP_ORCHESTRATOR__TASK_TIMEOUT_SECS",
                 "99999999",

@@ -73,6 +73,8 @@ fn client(url: &str, timeout_ms: u64, retries: u32) -> LlmClient {
         api_key: Some(KEY.into()),
         model: "test-model".into(),
         temperature: 0.1,
+        top_p: None,
+        fallback: None,
         max_tokens: Some(512),
         seed: Some(7),
         timeout: Duration::from_millis(timeout_ms),
@@ -285,4 +287,51 @@ async fn the_api_key_never_appears_in_errors() {
         "the server echoed the key and it was redacted: {text}"
     );
     assert!(!text.contains(KEY), "{text}");
+}
+
+/// `[llm] fallback_base_url`: when the primary endpoint fails after its retries, the same
+/// request goes to the fallback (its model, its key); `top_p` is sent when set. Neither key
+/// appears in an error.
+#[tokio::test]
+async fn a_failing_primary_hands_the_request_to_the_fallback() {
+    let (primary, primary_url) = start(vec![(503, json!({"error": "down"}), Duration::ZERO)]).await;
+    let (fallback, fallback_url) = start(vec![(
+        200,
+        content(r#"{"selected_tools": ["echo"], "reasoning": "from the fallback"}"#),
+        Duration::ZERO,
+    )])
+    .await;
+    let mut cfg = client(&primary_url, 2000, 1).config().clone();
+    cfg.top_p = Some(0.9);
+    cfg.fallback = Some(trellis::brain::llm::FallbackEndpoint {
+        base_url: fallback_url.clone(),
+        api_key: Some("sk-fallback-key-91c2".into()),
+        model: "fallback-model".into(),
+    });
+    let a = LlmClient::new(cfg.clone())
+        .chat_json("tool_selection", &schema(), ask())
+        .await
+        .unwrap();
+    assert_eq!(a.value["reasoning"], "from the fallback");
+    assert_eq!(primary.requests.lock().unwrap().len(), 2, "1 try + 1 retry");
+    let sent = fallback.requests.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].0["model"], "fallback-model");
+    assert_eq!(sent[0].0["top_p"], 0.9);
+    assert_eq!(sent[0].1, "Bearer sk-fallback-key-91c2");
+    assert_eq!(primary.requests.lock().unwrap()[0].0["top_p"], 0.9);
+
+    // both down: the error names neither key
+    let (_, down_url) = start(vec![(401, json!("echo-auth"), Duration::ZERO)]).await;
+    cfg.fallback.as_mut().unwrap().base_url = down_url;
+    let e = LlmClient::new(cfg)
+        .chat_json("tool_selection", &schema(), ask())
+        .await
+        .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        !text.contains(KEY) && !text.contains("sk-fallback-key-91c2"),
+        "{text}"
+    );
+    assert!(text.contains("[redacted]"), "{text}");
 }

@@ -15,12 +15,24 @@ use crate::config::LlmSettings;
 pub use crate::domain::decision::Usage;
 use crate::net::transport_error_kind;
 
+/// A second OpenAI-compatible endpoint, asked when the primary one fails after its retries.
+#[derive(Clone)]
+pub struct FallbackEndpoint {
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub model: String,
+}
+
 #[derive(Clone)]
 pub struct LlmConfig {
     pub base_url: String,
     pub api_key: Option<String>,
     pub model: String,
     pub temperature: f64,
+    /// Nucleus sampling; sent only when set.
+    pub top_p: Option<f64>,
+    /// `[llm] fallback_base_url` (with `fallback_model`, `fallback_api_key`).
+    pub fallback: Option<FallbackEndpoint>,
     pub max_tokens: Option<u32>,
     pub seed: Option<u64>,
     pub timeout: Duration,
@@ -35,6 +47,17 @@ impl std::fmt::Debug for LlmConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
             .field("model", &self.model)
             .field("temperature", &self.temperature)
+            .field("top_p", &self.top_p)
+            .field(
+                "fallback",
+                &self.fallback.as_ref().map(|f| {
+                    (
+                        &f.base_url,
+                        &f.model,
+                        f.api_key.as_ref().map(|_| "[redacted]"),
+                    )
+                }),
+            )
             .field("timeout", &self.timeout)
             .field("max_retries", &self.max_retries)
             .finish()
@@ -48,11 +71,24 @@ impl LlmConfig {
             return None;
         }
         let base_url = s.base_url.clone()?;
+        let model = s.model.clone().unwrap_or_else(|| "gpt-4o-mini".into());
+        let fallback = s
+            .fallback_base_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(|u| FallbackEndpoint {
+                base_url: u.trim_end_matches('/').to_string(),
+                api_key: s.fallback_api_key.clone().filter(|k| !k.is_empty()),
+                model: s.fallback_model.clone().unwrap_or_else(|| model.clone()),
+            });
         Some(Self {
             base_url: base_url.trim().trim_end_matches('/').to_string(),
             api_key: s.api_key.clone().filter(|k| !k.is_empty()),
-            model: s.model.clone().unwrap_or_else(|| "gpt-4o-mini".into()),
+            model,
             temperature: s.temperature.unwrap_or(0.2),
+            top_p: s.top_p,
+            fallback,
             max_tokens: s.max_tokens,
             seed: s.seed,
             timeout: Duration::from_secs_f64(s.timeout_secs.unwrap_or(60.0)),
@@ -130,6 +166,14 @@ enum Sent {
     SchemaRejected,
 }
 
+/// Where one request goes: the primary endpoint or the fallback.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    base_url: &'a str,
+    api_key: Option<&'a str>,
+    model: &'a str,
+}
+
 impl LlmClient {
     pub fn new(cfg: LlmConfig) -> Self {
         let http = reqwest::Client::builder()
@@ -147,13 +191,22 @@ impl LlmClient {
         &self.cfg
     }
 
-    /// Remove the key first, then shorten (shortening first could leave part of the key).
+    /// Remove the keys first, then shorten (shortening first could leave part of a key).
     fn redact(&self, s: &str) -> String {
         let mut out = s.to_string();
-        if let Some(k) = &self.cfg.api_key {
+        let fallback_key = self.cfg.fallback.as_ref().and_then(|f| f.api_key.as_ref());
+        for k in self.cfg.api_key.iter().chain(fallback_key) {
             out = out.replace(k.as_str(), "[redacted]");
         }
         out.chars().take(300).collect()
+    }
+
+    fn primary(&self) -> Target<'_> {
+        Target {
+            base_url: &self.cfg.base_url,
+            api_key: self.cfg.api_key.as_deref(),
+            model: &self.cfg.model,
+        }
     }
 
     /// Ask for a JSON answer named `name` that must validate against `schema`.
@@ -214,10 +267,38 @@ impl LlmClient {
         )
     }
 
-    /// One completion, retried on 429/5xx/timeouts/connection errors, with the json_schema →
-    /// json_object fallback. Returns the message content.
+    /// One completion from the primary endpoint; when it fails after its retries (or rejects
+    /// the request), the same request to the fallback endpoint, if one is configured.
     async fn complete(
         &self,
+        name: &str,
+        schema: &Value,
+        messages: &[Message],
+        usage: &mut Usage,
+    ) -> Result<String, LlmError> {
+        let primary = self
+            .complete_at(self.primary(), name, schema, messages, usage)
+            .await;
+        match (primary, &self.cfg.fallback) {
+            (Err(e), Some(f)) => {
+                tracing::warn!(error = %e, fallback = %f.base_url, "primary LLM endpoint failed; asking the fallback");
+                let target = Target {
+                    base_url: &f.base_url,
+                    api_key: f.api_key.as_deref(),
+                    model: &f.model,
+                };
+                self.complete_at(target, name, schema, messages, usage)
+                    .await
+            }
+            (r, _) => r,
+        }
+    }
+
+    /// One completion at `target`, retried on 429/5xx/timeouts/connection errors, with the
+    /// json_schema → json_object fallback. Returns the message content.
+    async fn complete_at(
+        &self,
+        target: Target<'_>,
         name: &str,
         schema: &Value,
         messages: &[Message],
@@ -228,7 +309,7 @@ impl LlmClient {
             let use_schema = self.json_schema.load(Ordering::Relaxed);
             usage.requests += 1;
             match self
-                .send_once(name, schema, messages, use_schema, usage)
+                .send_once(target, name, schema, messages, use_schema, usage)
                 .await
             {
                 Ok(Sent::Content(c)) => return Ok(c),
@@ -263,6 +344,7 @@ impl LlmClient {
     /// the schema in a system message.
     fn request_body(
         &self,
+        model: &str,
         name: &str,
         schema: &Value,
         messages: &[Message],
@@ -287,7 +369,7 @@ impl LlmClient {
             );
         }
         let mut body = json!({
-            "model": self.cfg.model,
+            "model": model,
             "temperature": self.cfg.temperature,
             "messages": wire,
             "response_format": response_format,
@@ -298,23 +380,27 @@ impl LlmClient {
         if let Some(s) = self.cfg.seed {
             body["seed"] = json!(s);
         }
+        if let Some(p) = self.cfg.top_p {
+            body["top_p"] = json!(p);
+        }
         body
     }
 
     async fn send_once(
         &self,
+        target: Target<'_>,
         name: &str,
         schema: &Value,
         messages: &[Message],
         use_schema: bool,
         usage: &mut Usage,
     ) -> Result<Sent, (Option<u16>, String)> {
-        let body = self.request_body(name, schema, messages, use_schema);
+        let body = self.request_body(target.model, name, schema, messages, use_schema);
         let mut req = self
             .http
-            .post(format!("{}/chat/completions", self.cfg.base_url))
+            .post(format!("{}/chat/completions", target.base_url))
             .json(&body);
-        if let Some(k) = &self.cfg.api_key {
+        if let Some(k) = target.api_key {
             req = req.bearer_auth(k);
         }
         let resp = match req.send().await {
