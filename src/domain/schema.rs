@@ -81,7 +81,10 @@ impl Schema {
             .take(MAX_VIOLATIONS)
             .map(|e| {
                 let at = e.instance_path().to_string();
-                if at.is_empty() {
+                // a message quotes the value: never one under a credential-like key
+                if at.split('/').any(super::secrets::is_secret_key) {
+                    format!("at {at}: does not match the schema (value not shown)")
+                } else if at.is_empty() {
                     e.to_string()
                 } else {
                     format!("at {at}: {e}")
@@ -172,6 +175,17 @@ mod tests {
         assert!(check(&json!({"type": "nonsense"})).is_err());
         assert!(check(&json!({"minimum": "zero"})).is_err());
         assert_eq!(violations(&json!({"type": 7}), &json!(1)).len(), 1);
+    }
+
+    #[test]
+    fn credentials_are_not_quoted() {
+        let s = Schema::compile(&json!({"properties": {"headers": {"properties": {
+            "Authorization": {"type": "integer"}}}}}))
+        .unwrap();
+        let v = s.violations(&json!({"headers": {"Authorization": "Bearer sk-secret-1"}}));
+        assert_eq!(v.len(), 1);
+        assert!(!v[0].contains("sk-secret-1"), "{v:?}");
+        assert!(v[0].contains("/headers/Authorization"), "{v:?}");
     }
 
     #[test]
