@@ -246,6 +246,8 @@ pub struct LlmSettings {
     pub retry_backoff_ms: Option<u64>,
     /// Default per-task cap on LLM calls (overridable at submit time); none: no cap.
     pub max_calls_per_task: Option<u32>,
+    /// Default per-task cap on LLM tokens (overridable with `limits.max_llm_tokens`).
+    pub max_tokens_per_task: Option<u64>,
     /// Nucleus sampling, sent with every request when set (0 < top_p ≤ 1).
     pub top_p: Option<f64>,
     /// A second OpenAI-compatible endpoint, asked when the primary fails after its retries.
@@ -264,6 +266,45 @@ impl LlmSettings {
     }
 }
 
+impl LlmSettings {
+    /// The `[llm]` checks of [`Settings::validate`].
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: &str| Err(ConfigError::Invalid(m.to_string()));
+        let l = self;
+        if let Some(t) = l.temperature
+            && !(0.0..=2.0).contains(&t)
+        {
+            return bad("llm.temperature must be between 0 and 2");
+        }
+        if let Some(u) = &l.base_url
+            && l.enabled()
+            && !(u.starts_with("http://") || u.starts_with("https://"))
+        {
+            return bad("llm.base_url must be an http:// or https:// URL");
+        }
+        if let Some(u) = &l.fallback_base_url {
+            let u = u.trim();
+            if !(u.is_empty() || u.starts_with("http://") || u.starts_with("https://")) {
+                return bad("llm.fallback_base_url must be an http:// or https:// URL");
+            }
+        }
+        if let Some(p) = l.top_p
+            && !(p > 0.0 && p <= 1.0)
+        {
+            return bad("llm.top_p must be above 0 and at most 1");
+        }
+        if let Some(t) = l.timeout_secs
+            && !(t > 0.0 && t <= 3600.0)
+        {
+            return bad("llm.timeout_secs must be more than 0 and at most 3600");
+        }
+        if l.max_retries.is_some_and(|n| n > 10) {
+            return bad("llm.max_retries must be at most 10");
+        }
+        Ok(())
+    }
+}
+
 /// The API key never shows in `Debug` output (settings may be logged).
 impl std::fmt::Debug for LlmSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -278,6 +319,7 @@ impl std::fmt::Debug for LlmSettings {
             .field("seed", &self.seed)
             .field("retry_backoff_ms", &self.retry_backoff_ms)
             .field("max_calls_per_task", &self.max_calls_per_task)
+            .field("max_tokens_per_task", &self.max_tokens_per_task)
             .field("top_p", &self.top_p)
             .field("fallback_base_url", &self.fallback_base_url)
             .field("fallback_model", &self.fallback_model)
@@ -547,38 +589,7 @@ impl Settings {
                 crate::domain::MAX_TASK_TIMEOUT_SECS
             ));
         }
-        let l = &self.llm;
-        if let Some(t) = l.temperature
-            && !(0.0..=2.0).contains(&t)
-        {
-            return bad("llm.temperature must be between 0 and 2");
-        }
-        if let Some(u) = &l.base_url
-            && l.enabled()
-            && !(u.starts_with("http://") || u.starts_with("https://"))
-        {
-            return bad("llm.base_url must be an http:// or https:// URL");
-        }
-        if let Some(u) = &l.fallback_base_url {
-            let u = u.trim();
-            if !(u.is_empty() || u.starts_with("http://") || u.starts_with("https://")) {
-                return bad("llm.fallback_base_url must be an http:// or https:// URL");
-            }
-        }
-        if let Some(p) = l.top_p
-            && !(p > 0.0 && p <= 1.0)
-        {
-            return bad("llm.top_p must be above 0 and at most 1");
-        }
-        if let Some(t) = l.timeout_secs
-            && !(t > 0.0 && t <= 3600.0)
-        {
-            return bad("llm.timeout_secs must be more than 0 and at most 3600");
-        }
-        if l.max_retries.is_some_and(|n| n > 10) {
-            return bad("llm.max_retries must be at most 10");
-        }
-        Ok(())
+        self.llm.validate()
     }
 
     /// The database URL, or an error saying how to set it.
@@ -649,6 +660,7 @@ impl Limits {
             auto_reflection: o.enable_auto_reflection,
             success_threshold: o.success_threshold,
             max_llm_calls: s.llm.max_calls_per_task.map(|n| n as i32),
+            max_llm_tokens: s.llm.max_tokens_per_task.map(|n| n as i64),
             task_timeout_secs: o.task_timeout_secs as i32,
         }
     }

@@ -602,6 +602,49 @@ async fn the_llm_call_cap_stops_calls_and_falls_back() {
     w.stop().await;
 }
 
+/// `limits.max_llm_tokens`: once a task's calls have spent the cap (each scripted answer
+/// reports 120 tokens), its decisions take their fallbacks without calling the model.
+#[tokio::test]
+async fn the_llm_token_cap_stops_calls_and_falls_back() {
+    let fake = FakeLlm::start(vec![
+        ("evaluation", vec![evaluation(99.0)]),
+        (
+            "step_reflection",
+            vec![answers(json!({"root_cause_category": "external_error", "root_cause": "down",
+                "analysis": "a", "confidence": 50, "is_recoverable": false, "alternative_solutions": [],
+                "suggested_action": {"type": "trigger_overall_reflection", "data": "down"}}))],
+        ),
+    ])
+    .await;
+    let app = spawn_app_with(llm_settings(&fake)).await;
+    // 100 tokens allowed: the step reflection spends 120, the overall reflection falls back
+    let capped = app
+        .submit(json!({"description": "token cap", "limits": {"max_llm_tokens": 100}, "plan": {"steps": [
+            {"id": "step_1", "tool": "fail", "parameters": {"message": "down", "category": "external_error"}}]}}))
+        .await;
+    let (code, v) = app
+        .post(
+            "/api/v1/tasks",
+            &json!({"description": "bad", "limits": {"max_llm_tokens": -5},
+                    "plan": {"steps": [{"id": "s", "tool": "echo"}]}}),
+        )
+        .await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(v.to_string().contains("max_llm_tokens"), "{v}");
+    let w = app.worker(|_| {});
+    let t = app.wait_done(capped, Duration::from_secs(30)).await;
+    assert_eq!(t["status"], "needs_intervention", "{t}");
+    let stop = t["stop_reason"].as_str().unwrap();
+    assert!(
+        stop.contains("LLM token cap is reached (120 of 100 tokens)"),
+        "{stop}"
+    );
+    assert_eq!(t["limits"]["max_llm_tokens"], 100);
+    assert_eq!(fake.seen("step_reflection").len(), 1);
+    assert!(fake.seen("overall_reflection").is_empty());
+    w.stop().await;
+}
+
 /// Without an LLM a description-only task is a 422 and stores nothing; a plan the model
 /// invents over unknown tools is re-asked once, then the task fails with a clear reason.
 #[tokio::test]

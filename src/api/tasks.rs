@@ -54,9 +54,12 @@ pub(super) struct LimitsInput {
     max_llm_calls: Option<i32>,
     /// Wall-time budget from submission in seconds (0: none).
     task_timeout_secs: Option<i32>,
+    /// Cap on LLM tokens for this task.
+    max_llm_tokens: Option<i64>,
 }
 
 const MAX_LLM_CALLS: i32 = 10_000;
+const MAX_LLM_TOKENS: i64 = 1_000_000_000;
 
 fn apply_limits(mut base: Limits, input: Option<LimitsInput>) -> Result<Limits, ApiError> {
     let Some(l) = input else { return Ok(base) };
@@ -89,6 +92,14 @@ fn apply_limits(mut base: Limits, input: Option<LimitsInput>) -> Result<Limits, 
             )));
         }
         base.max_llm_calls = Some(n);
+    }
+    if let Some(n) = l.max_llm_tokens {
+        if !(0..=MAX_LLM_TOKENS).contains(&n) {
+            return Err(ApiError::validation(format!(
+                "limits.max_llm_tokens must be between 0 and {MAX_LLM_TOKENS}"
+            )));
+        }
+        base.max_llm_tokens = Some(n);
     }
     if let Some(n) = l.task_timeout_secs {
         if !(0..=MAX_TASK_TIMEOUT_SECS).contains(&n) {

@@ -50,6 +50,7 @@ pub fn task(
             "max_reflection_rounds": t.max_reflection_rounds,
             "max_concurrent_steps": t.max_concurrent_steps,
             "max_llm_calls": t.max_llm_calls,
+            "max_llm_tokens": t.max_llm_tokens,
         },
         "llm_usage": usage,
         "steps": {

@@ -70,6 +70,14 @@ impl LlmBrain {
                 )));
             }
         }
+        if let Some(cap) = ctx.task.max_llm_tokens {
+            let used = ctx.llm_tokens_used + ctx.meter.tokens();
+            if used >= cap {
+                return Err(BrainError::NoAnswer(format!(
+                    "the task's LLM token cap is reached ({used} of {cap} tokens)"
+                )));
+            }
+        }
         let started = Instant::now();
         let (usage, result) = self
             .client

@@ -63,6 +63,8 @@ pub struct DecisionContext {
     /// LLM calls this task has made so far (`llm_calls` rows), for the per-task cap (0 when
     /// the task has no cap: not counted).
     pub llm_calls_used: i64,
+    /// LLM tokens this task has spent so far, for its token cap (0 when it has none).
+    pub llm_tokens_used: i64,
     /// LLM calls made while deciding, recorded by the worker before it applies the outcome.
     pub meter: Meter,
 }
@@ -105,6 +107,16 @@ impl Meter {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Tokens of the calls recorded so far.
+    pub fn tokens(&self) -> i64 {
+        self.0
+            .lock()
+            .expect("meter lock")
+            .iter()
+            .map(|r| r.usage.total_tokens as i64)
+            .sum()
     }
 
     /// Everything recorded so far (the meter is left empty).

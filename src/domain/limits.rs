@@ -23,6 +23,8 @@ pub struct Limits {
     pub success_threshold: f64,
     /// LLM calls allowed per task (`None`: no cap).
     pub max_llm_calls: Option<i32>,
+    /// LLM tokens (total) allowed per task (`None`: no cap).
+    pub max_llm_tokens: Option<i64>,
     /// Wall-time budget from submission, in seconds (0: none): past it the task fails with
     /// `deadline_exceeded`.
     pub task_timeout_secs: i32,

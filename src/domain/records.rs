@@ -44,6 +44,7 @@ pub struct TaskRow {
     pub final_score: Option<f64>,
     pub stop_reason: Option<String>,
     pub max_llm_calls: Option<i32>,
+    pub max_llm_tokens: Option<i64>,
     /// When the task fails with `deadline_exceeded` unless it ended before.
     pub deadline_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,

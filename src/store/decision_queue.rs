@@ -143,16 +143,19 @@ impl Store {
         let attempts = self.list_attempts(task.id, super::Page::ALL).await?;
         let tools = self.list_tools(None, i64::MAX).await?;
         let counters = task.counters(step.as_ref(), max_rescues);
-        // only a capped task needs the count
-        let llm_calls_used: i64 = match task.max_llm_calls {
-            Some(_) => {
-                sqlx::query_scalar("SELECT count(*) FROM llm_calls WHERE task_id = $1")
-                    .bind(task.id)
-                    .fetch_one(&self.pool)
-                    .await?
-            }
-            None => 0,
-        };
+        // only a capped task needs the counts
+        let (llm_calls_used, llm_tokens_used): (i64, i64) =
+            if task.max_llm_calls.is_some() || task.max_llm_tokens.is_some() {
+                sqlx::query_as(
+                    "SELECT count(*), coalesce(sum(total_tokens), 0)::bigint FROM llm_calls
+                     WHERE task_id = $1",
+                )
+                .bind(task.id)
+                .fetch_one(&self.pool)
+                .await?
+            } else {
+                (0, 0)
+            };
         Ok(DecisionContext {
             task,
             steps,
@@ -162,6 +165,7 @@ impl Store {
             counters,
             input: d.input(),
             llm_calls_used,
+            llm_tokens_used,
             meter: Meter::default(),
         })
     }

@@ -739,6 +739,7 @@ async fn evaluate_inline(
             counters: task.counters(None, inline.policy.max_rescues),
             input: DecisionInput::default(),
             llm_calls_used: 0,
+            llm_tokens_used: 0,
             meter: Default::default(),
             task,
         };

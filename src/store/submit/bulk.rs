@@ -23,19 +23,20 @@ WITH missing AS (
         max_step_retries int, max_single_step_repairs int, max_task_replans int,
         max_consecutive_failures int, max_reflection_rounds int, max_concurrent_steps int,
         step_reflection boolean, auto_reflection boolean, success_threshold float8, max_llm_calls int,
-        task_timeout_secs int, has_plan boolean, reasoning text, estimated_duration int, plan_steps jsonb,
+        task_timeout_secs int, max_llm_tokens bigint, has_plan boolean, reasoning text, estimated_duration int, plan_steps jsonb,
         decision_id uuid, submitted jsonb, generated jsonb)
 ), ins AS (
     INSERT INTO tasks (id, description, metadata, context, priority, idempotency_key, status,
                        plan_version, event_seq, max_step_retries, max_single_step_repairs,
                        max_task_replans, max_consecutive_failures, max_reflection_rounds,
                        max_concurrent_steps, step_reflection, auto_reflection, success_threshold,
-                       max_llm_calls, deadline_at)
+                       max_llm_calls, deadline_at, max_llm_tokens)
     SELECT id, description, metadata, context, priority, idempotency_key, status, plan_version,
            event_seq, max_step_retries, max_single_step_repairs, max_task_replans,
            max_consecutive_failures, max_reflection_rounds, max_concurrent_steps, step_reflection,
            auto_reflection, success_threshold, max_llm_calls,
-           CASE WHEN task_timeout_secs > 0 THEN now() + make_interval(secs => task_timeout_secs) END
+           CASE WHEN task_timeout_secs > 0 THEN now() + make_interval(secs => task_timeout_secs) END,
+           max_llm_tokens
     FROM t_in
     WHERE cardinality((SELECT ids FROM missing)) = 0
     ORDER BY ord
@@ -243,7 +244,8 @@ fn task_record(ord: usize, id: Uuid, t: &NewTask) -> Value {
         "max_reflection_rounds": l.max_reflection_rounds, "max_concurrent_steps": l.max_concurrent_steps,
         "step_reflection": l.step_reflection, "auto_reflection": l.auto_reflection,
         "success_threshold": l.success_threshold, "max_llm_calls": l.max_llm_calls,
-        "task_timeout_secs": l.task_timeout_secs, "has_plan": t.plan.is_some(),
+        "task_timeout_secs": l.task_timeout_secs, "max_llm_tokens": l.max_llm_tokens,
+        "has_plan": t.plan.is_some(),
         "reasoning": t.plan.as_ref().map(|p| p.reasoning.clone()).unwrap_or_default(),
         "estimated_duration": t.plan.as_ref().and_then(|p| p.estimated_duration),
         "plan_steps": t.plan.as_ref().map(|p| serde_json::to_value(&p.steps).expect("plan serializes")),
