@@ -534,10 +534,10 @@ async fn server_errors_and_timeouts_are_retried_then_fall_back() {
     w.stop().await;
 }
 
-/// The per-task LLM call cap: past it, decisions take their fallbacks without calling.
-#[tokio::test]
-async fn the_llm_call_cap_stops_calls_and_falls_back() {
-    let fake = FakeLlm::start(vec![
+/// A model that scores evaluations 99 and answers every step reflection with "escalate"
+/// (120 tokens a call): what the LLM cap tests spend their budget on.
+async fn escalating_llm() -> FakeLlm {
+    FakeLlm::start(vec![
         ("evaluation", vec![evaluation(99.0)]),
         (
             "step_reflection",
@@ -546,7 +546,13 @@ async fn the_llm_call_cap_stops_calls_and_falls_back() {
                 "suggested_action": {"type": "trigger_overall_reflection", "data": "down"}}))],
         ),
     ])
-    .await;
+    .await
+}
+
+/// The per-task LLM call cap: past it, decisions take their fallbacks without calling.
+#[tokio::test]
+async fn the_llm_call_cap_stops_calls_and_falls_back() {
+    let fake = escalating_llm().await;
     let app = spawn_app_with(llm_settings(&fake)).await;
     // one call allowed: the step reflection spends it, the overall reflection falls back
     let one_call = app
@@ -606,16 +612,7 @@ async fn the_llm_call_cap_stops_calls_and_falls_back() {
 /// reports 120 tokens), its decisions take their fallbacks without calling the model.
 #[tokio::test]
 async fn the_llm_token_cap_stops_calls_and_falls_back() {
-    let fake = FakeLlm::start(vec![
-        ("evaluation", vec![evaluation(99.0)]),
-        (
-            "step_reflection",
-            vec![answers(json!({"root_cause_category": "external_error", "root_cause": "down",
-                "analysis": "a", "confidence": 50, "is_recoverable": false, "alternative_solutions": [],
-                "suggested_action": {"type": "trigger_overall_reflection", "data": "down"}}))],
-        ),
-    ])
-    .await;
+    let fake = escalating_llm().await;
     let app = spawn_app_with(llm_settings(&fake)).await;
     // 100 tokens allowed: the step reflection spends 120, the overall reflection falls back
     let capped = app

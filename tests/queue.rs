@@ -5,22 +5,13 @@ mod common;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use trellis::domain::ToolFailure;
-use trellis::domain::recovery::Backoff;
-use trellis::store::step_queue::{Claim, FailurePolicy, StepFailure, StepSuccess};
+use trellis::store::step_queue::{Claim, FailurePolicy, StepSuccess};
 use trellis::store::{Store, StoreError};
 use trellis::testkit::{fresh_db, wait_for};
 use trellis::worker::WorkerConfig;
 use uuid::Uuid;
 
-const POLICY: FailurePolicy = FailurePolicy {
-    backoff: Backoff {
-        base_ms: 10,
-        max_ms: 10,
-    },
-    max_rescues: 3,
-    lease_secs: 30.0,
-};
+const POLICY: FailurePolicy = common::TEST_POLICY;
 
 fn claim(worker: Uuid, limit: i64) -> Claim {
     Claim {
@@ -59,44 +50,8 @@ async fn a_taken_over_lease_changes_nothing() {
     assert!(new.lease_token > old.lease_token);
     assert_eq!(new.attempt, 2, "the lost run counted as attempt 1");
 
-    let before = store.row_counts().await.unwrap();
     let steps_before = store.list_steps(t.task_id).await.unwrap();
-    let ok = StepSuccess {
-        fence: old.fence(),
-        worker_id: a,
-        tool: "echo".into(),
-        parameters: json!({}),
-        output: json!({"zombie": true}),
-        output_params: Default::default(),
-    };
-    assert!(matches!(
-        store.complete_step(&ok, 30.0).await,
-        Err(StoreError::Fenced)
-    ));
-    let bad = StepFailure {
-        fence: old.fence(),
-        worker_id: a,
-        tool: "echo".into(),
-        parameters: json!({}),
-        failure: ToolFailure::new("tool_error", "zombie", true),
-    };
-    assert!(matches!(
-        store.fail_step(&bad, POLICY).await,
-        Err(StoreError::Fenced)
-    ));
-    assert!(matches!(
-        store.release_step(&old.fence(), a).await,
-        Err(StoreError::Fenced)
-    ));
-    assert_eq!(
-        store
-            .heartbeat(a, 30.0, &[(old.id, old.lease_token)], &[])
-            .await
-            .unwrap(),
-        0,
-        "A's heartbeat must not touch B's lease"
-    );
-    assert_eq!(before, store.row_counts().await.unwrap());
+    common::assert_zombie_changes_nothing(store, &old, a).await;
     let steps_after = store.list_steps(t.task_id).await.unwrap();
     assert_eq!(steps_after[0].status, "running");
     assert_eq!(steps_after[0].lease_owner, Some(b));
@@ -107,7 +62,10 @@ async fn a_taken_over_lease_changes_nothing() {
     let ok = StepSuccess {
         fence: new.fence(),
         worker_id: b,
-        ..ok
+        tool: "echo".into(),
+        parameters: json!({}),
+        output: json!({"zombie": true}),
+        output_params: Default::default(),
     };
     // the evaluation it starts is leased to the completing worker
     let evaluation = store.complete_step(&ok, 30.0).await.unwrap();

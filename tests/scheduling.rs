@@ -9,21 +9,9 @@ use std::time::Duration;
 use common::{ToolServer, spawn_app};
 use reqwest::StatusCode;
 use serde_json::json;
-use trellis::domain::ToolFailure;
-use trellis::domain::recovery::Backoff;
-use trellis::store::StoreError;
-use trellis::store::step_queue::{Claim, FailurePolicy, StepFailure, StepSuccess};
+use trellis::store::step_queue::Claim;
 use trellis::testkit::{fresh_db, wait_for};
 use uuid::Uuid;
-
-const POLICY: FailurePolicy = FailurePolicy {
-    backoff: Backoff {
-        base_ms: 10,
-        max_ms: 10,
-    },
-    max_rescues: 3,
-    lease_secs: 30.0,
-};
 
 /// A deadline that passes while a step runs: nothing more is claimed for the task, the sweep
 /// fails it with `deadline_exceeded`, and the running attempt's late result, failure,
@@ -73,39 +61,8 @@ async fn a_passed_deadline_fences_running_work_and_claims_nothing_more() {
     assert_eq!(error["code"], "deadline_exceeded");
     assert_eq!(error["fenced_steps"], json!([old.step_key]));
 
-    // the holder's late result, failure and heartbeat change nothing
-    let before = store.row_counts().await.unwrap();
-    let ok = StepSuccess {
-        fence: old.fence(),
-        worker_id: worker,
-        tool: "echo".into(),
-        parameters: json!({}),
-        output: json!({"late": true}),
-        output_params: Default::default(),
-    };
-    assert!(matches!(
-        store.complete_step(&ok, 30.0).await,
-        Err(StoreError::Fenced)
-    ));
-    let bad = StepFailure {
-        fence: old.fence(),
-        worker_id: worker,
-        tool: "echo".into(),
-        parameters: json!({}),
-        failure: ToolFailure::new("tool_error", "late", true),
-    };
-    assert!(matches!(
-        store.fail_step(&bad, POLICY).await,
-        Err(StoreError::Fenced)
-    ));
-    assert_eq!(
-        store
-            .heartbeat(worker, 30.0, &[(old.id, old.lease_token)], &[])
-            .await
-            .unwrap(),
-        0
-    );
-    assert_eq!(before, store.row_counts().await.unwrap());
+    // the holder's late result, failure, release and heartbeat change nothing
+    common::assert_zombie_changes_nothing(store, &old, worker).await;
 
     let steps = store.list_steps(t.task_id).await.unwrap();
     let status = |k: &str| {

@@ -337,6 +337,15 @@ impl ToolServer {
             .collect()
     }
 
+    /// A server that answers every call after `delay` with `{"output": {"step": <step id>}}`.
+    pub async fn echoing_step(delay: Duration) -> Self {
+        Self::start(
+            delay,
+            Arc::new(|c| (200, json!({"output": {"step": c.step_id}}))),
+        )
+        .await
+    }
+
     pub fn endpoint(&self, tool: &str) -> String {
         format!("http://{}/{tool}", self.addr)
     }
@@ -366,6 +375,14 @@ pub async fn register_tool(app: &TestApp, id: &str, endpoint: &str, extra: Value
     }
     let (status, v) = app.post("/api/v1/tools", &body).await;
     assert_eq!(status, StatusCode::CREATED, "{v}");
+}
+
+/// Register the HTTP tool `id` served by `server` straight in the registry.
+pub async fn add_http_tool(store: &Store, id: &str, server: &ToolServer) {
+    store
+        .create_tool(&http_tool(id, server.endpoint(id)))
+        .await
+        .unwrap();
 }
 
 /// An HTTP tool record at `endpoint` (10 s timeout), to write straight to the registry.
@@ -398,4 +415,63 @@ pub fn new_task(steps: Value) -> trellis::store::submit::NewTask {
         limits: trellis::domain::Limits::from_settings(&Settings::default()),
         plan: Some(serde_json::from_value(json!({ "steps": steps })).expect("a valid plan")),
     }
+}
+
+/// A failure policy for store-level tests: 10 ms backoff, 3 rescues, 30 s leases.
+pub const TEST_POLICY: trellis::store::step_queue::FailurePolicy =
+    trellis::store::step_queue::FailurePolicy {
+        backoff: trellis::domain::recovery::Backoff {
+            base_ms: 10,
+            max_ms: 10,
+        },
+        max_rescues: 3,
+        lease_secs: 30.0,
+    };
+
+/// `worker` held `old` and lost it (taken over, rescued, fenced by a deadline…): its success,
+/// failure, release and heartbeat are each refused as fenced and change no row.
+pub async fn assert_zombie_changes_nothing(
+    store: &Store,
+    old: &trellis::store::transitions::ClaimedStep,
+    worker: Uuid,
+) {
+    use trellis::store::StoreError;
+    use trellis::store::step_queue::{StepFailure, StepSuccess};
+    let before = store.row_counts().await.unwrap();
+    let ok = StepSuccess {
+        fence: old.fence(),
+        worker_id: worker,
+        tool: "echo".into(),
+        parameters: json!({}),
+        output: json!({"zombie": true}),
+        output_params: Default::default(),
+    };
+    assert!(matches!(
+        store.complete_step(&ok, 30.0).await,
+        Err(StoreError::Fenced)
+    ));
+    let bad = StepFailure {
+        fence: old.fence(),
+        worker_id: worker,
+        tool: "echo".into(),
+        parameters: json!({}),
+        failure: trellis::domain::ToolFailure::new("tool_error", "zombie", true),
+    };
+    assert!(matches!(
+        store.fail_step(&bad, TEST_POLICY).await,
+        Err(StoreError::Fenced)
+    ));
+    assert!(matches!(
+        store.release_step(&old.fence(), worker).await,
+        Err(StoreError::Fenced)
+    ));
+    assert_eq!(
+        store
+            .heartbeat(worker, 30.0, &[(old.id, old.lease_token)], &[])
+            .await
+            .unwrap(),
+        0,
+        "a zombie's heartbeat touches no lease"
+    );
+    assert_eq!(before, store.row_counts().await.unwrap());
 }

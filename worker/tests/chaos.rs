@@ -8,7 +8,6 @@
 mod common;
 mod procs;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::ToolServer;
@@ -68,15 +67,8 @@ async fn restarts_and_terminated_sessions_lose_nothing() {
     let mut pg = TempPostgres::start().expect("a cluster of our own");
     let db = fresh_db_on(&pg.url()).await;
     let store = db.store.clone();
-    let server = ToolServer::start(
-        Duration::from_millis(150),
-        Arc::new(|c| (200, json!({"output": {"step": c.step_id}}))),
-    )
-    .await;
-    store
-        .create_tool(&common::http_tool("slow", server.endpoint("slow")))
-        .await
-        .unwrap();
+    let server = ToolServer::echoing_step(Duration::from_millis(150)).await;
+    common::add_http_tool(&store, "slow", &server).await;
     let workers = [WorkerProc::start(&db, &[]), WorkerProc::start(&db, &[])];
 
     let mut submitted = 0;

@@ -27,15 +27,8 @@ async fn wait_all_succeeded(store: &Store, n: i64, limit: Duration) {
 async fn kill_9_loses_nothing() {
     let db = fresh_db().await;
     let store = db.store.clone();
-    let server = ToolServer::start(
-        Duration::from_millis(300),
-        Arc::new(|c| (200, json!({"output": {"step": c.step_id}}))),
-    )
-    .await;
-    store
-        .create_tool(&common::http_tool("slow", server.endpoint("slow")))
-        .await
-        .unwrap();
+    let server = ToolServer::echoing_step(Duration::from_millis(300)).await;
+    common::add_http_tool(&store, "slow", &server).await;
     for _ in 0..20 {
         store
             .submit_task(&common::new_task(json!([
@@ -187,10 +180,7 @@ async fn kill_9_during_recovery_keeps_counters_exact() {
     let store = db.store.clone();
     let server =
         ToolServer::start(Duration::from_millis(150), Arc::new(|_| (503, json!({})))).await;
-    store
-        .create_tool(&common::http_tool("dead", server.endpoint("dead")))
-        .await
-        .unwrap();
+    common::add_http_tool(&store, "dead", &server).await;
     let t = store
         .submit_task(&common::new_task(json!([{"id": "step_1", "tool": "dead"}])))
         .await
@@ -353,15 +343,8 @@ async fn hostile_answers_end_their_tasks_and_the_worker_stays_small() {
 async fn work_that_cannot_be_recorded_is_not_kept_alive() {
     let db = fresh_db().await;
     let store = db.store.clone();
-    let server = ToolServer::start(
-        Duration::from_millis(100),
-        Arc::new(|c| (200, json!({"output": {"step": c.step_id}}))),
-    )
-    .await;
-    store
-        .create_tool(&common::http_tool("slow", server.endpoint("slow")))
-        .await
-        .unwrap();
+    let server = ToolServer::echoing_step(Duration::from_millis(100)).await;
+    common::add_http_tool(&store, "slow", &server).await;
     for _ in 0..20 {
         store
             .submit_task(&common::new_task(json!([

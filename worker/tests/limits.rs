@@ -5,7 +5,6 @@
 mod common;
 mod procs;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::ToolServer;
@@ -21,18 +20,11 @@ use trellis::testkit::{fresh_db, wait_for};
 async fn max_concurrency_holds_across_worker_processes() {
     let db = fresh_db().await;
     let store = db.store.clone();
-    let server = ToolServer::start(
-        Duration::from_millis(150),
-        Arc::new(|c| (200, json!({"output": {"step": c.step_id}}))),
-    )
-    .await;
+    let server = ToolServer::echoing_step(Duration::from_millis(150)).await;
     let mut narrow = common::http_tool("narrow", server.endpoint("narrow"));
     narrow.max_concurrency = Some(2);
     store.create_tool(&narrow).await.unwrap();
-    store
-        .create_tool(&common::http_tool("wide", server.endpoint("wide")))
-        .await
-        .unwrap();
+    common::add_http_tool(&store, "wide", &server).await;
     for _ in 0..12 {
         store
             .submit_task(&common::new_task(json!([
@@ -77,15 +69,8 @@ async fn max_concurrency_holds_across_worker_processes() {
 async fn the_task_cap_holds_across_worker_processes_in_priority_order() {
     let db = fresh_db().await;
     let store = db.store.clone();
-    let server = ToolServer::start(
-        Duration::from_millis(150),
-        Arc::new(|c| (200, json!({"output": {"step": c.step_id}}))),
-    )
-    .await;
-    store
-        .create_tool(&common::http_tool("work", server.endpoint("work")))
-        .await
-        .unwrap();
+    let server = ToolServer::echoing_step(Duration::from_millis(150)).await;
+    common::add_http_tool(&store, "work", &server).await;
     let steps = json!([
         {"id": "a", "tool": "work"}, {"id": "b", "tool": "work"},
         {"id": "c", "tool": "work", "dependencies": ["a", "b"]}
