@@ -497,3 +497,94 @@ async fn an_unsuccessful_evaluation_starts_another_round() {
     assert_eq!(rounds[0]["payload"]["plan_version"], 2);
     w.stop().await;
 }
+
+/// Seed 000's walk-through: retries exhausted → a successful repair (tier 2) switches the step
+/// to the alternative tool in plan version 2 (origin `repair`); the repaired step fails again,
+/// no repair is left, so the task's reflection replans from it (version 3) and it succeeds.
+/// The finished predecessor ran once throughout; `GET /plan` never lists one step id twice.
+#[tokio::test]
+async fn a_repaired_step_that_fails_again_goes_on_to_a_replan() {
+    let app = spawn_app().await;
+    let b_calls = Arc::new(AtomicUsize::new(0));
+    let seen = b_calls.clone();
+    let server = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(move |c| match c.tool.as_str() {
+            "first" => (200, json!({"output": {"v": 1}})),
+            "a" => (503, json!({"error": "a is down"})),
+            // b fails its first call, then works
+            _ if seen.fetch_add(1, Ordering::SeqCst) == 0 => (503, json!({"error": "b hiccup"})),
+            _ => (200, json!({"output": {"by": "b"}})),
+        }),
+    )
+    .await;
+    register_tool(&app, "first", &server.endpoint("first"), json!({})).await;
+    register_tool(&app, "b", &server.endpoint("b"), json!({})).await;
+    register_tool(
+        &app,
+        "a",
+        &server.endpoint("a"),
+        json!({"alternatives": ["b"]}),
+    )
+    .await;
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(json!({"description": "repair, fail again, replan",
+            "limits": {"max_step_retries": 0, "max_single_step_repairs": 1, "max_task_replans": 1},
+            "plan": {"steps": [
+                {"id": "step_1", "tool": "first"},
+                {"id": "step_2", "tool": "a", "dependencies": ["step_1"], "parameters": {"in": "${step_1.output.v}"}}
+            ]}}))
+        .await;
+    let t = app.wait_done(id, LIMIT).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(t["counters"]["single_step_repair_count"], 1);
+    assert_eq!(t["counters"]["task_replan_count"], 1);
+    assert_eq!(t["plan_version"], 3);
+    let tools: Vec<String> = server.calls().into_iter().map(|c| c.tool).collect();
+    assert_eq!(tools, ["first", "a", "b", "b"]);
+    let (_, plan) = app.get(&format!("/api/v1/tasks/{id}/plan")).await;
+    let origins: Vec<&str> = plan["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["origin"].as_str().unwrap())
+        .collect();
+    assert_eq!(origins, ["initial", "repair"], "{plan}");
+    assert_eq!(plan["origin"], "replan:replan_from_step");
+    for version in std::iter::once(&plan).chain(plan["history"].as_array().unwrap()) {
+        let ids: Vec<&str> = version["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap())
+            .collect();
+        let unique: std::collections::HashSet<_> = ids.iter().collect();
+        assert_eq!(unique.len(), ids.len(), "no step id twice: {version}");
+    }
+    let current: Vec<(&str, &str, &str)> = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let tool = s["tool"].as_str().unwrap();
+            (
+                s["id"].as_str().unwrap(),
+                tool,
+                s["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        current,
+        [
+            ("step_1", "first", "succeeded"),
+            ("step_2", "b", "succeeded")
+        ]
+    );
+    let kinds = event_kinds(&app, id).await;
+    let repaired = kinds.iter().position(|k| k == "step_repaired").unwrap();
+    let replanned = kinds.iter().position(|k| k == "replanned").unwrap();
+    assert!(repaired < replanned, "{kinds:?}");
+    w.stop().await;
+}

@@ -7,6 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
+use trellis::api::views::PlanView;
 use trellis::brain::{self, Answer, Brain, BrainError, BrainFuture, DecisionContext, Planned};
 use trellis::config::Settings;
 use trellis::domain::Limits;
@@ -433,7 +434,7 @@ async fn row_alternative_tool_ok_and_fail() {
 }
 
 // Row: 单步修复成功 — retries exhausted → repair: same index, retry count 0, repairs +1,
-// same plan version with the step replaced, earlier outputs kept.
+// plan version N+1 (origin `repair`) with the step replaced, earlier outputs kept.
 #[tokio::test]
 async fn row_repair_ok() {
     let h = setup(1).await;
@@ -461,7 +462,7 @@ async fn row_repair_ok() {
             "running",
             Some("step_2"),
             [0, 1, 0, 1],
-            1,
+            2,
             &[("step_1", json!({"v": 1}))],
             json!({"tok": "t1"})
         )
@@ -481,9 +482,20 @@ async fn row_repair_ok() {
         .collect();
     assert_eq!(rows.len(), 2);
     assert_eq!(
-        rows[0].status, "superseded",
-        "the old definition is kept as history"
+        (rows[0].status.as_str(), rows[0].plan_version),
+        ("superseded", 1),
+        "the old definition is kept as history, in the version it ran in"
     );
+    assert_eq!(
+        (rows[1].status.as_str(), rows[1].plan_version),
+        ("running", 2)
+    );
+    let plans: Vec<PlanView> = h.store.list_plans(h.task).await.unwrap();
+    let origins: Vec<(i32, &str)> = plans
+        .iter()
+        .map(|p| (p.version, p.origin.as_str()))
+        .collect();
+    assert_eq!(origins, [(1, "initial"), (2, "repair")]);
 }
 
 // Row: 单步修复失败 — repairs +1, retry count kept, plan unchanged → overall reflection.

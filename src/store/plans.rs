@@ -56,6 +56,36 @@ pub(crate) async fn insert_plan(
     Ok(())
 }
 
+/// A repair's plan version: `plan` is stored as version N+1 and the live rows of version N move
+/// to it unchanged (a running step keeps running: its fence is id + lease token + status, and
+/// its completion reads the row's version afresh), so the stored plan of every version matches
+/// the rows that ran under it and the current version never lists a replaced row. The caller
+/// has superseded the replaced row (it stays in version N) and inserts its replacement.
+pub(crate) async fn next_version(
+    tx: &mut Tx,
+    task: &TaskRow,
+    plan: &PlanSpec,
+    origin: &str,
+) -> Result<i32> {
+    let version = task.plan_version + 1;
+    insert_plan(tx, task.id, version, origin, plan).await?;
+    sqlx::query(
+        "UPDATE steps SET plan_version = $3
+         WHERE task_id = $1 AND plan_version = $2 AND status <> 'superseded'",
+    )
+    .bind(task.id)
+    .bind(task.plan_version)
+    .bind(version)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query("UPDATE tasks SET plan_version = $2, updated_at = now() WHERE id = $1")
+        .bind(task.id)
+        .bind(version)
+        .execute(&mut **tx)
+        .await?;
+    Ok(version)
+}
+
 /// Highest attempt number per step key, over every plan version of a task.
 async fn max_attempts_by_key(tx: &mut Tx, task_id: Uuid) -> Result<HashMap<String, i32>> {
     let rows: Vec<(String, i32)> = sqlx::query_as(

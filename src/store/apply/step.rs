@@ -14,7 +14,7 @@ use crate::domain::recovery::{
 use crate::domain::status::DecisionKind;
 use crate::store::decision_queue::{ClaimedDecision, create_decision};
 use crate::store::lifecycle::{record_recovery, start_overall};
-use crate::store::plans::{insert_steps_for_version, live_steps};
+use crate::store::plans::{insert_steps_for_version, live_steps, next_version};
 use crate::store::transitions::{rerun_failed, supersede_step};
 use crate::store::{NewEvent, Result, Tx, known_tools, notify_ready};
 
@@ -142,21 +142,27 @@ pub(super) async fn apply_repair(
         Err(e) => Err(e.clone()),
     };
     match checked {
-        Ok(spec) => {
+        Ok((spec, plan)) => {
             supersede_step(tx, step.id).await?;
+            let version = next_version(tx, task, &plan, "repair").await?;
             let one = PlanSpec {
                 steps: vec![spec.clone()],
                 reasoning: String::new(),
                 estimated_duration: None,
             };
-            let (version, at) = (task.plan_version, step.position);
+            let at = step.position;
             insert_steps_for_version(tx, task, version, &one, &Carry::default(), at).await?;
             record_recovery(tx, input.attempt_id, RecoveryAction::Repair, category).await?;
             events.push(NewEvent::new(
                 task.id,
                 event_kind::STEP_REPAIRED,
                 json!({"step_id": step.step_key, "ok": true, "old_tool": step.effective_tool(),
-                       "new_tool": spec.tool, "new_step": spec}),
+                       "new_tool": spec.tool, "new_step": spec, "plan_version": version}),
+            ));
+            events.push(NewEvent::new(
+                task.id,
+                event_kind::PLAN_GENERATED,
+                json!({"version": version, "origin": "repair", "steps": plan.steps.len()}),
             ));
             notify_ready(tx).await?;
             Ok(None)
@@ -178,13 +184,14 @@ pub(super) async fn apply_repair(
     }
 }
 
-/// A repaired step must keep its id and leave a valid plan.
+/// A repaired step must keep its id and leave a valid plan; the repaired step and the whole
+/// plan it leaves.
 async fn check_repair(
     tx: &mut Tx,
     c: &Applying<'_>,
     step: &StepRow,
     spec: &StepSpec,
-) -> Result<Result<StepSpec, String>> {
+) -> Result<Result<(StepSpec, PlanSpec), String>> {
     if spec.id != step.step_key {
         return Ok(Err(format!(
             "the repaired step is {:?}, not {:?}",
@@ -203,11 +210,12 @@ async fn check_repair(
                 }
             })
             .collect(),
-        reasoning: String::new(),
+        reasoning: format!("repair of step {}", step.step_key),
         estimated_duration: None,
     };
     let known = known_tools(tx).await?;
-    Ok(crate::domain::plan::validate(&plan, &known)
-        .map(|_| spec.clone())
-        .map_err(|e| format!("the repaired step is invalid: {}", e.message)))
+    Ok(match crate::domain::plan::validate(&plan, &known) {
+        Ok(_) => Ok((spec.clone(), plan)),
+        Err(e) => Err(format!("the repaired step is invalid: {}", e.message)),
+    })
 }
