@@ -588,3 +588,165 @@ async fn a_repaired_step_that_fails_again_goes_on_to_a_replan() {
     assert!(repaired < replanned, "{kinds:?}");
     w.stop().await;
 }
+
+/// `POST /tasks/{id}/rerun`: a succeeded task reruns from its middle step with new parameters;
+/// the step and its descendant run again with them, the predecessor and the independent branch
+/// are not called again (outputs kept). Bad reruns are 4xx that change nothing; a failed task
+/// reruns its failing step with another tool and succeeds.
+#[tokio::test]
+async fn rerun_from_a_step_keeps_what_is_not_downstream() {
+    let app = spawn_app().await;
+    let server = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(|c| match c.tool.as_str() {
+            "broken" => (400, json!({"error": "broken for good"})),
+            _ => (
+                200,
+                json!({"output": {"step": c.step_id, "got": c.parameters}}),
+            ),
+        }),
+    )
+    .await;
+    for tool in ["first", "mid", "last", "side", "broken"] {
+        register_tool(&app, tool, &server.endpoint(tool), json!({})).await;
+    }
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(json!({"description": "rerun me", "plan": {"steps": [
+            {"id": "step_1", "tool": "first", "parameters": {"v": 1}},
+            {"id": "step_2", "tool": "mid", "dependencies": ["step_1"],
+             "parameters": {"n": 1, "from": "${step_1.output.step}"}},
+            {"id": "step_3", "tool": "last", "dependencies": ["step_2"],
+             "parameters": {"n": "${step_2.output.got.n}"}},
+            {"id": "side", "tool": "side"}
+        ]}}))
+        .await;
+    assert_eq!(app.wait_done(id, LIMIT).await["status"], "succeeded");
+    let path = format!("/api/v1/tasks/{id}/rerun");
+
+    // bad reruns: named problems, nothing changes
+    let bad = [
+        (json!({"from_step": "nope"}), 422, "nope"),
+        (
+            json!({"from_step": "step_2", "step_overrides": {"step_1": {"parameters": {"v": 9}}}}),
+            422,
+            "step_1",
+        ),
+        (
+            json!({"from_step": "step_2", "step_overrides": {"step_2": {"tool": "ghost"}}}),
+            422,
+            "ghost",
+        ),
+        (json!({"from": "step_2"}), 422, "from"),
+    ];
+    for (body, status, named) in bad {
+        let (s, v) = app.post(&path, &body).await;
+        assert_eq!(s.as_u16(), status, "{body} → {v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(named),
+            "{v}"
+        );
+    }
+    let (_, t) = app.get(&format!("/api/v1/tasks/{id}")).await;
+    assert_eq!(
+        (t["status"].as_str(), t["plan_version"].as_i64()),
+        (Some("succeeded"), Some(1))
+    );
+
+    let (s, v) = app
+        .post(
+            &path,
+            &json!({"from_step": "step_2", "step_overrides": {"step_2": {"parameters": {"n": 2}}}}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 202, "{v}");
+    assert_eq!(v["task_id"], id.to_string());
+    let t = app.wait_done(id, LIMIT).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(t["plan_version"], 2);
+    let per_tool = |tool: &str| -> Vec<Value> {
+        server
+            .calls()
+            .into_iter()
+            .filter(|c| c.tool == tool)
+            .map(|c| c.parameters)
+            .collect()
+    };
+    assert_eq!(per_tool("first").len(), 1, "kept: not called again");
+    assert_eq!(per_tool("side").len(), 1, "kept: not called again");
+    assert_eq!(
+        per_tool("mid"),
+        [
+            json!({"n": 1, "from": "step_1"}),
+            json!({"n": 2, "from": "step_1"})
+        ]
+    );
+    assert_eq!(per_tool("last"), [json!({"n": 1}), json!({"n": 2})]);
+    let (_, plan) = app.get(&format!("/api/v1/tasks/{id}/plan")).await;
+    assert_eq!(plan["origin"], "rerun");
+    let (_, r) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(r["outputs"]["step_1"]["step"], "step_1");
+    assert_eq!(r["outputs"]["step_3"]["got"], json!({"n": 2}));
+    assert!(event_kinds(&app, id).await.contains(&"task_rerun".into()));
+
+    // a rerun of a task that is still running is a conflict
+    let slow = app
+        .submit(
+            json!({"description": "fails", "limits": {"max_step_retries": 0,
+            "max_single_step_repairs": 0, "max_task_replans": 0},
+            "plan": {"steps": [
+                {"id": "ok", "tool": "first"},
+                {"id": "bad", "tool": "broken", "dependencies": ["ok"]}
+            ]}}),
+        )
+        .await;
+    let t = app.wait_done(slow, LIMIT).await;
+    assert!(
+        ["failed", "needs_intervention"].contains(&t["status"].as_str().unwrap()),
+        "{t}"
+    );
+    let (s, v) = app
+        .post(
+            &format!("/api/v1/tasks/{slow}/rerun"),
+            &json!({"from_step": "bad", "step_overrides": {"bad": {"tool": "last"}}}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 202, "{v}");
+    let t = app.wait_done(slow, LIMIT).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(per_tool("broken").len(), 1);
+    let (s, v) = app
+        .post(
+            &format!("/api/v1/tasks/{}/rerun", Uuid::now_v7()),
+            &json!({"from_step": "x"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 404, "{v}");
+    w.stop().await;
+}
+
+/// A task that is still running cannot be rerun (409), and nothing changes.
+#[tokio::test]
+async fn a_running_task_cannot_be_rerun() {
+    let app = spawn_app().await;
+    let server = ToolServer::echoing_step(Duration::from_secs(30)).await;
+    register_tool(&app, "slow", &server.endpoint("slow"), json!({})).await;
+    let w = app.worker(|_| {});
+    let id = app.submit(one_step("slow", json!({}))).await;
+    let (s, v) = app
+        .post(
+            &format!("/api/v1/tasks/{id}/rerun"),
+            &json!({"from_step": "step_1"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 409, "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("running"),
+        "{v}"
+    );
+    let (_, t) = app.get(&format!("/api/v1/tasks/{id}")).await;
+    assert_eq!(t["plan_version"], 1);
+    app.post(&format!("/api/v1/tasks/{id}/cancel"), &json!({}))
+        .await;
+    w.stop().await;
+}

@@ -27,7 +27,7 @@ pub mod views;
 
 pub use error::ApiError;
 pub use system::OPENAPI;
-pub use tasks::{ResumeRequest, StepOverrideInput};
+pub use tasks::{RerunRequest, ResumeRequest, StepOverrideInput};
 
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// Request body cap of `POST /tasks/batch` (up to 1000 submit bodies).
@@ -121,6 +121,7 @@ pub fn app(state: AppState) -> Router {
         .route("/tasks/{id}/events", get(events::list_or_stream))
         .route("/tasks/{id}/cancel", post(tasks::cancel))
         .route("/tasks/{id}/resume", post(tasks::resume))
+        .route("/tasks/{id}/rerun", post(tasks::rerun))
         .route("/tasks/{id}/reflections", get(tasks::reflections))
         .route("/tasks/{id}/evaluations", get(tasks::evaluations))
         .route("/tools", post(tools::create).get(tools::list))

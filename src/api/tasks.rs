@@ -21,6 +21,7 @@ use crate::domain::records::StepRow;
 use crate::domain::status::{StepStatus, TaskStatus};
 use crate::domain::{Limits, MAX_TASK_TIMEOUT_SECS, PlanSpec};
 use crate::store::reads::ListTasks;
+use crate::store::rerun::Rerun;
 use crate::store::submit::{NewTask, Resume, StepOverride};
 
 const MAX_LIMIT_VALUE: i32 = 100;
@@ -435,6 +436,23 @@ pub(super) async fn resume(
     Ok(Json(json!({"task_id": id, "status": status})))
 }
 
+/// Rerun an ended task (or one in `needs_intervention`) from a step:
+/// `{"from_step": "step_2", "step_overrides": {"step_2": {"parameters": {...}, "tool": "..."}}}`.
+/// A new plan version (origin `rerun`) keeps every output not downstream of the step.
+pub(super) async fn rerun(
+    State(st): State<AppState>,
+    TaskId(id): TaskId,
+    ApiJson(req): ApiJson<RerunRequest>,
+) -> Result<Response, ApiError> {
+    let status = st.store.rerun_task(id, &req.into()).await?;
+    st.announcer.ready(false);
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"task_id": id, "status": status})),
+    )
+        .into_response())
+}
+
 pub(super) async fn reflections(
     State(st): State<AppState>,
     KnownTask(id): KnownTask,
@@ -519,6 +537,37 @@ pub struct ResumeRequest {
     pub step_overrides: BTreeMap<String, StepOverrideInput>,
 }
 
+/// Body of `POST /tasks/{id}/rerun`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RerunRequest {
+    pub from_step: String,
+    #[serde(default)]
+    pub step_overrides: BTreeMap<String, StepOverrideInput>,
+}
+
+impl From<RerunRequest> for Rerun {
+    fn from(r: RerunRequest) -> Self {
+        Rerun {
+            from_step: r.from_step,
+            step_overrides: r
+                .step_overrides
+                .into_iter()
+                .map(|(k, o)| (k, o.into()))
+                .collect(),
+        }
+    }
+}
+
+impl From<StepOverrideInput> for StepOverride {
+    fn from(o: StepOverrideInput) -> Self {
+        StepOverride {
+            parameters: o.parameters,
+            tool: o.tool,
+        }
+    }
+}
+
 /// Overrides for one step in a [`ResumeRequest`].
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -536,13 +585,7 @@ impl From<ResumeRequest> for Resume {
             step_overrides: r
                 .step_overrides
                 .into_iter()
-                .map(|(k, o)| {
-                    let o = StepOverride {
-                        parameters: o.parameters,
-                        tool: o.tool,
-                    };
-                    (k, o)
-                })
+                .map(|(k, o)| (k, o.into()))
                 .collect(),
         }
     }

@@ -25,6 +25,8 @@ pub mod event_kind {
     pub const ROUND_STARTED: &str = "round_started";
     pub const INTERVENTION_REQUIRED: &str = "intervention_required";
     pub const TASK_RESUMED: &str = "task_resumed";
+    /// `POST /tasks/{id}/rerun`: a new plan version from a step of an ended task.
+    pub const TASK_RERUN: &str = "task_rerun";
     pub const TASK_SUCCEEDED: &str = "task_succeeded";
     pub const TASK_FAILED: &str = "task_failed";
     pub const TASK_CANCELLED: &str = "task_cancelled";

@@ -375,9 +375,42 @@ pub fn topological_order(plan: &PlanSpec) -> Result<Vec<usize>, PlanError> {
     Ok(order)
 }
 
+/// `from` and every step that depends on it, directly or through others.
+pub fn downstream(steps: &[StepSpec], from: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::from([from.to_string()]);
+    loop {
+        let before = out.len();
+        for s in steps {
+            if s.dependencies.iter().any(|d| out.contains(d)) {
+                out.insert(s.id.clone());
+            }
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn downstream_follows_dependencies_transitively_and_nothing_else() {
+        let plan: PlanSpec = serde_json::from_value(serde_json::json!({"steps": [
+            {"id": "a", "tool": "t"},
+            {"id": "b", "tool": "t", "dependencies": ["a"]},
+            {"id": "side", "tool": "t"},
+            {"id": "c", "tool": "t", "dependencies": ["side", "b"]},
+            {"id": "d", "tool": "t", "dependencies": ["side"]}
+        ]}))
+        .unwrap();
+        let names = |s: BTreeSet<String>| s.into_iter().collect::<Vec<_>>();
+        assert_eq!(names(downstream(&plan.steps, "b")), ["b", "c"]);
+        assert_eq!(names(downstream(&plan.steps, "side")), ["c", "d", "side"]);
+        assert_eq!(names(downstream(&plan.steps, "d")), ["d"]);
+        assert_eq!(names(downstream(&plan.steps, "a")), ["a", "b", "c"]);
+    }
     use serde_json::json;
 
     fn tools() -> HashSet<String> {

@@ -510,6 +510,19 @@ pub fn carry_over(old: &[OldStep], new_plan: &[StepSpec], strategy: &Strategy) -
     carry
 }
 
+/// What a rerun from step `from` keeps: every succeeded step that is neither `from` nor
+/// downstream of it and whose definition is unchanged (its output is copied, its tool is not
+/// called again). Everything else runs, `from` and its descendants included.
+pub fn rerun_carry(old: &[OldStep], new_plan: &[StepSpec], from: &str) -> Carry {
+    let rerun = super::plan::downstream(new_plan, from);
+    let adjust = Strategy::AdjustDependencies {
+        adjustments: vec![],
+    };
+    let mut carry = carry_over(old, new_plan, &adjust);
+    carry.kept.retain(|k| !rerun.contains(k));
+    carry
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -882,5 +895,39 @@ mod tests {
             },
         );
         assert_eq!(keys(&c.kept), ["d"]);
+    }
+
+    #[test]
+    fn a_rerun_keeps_what_is_not_downstream_of_its_step() {
+        // a → b → c, d independent and listed after b; all succeeded
+        let plan = vec![
+            spec("a", &[]),
+            spec("b", &["a"]),
+            spec("c", &["b"]),
+            spec("d", &[]),
+        ];
+        let old: Vec<OldStep> = plan
+            .iter()
+            .map(|s| OldStep {
+                spec: s.clone(),
+                succeeded: true,
+            })
+            .collect();
+        let keys = |c: &Carry| {
+            let mut v: Vec<_> = c.kept.iter().cloned().collect();
+            v.sort();
+            v
+        };
+        assert_eq!(keys(&rerun_carry(&old, &plan, "b")), ["a", "d"]);
+        assert_eq!(keys(&rerun_carry(&old, &plan, "a")), ["d"]);
+        assert_eq!(keys(&rerun_carry(&old, &plan, "d")), ["a", "b", "c"]);
+        // an unchanged step that failed runs again; nothing is ever skipped
+        let mut failed = old.clone();
+        failed[3].succeeded = false;
+        let c = rerun_carry(&failed, &plan, "c");
+        assert_eq!(
+            (keys(&c), c.skipped.len()),
+            (vec!["a".into(), "b".into()], 0)
+        );
     }
 }

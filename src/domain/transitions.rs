@@ -62,6 +62,9 @@ moves!(
         /// evaluation with rounds left).
         Reflect: [Running, Evaluating] => Reflecting,
         Replan: [Reflecting] => Replanning,
+        /// `POST /tasks/{id}/rerun`: an ended task gets a new plan version (installed in the
+        /// same transaction, which then takes `Run`).
+        Rerun: [Succeeded, Failed, Cancelled, NeedsIntervention] => Replanning,
         Succeed: [Evaluating] => Succeeded,
         /// Also from `pending`: a deadline passes before any plan is installed.
         Fail: [Pending, Planning, Running, Reflecting, Replanning, Evaluating] => Failed,

@@ -51,6 +51,7 @@ pub mod lifecycle;
 pub mod plans;
 pub mod reads;
 pub mod reports;
+pub mod rerun;
 pub mod retention;
 pub mod step_queue;
 pub mod submit;

@@ -214,15 +214,40 @@ pub(crate) async fn replace_plan(
     lease: Option<Lease>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
+    let old = old_steps(tx, task).await?;
+    let carry = recovery::carry_over(&old, &plan.steps, strategy);
+    let version = task.plan_version + 1;
+    events.extend(replanned_events(
+        task, version, origin, plan, strategy, &carry,
+    ));
+    let fresh = matches!(strategy, Strategy::FullReplan);
+    install_version(tx, task, plan, &carry, origin, fresh, lease).await
+}
+
+/// The live steps of the task's current version, as a carry-over sees them.
+pub(crate) async fn old_steps(tx: &mut Tx, task: &TaskRow) -> Result<Vec<OldStep>> {
     let old = live_steps(&mut **tx, task.id, task.plan_version).await?;
-    let old_specs: Vec<OldStep> = old
+    Ok(old
         .iter()
         .map(|s| OldStep {
             spec: s.effective_spec(),
             succeeded: s.status == StepStatus::Succeeded,
         })
-        .collect();
-    let carry = recovery::carry_over(&old_specs, &plan.steps, strategy);
+        .collect())
+}
+
+/// Store `plan` as version N+1 with `carry` (kept steps copied, skipped ones skipped), supersede
+/// version N's open rows, and run it (or evaluate it when nothing is left to run). The task is
+/// in a status `Run` starts from.
+pub(crate) async fn install_version(
+    tx: &mut Tx,
+    task: &TaskRow,
+    plan: &PlanSpec,
+    carry: &Carry,
+    origin: &str,
+    fresh_context: bool,
+    lease: Option<Lease>,
+) -> Result<Option<ClaimedDecision>> {
     let version = task.plan_version + 1;
     insert_plan(tx, task.id, version, origin, plan).await?;
     supersede_version(tx, task.id, task.plan_version).await?;
@@ -234,13 +259,10 @@ pub(crate) async fn replace_plan(
     )
     .bind(task.id)
     .bind(version)
-    .bind(matches!(strategy, Strategy::FullReplan))
+    .bind(fresh_context)
     .execute(&mut **tx)
     .await?;
-    let runnable = insert_steps_for_version(tx, task, version, plan, &carry, 0).await?;
-    events.extend(replanned_events(
-        task, version, origin, plan, strategy, &carry,
-    ));
+    let runnable = insert_steps_for_version(tx, task, version, plan, carry, 0).await?;
     if runnable == 0 {
         // everything was kept or skipped: the plan is already done
         return start_evaluation(tx, task.id, lease).await;

@@ -1,0 +1,131 @@
+//! Rerun an ended task from one of its steps: a new plan version (origin `rerun`) that keeps
+//! every output not downstream of the step and runs the step and its descendants again, with
+//! overrides.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::plans::{install_version, live_steps, old_steps};
+use super::submit::StepOverride;
+use super::transitions::move_task;
+use super::{NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task};
+use crate::domain::event_kind;
+use crate::domain::model::{PlanSpec, StepSpec};
+use crate::domain::plan::{self, downstream};
+use crate::domain::recovery::rerun_carry;
+use crate::domain::status::TaskStatus;
+use crate::domain::transitions::TaskMove;
+
+/// What to rerun: the step to start from, and overrides for it or its descendants.
+#[derive(Debug, Clone, Default)]
+pub struct Rerun {
+    pub from_step: String,
+    pub step_overrides: BTreeMap<String, StepOverride>,
+}
+
+impl Store {
+    /// Rerun a task that has ended (`succeeded`, `failed`, `cancelled`) or waits in
+    /// `needs_intervention`, from `r.from_step`. Steps that are neither `from_step` nor
+    /// downstream of it and succeeded keep their outputs (their tools are not called again);
+    /// the rest run, with the overrides merged. The task's deadline, if it had one, starts
+    /// again. All or nothing; returns the task's new status.
+    pub async fn rerun_task(&self, id: Uuid, r: &Rerun) -> Result<TaskStatus> {
+        in_tx!(self.pool, |tx| {
+            let task = lock_task(tx, id).await?;
+            if !TaskMove::Rerun.allows(task.status) {
+                return Err(StoreError::Conflict(format!(
+                    "task {id} is {}; only a task that has ended or needs intervention can be rerun",
+                    task.status
+                )));
+            }
+            let plan = rerun_plan(tx, id, task.plan_version, r).await?;
+            let old = old_steps(tx, &task).await?;
+            let carry = rerun_carry(&old, &plan.steps, &r.from_step);
+            let mut kept: Vec<&String> = carry.kept.iter().collect();
+            kept.sort();
+            let rerun: Vec<&String> = plan
+                .steps
+                .iter()
+                .map(|s| &s.id)
+                .filter(|k| !carry.kept.contains(*k))
+                .collect();
+            let version = task.plan_version + 1;
+            let events = [
+                NewEvent::new(
+                    id,
+                    event_kind::TASK_RERUN,
+                    json!({"from_status": task.status, "from_step": r.from_step,
+                           "from_version": task.plan_version, "to_version": version,
+                           "kept": kept, "rerun": rerun,
+                           "step_overrides": r.step_overrides.keys().collect::<Vec<_>>()}),
+                ),
+                NewEvent::new(
+                    id,
+                    event_kind::PLAN_GENERATED,
+                    json!({"version": version, "origin": "rerun", "steps": plan.steps.len()}),
+                ),
+            ];
+            move_task(tx, id, TaskMove::Rerun).await?;
+            sqlx::query(
+                "UPDATE tasks SET error = NULL,
+                        deadline_at = deadline_at - created_at + now()
+                 WHERE id = $1",
+            )
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+            install_version(tx, &task, &plan, &carry, "rerun", false, None).await?;
+            append_events(tx, &events).await?;
+            Ok(())
+        })?;
+        let status: TaskStatus = sqlx::query_scalar("SELECT status FROM tasks WHERE id = $1")
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(status)
+    }
+}
+
+/// The current plan as it ran (recovery overrides included) with the rerun's overrides merged;
+/// checked: `from_step` exists, overrides only name steps that run again, tools are registered.
+async fn rerun_plan(tx: &mut Tx, id: Uuid, version: i32, r: &Rerun) -> Result<PlanSpec> {
+    let live = live_steps(&mut **tx, id, version).await?;
+    let mut steps: Vec<StepSpec> = live.iter().map(|s| s.effective_spec()).collect();
+    if !steps.iter().any(|s| s.id == r.from_step) {
+        return Err(StoreError::Rejected(format!(
+            "from_step {:?} is not a step of the task's current plan",
+            r.from_step
+        )));
+    }
+    let runs_again = downstream(&steps, &r.from_step);
+    for (key, o) in &r.step_overrides {
+        if !runs_again.contains(key) {
+            return Err(StoreError::Rejected(format!(
+                "step_overrides names step {key:?}, which is neither from_step nor downstream of it"
+            )));
+        }
+        let s = steps
+            .iter_mut()
+            .find(|s| &s.id == key)
+            .expect("a downstream step is in the plan");
+        if let Some(p) = &o.parameters {
+            let mut merged = s.parameters.as_object().cloned().unwrap_or_default();
+            merged.extend(p.clone());
+            s.parameters = Value::Object(merged);
+        }
+        if let Some(t) = &o.tool {
+            s.tool = t.clone();
+        }
+    }
+    let plan = PlanSpec {
+        steps,
+        reasoning: format!("rerun from step {}", r.from_step),
+        estimated_duration: None,
+    };
+    let known = known_tools(tx).await?;
+    plan::validate(&plan, &known)
+        .map_err(|e| StoreError::Rejected(format!("the rerun plan is invalid: {}", e.message)))?;
+    Ok(plan)
+}
