@@ -750,3 +750,164 @@ async fn a_running_task_cannot_be_rerun() {
         .await;
     w.stop().await;
 }
+
+/// Workflow templates: registered through the API (checked: placeholders declared, tools
+/// known, plan well formed), submitted by id with an input (checked against `input_schema`),
+/// run by the rules brain without a description; the plan is version 1 with origin
+/// `template:<id>`. Bad templates and bad submits are 4xx that create nothing.
+#[tokio::test]
+async fn a_template_is_submitted_by_id_with_an_input() {
+    let app = spawn_app().await;
+    let server = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(|c| (200, json!({"output": {"got": c.parameters}}))),
+    )
+    .await;
+    register_tool(&app, "fetch", &server.endpoint("fetch"), json!({})).await;
+    register_tool(&app, "store", &server.endpoint("store"), json!({})).await;
+    let template = json!({
+        "id": "fetch-and-store",
+        "description": "fetch a page and store it",
+        "input_schema": {"type": "object", "required": ["url", "copies"],
+            "properties": {"url": {"type": "string"}, "copies": {"type": "integer", "minimum": 1}}},
+        "plan": {"steps": [
+            {"id": "get", "tool": "fetch", "parameters": {"url": "${input.url}", "label": "page ${input.url} x${input.copies}"}},
+            {"id": "put", "tool": "store", "dependencies": ["get"],
+             "parameters": {"copies": "${input.copies}", "body": "${get.output.got.url}"}}
+        ]}
+    });
+    let (s, v) = app.post("/api/v1/templates", &template).await;
+    assert_eq!(s.as_u16(), 201, "{v}");
+    assert_eq!(v["id"], "fetch-and-store");
+
+    let bad_templates = [
+        (
+            json!({"id": "a", "plan": {"steps": [{"id": "s", "tool": "fetch", "parameters": {"u": "${input.nope}"}}]},
+                "input_schema": {"type": "object", "properties": {"url": {}}}}),
+            422,
+            "nope",
+        ),
+        (
+            json!({"id": "b", "plan": {"steps": [{"id": "s", "tool": "ghost"}]}}),
+            422,
+            "ghost",
+        ),
+        (
+            json!({"id": "c", "plan": {"steps": [{"id": "s", "tool": "fetch", "parameters": {"u": "${input.}"}}]}}),
+            422,
+            "malformed",
+        ),
+        (
+            json!({"id": "d", "plan": {"steps": []}, "input_schema": {"type": 7}}),
+            422,
+            "input_schema",
+        ),
+        (
+            json!({"id": "bad id!", "plan": {"steps": [{"id": "s", "tool": "fetch"}]}}),
+            422,
+            "id",
+        ),
+        (template.clone(), 409, "fetch-and-store"),
+    ];
+    for (body, status, named) in bad_templates {
+        let (s, v) = app.post("/api/v1/templates", &body).await;
+        assert_eq!(s.as_u16(), status, "{body} → {v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(named),
+            "{v}"
+        );
+    }
+    let (_, list) = app.get("/api/v1/templates").await;
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+
+    let bad_submits = [
+        (
+            json!({"template": "fetch-and-store", "input": {"url": "u"}}),
+            "copies",
+        ),
+        (
+            json!({"template": "fetch-and-store", "input": {"url": "u", "copies": 0}}),
+            "copies",
+        ),
+        (json!({"template": "nope", "input": {}}), "nope"),
+        (
+            json!({"template": "fetch-and-store", "input": {"url": "u", "copies": 1},
+                "plan": {"steps": [{"id": "s", "tool": "echo"}]}}),
+            "either",
+        ),
+        (
+            json!({"description": "x", "input": {"url": "u"}, "plan": {"steps": [{"id": "s", "tool": "echo"}]}}),
+            "input",
+        ),
+    ];
+    for (body, named) in bad_submits {
+        let (s, v) = app.post("/api/v1/tasks", &body).await;
+        assert_eq!(s.as_u16(), 422, "{body} → {v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(named),
+            "{v}"
+        );
+    }
+    let (_, tasks) = app.get("/api/v1/tasks").await;
+    assert_eq!(
+        tasks["tasks"].as_array().map(Vec::len).unwrap_or(0),
+        0,
+        "{tasks}"
+    );
+
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(json!({"template": "fetch-and-store", "input": {"url": "https://example.test/a", "copies": 2}}))
+        .await;
+    let t = app.wait_done(id, LIMIT).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(t["description"], "fetch a page and store it");
+    let params: Vec<(String, Value)> = server
+        .calls()
+        .into_iter()
+        .map(|c| (c.tool, c.parameters))
+        .collect();
+    assert_eq!(
+        params,
+        [
+            (
+                "fetch".to_string(),
+                json!({"url": "https://example.test/a", "label": "page https://example.test/a x2"})
+            ),
+            (
+                "store".to_string(),
+                json!({"copies": 2, "body": "https://example.test/a"})
+            ),
+        ]
+    );
+    let (_, plan) = app.get(&format!("/api/v1/tasks/{id}/plan")).await;
+    assert_eq!(plan["version"], 1);
+    assert_eq!(plan["origin"], "template:fetch-and-store");
+
+    let (s, v) = app
+        .post(
+            "/api/v1/tasks/batch",
+            &json!({"tasks": [
+                {"template": "fetch-and-store", "input": {"url": "b", "copies": 1}},
+                {"template": "fetch-and-store", "description": "mine", "input": {"url": "c", "copies": 3}}
+            ]}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 202, "{v}");
+    for item in v["tasks"].as_array().unwrap() {
+        let id: Uuid = item["task_id"].as_str().unwrap().parse().unwrap();
+        assert_eq!(app.wait_done(id, LIMIT).await["status"], "succeeded");
+    }
+    assert_eq!(server.calls().len(), 6);
+
+    let r = app
+        .http
+        .delete(app.url("/api/v1/templates/fetch-and-store"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 204);
+    let (s, _) = app.get("/api/v1/templates/fetch-and-store").await;
+    assert_eq!(s.as_u16(), 404);
+    w.stop().await;
+}

@@ -74,6 +74,7 @@ async fn setup(max_step_retries: i32) -> H {
             idempotency_key: None,
             limits,
             plan: Some(plan),
+            template: None,
         })
         .await
         .unwrap();

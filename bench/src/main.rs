@@ -118,6 +118,7 @@ impl Bench {
                 idempotency_key: None,
                 limits: Self::limits(sequential),
                 plan: Some(plan),
+                template: None,
             })
             .await?
             .task_id)
@@ -200,6 +201,7 @@ impl Bench {
             idempotency_key: None,
             limits: Self::limits(false),
             plan: Some(plan),
+            template: None,
         };
         let all = vec![task; self.sizes.tasks];
         for chunk in all.chunks(1000) {

@@ -22,6 +22,7 @@ mod events;
 pub mod input;
 mod system;
 mod tasks;
+mod templates;
 mod tools;
 pub mod views;
 
@@ -126,6 +127,11 @@ pub fn app(state: AppState) -> Router {
         .route("/tasks/{id}/evaluations", get(tasks::evaluations))
         .route("/tools", post(tools::create).get(tools::list))
         .route("/tools/{id}", get(tools::get).delete(tools::delete))
+        .route("/templates", post(templates::create).get(templates::list))
+        .route(
+            "/templates/{id}",
+            get(templates::get).delete(templates::delete),
+        )
         .route("/stats", get(system::stats))
         .route("/stats/recovery", get(system::recovery_stats))
         .route("/keys", post(auth::create).get(auth::list))

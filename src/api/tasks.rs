@@ -29,6 +29,8 @@ const MAX_LIMIT_VALUE: i32 = 100;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct SubmitTask {
+    /// Required, except with a template (its description is the default).
+    #[serde(default)]
     description: String,
     #[serde(default)]
     metadata: Option<Value>,
@@ -42,6 +44,12 @@ pub(super) struct SubmitTask {
     limits: Option<LimitsInput>,
     #[serde(default)]
     plan: Option<PlanSpec>,
+    /// A workflow template's id, instead of `plan`.
+    #[serde(default)]
+    template: Option<String>,
+    /// The template's input (checked against its `input_schema`).
+    #[serde(default)]
+    input: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -127,6 +135,16 @@ fn apply_limits(mut base: Limits, input: Option<LimitsInput>) -> Result<Limits, 
 /// tools it names (whether they are registered is checked by the insert itself, in the same
 /// round trip: see [`unknown_tools`]).
 fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
+    if body.template.is_some() {
+        return Err(ApiError::validation(
+            "the template was not put in its plan (internal)",
+        ));
+    }
+    if body.input.is_some() {
+        return Err(ApiError::validation(
+            "input is only for a submit that names a template",
+        ));
+    }
     if body.description.trim().is_empty() {
         return Err(ApiError::validation("description must be non-empty text"));
     }
@@ -178,7 +196,38 @@ fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
         idempotency_key: body.idempotency_key,
         limits,
         plan,
+        template: None,
     })
+}
+
+/// A submit body that names a template gets the template's plan (and its description when it
+/// has none); then it is checked like any other.
+async fn new_task_from(
+    st: &AppState,
+    seen: &mut super::templates::Seen,
+    mut body: SubmitTask,
+) -> Result<NewTask, ApiError> {
+    let Some(id) = body.template.take() else {
+        return new_task(st, body);
+    };
+    if body.plan.is_some() {
+        return Err(ApiError::validation(
+            "give either a plan or a template, not both",
+        ));
+    }
+    let (plan, description) =
+        super::templates::instantiate(st, seen, &id, body.input.take()).await?;
+    if body.description.trim().is_empty() {
+        body.description = if description.trim().is_empty() {
+            format!("template {id}")
+        } else {
+            description
+        };
+    }
+    body.plan = Some(plan);
+    let mut task = new_task(st, body)?;
+    task.template = Some(id);
+    Ok(task)
 }
 
 /// Task priorities clients may give (higher runs first).
@@ -189,7 +238,7 @@ pub const MAX_SLEEP_MS: u64 = crate::tools::MAX_SLEEP_MS;
 
 /// `[limits] max_steps_per_plan`, and what a plan's literal parameters can be checked for
 /// before it runs (a `sleep` within its range).
-fn check_plan_size(st: &AppState, plan: &PlanSpec) -> Result<(), ApiError> {
+pub(super) fn check_plan_size(st: &AppState, plan: &PlanSpec) -> Result<(), ApiError> {
     let max = st.settings.limits.max_steps_per_plan as usize;
     if plan.steps.len() > max {
         return Err(ApiError::validation(format!(
@@ -245,7 +294,7 @@ pub(super) async fn submit(
     State(st): State<AppState>,
     ApiJson(body): ApiJson<SubmitTask>,
 ) -> Result<Response, ApiError> {
-    let task = new_task(&st, body)?;
+    let task = new_task_from(&st, &mut Default::default(), body).await?;
     let submitted = match st
         .store
         .submit_tasks_quietly(std::slice::from_ref(&task))
@@ -304,6 +353,7 @@ pub(super) async fn submit_batch(
         )));
     }
     let mut tasks = Vec::with_capacity(body.tasks.len());
+    let mut seen = super::templates::Seen::new();
     for (i, item) in body.tasks.into_iter().enumerate() {
         let parsed: SubmitTask = serde_json::from_value(item).map_err(|e| {
             ApiError::new(
@@ -312,7 +362,7 @@ pub(super) async fn submit_batch(
                 format!("tasks[{i}]: {e}"),
             )
         })?;
-        tasks.push(new_task(&st, parsed).map_err(at(i))?);
+        tasks.push(new_task_from(&st, &mut seen, parsed).await.map_err(at(i))?);
     }
     let submitted = match st.store.submit_tasks_quietly(&tasks).await? {
         Ok(v) => {

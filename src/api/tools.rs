@@ -72,20 +72,27 @@ fn limits(t: &ToolInput) -> Result<(Option<i32>, Option<f64>, i32), ApiError> {
     Ok((t.max_concurrency, t.rate_limit_per_sec, burst))
 }
 
+/// A tool's or a template's id: 1-128 letters, digits, `_`, `.`, `:` or `-`.
+pub(super) fn check_id(id: &str) -> Result<(), ApiError> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::validation(
+            "id must be 1-128 letters, digits, '_', '.', ':' or '-'",
+        ))
+    }
+}
+
 pub(super) async fn create(
     State(st): State<AppState>,
     ApiJson(t): ApiJson<ToolInput>,
 ) -> Result<Response, ApiError> {
-    let id_ok = !t.id.is_empty()
-        && t.id.len() <= 128
-        && t.id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c));
-    if !id_ok {
-        return Err(ApiError::validation(
-            "id must be 1-128 letters, digits, '_', '.', ':' or '-'",
-        ));
-    }
+    check_id(&t.id)?;
     let url = reqwest::Url::parse(&t.endpoint)
         .ok()
         .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
@@ -149,19 +156,26 @@ pub(super) struct ListQuery {
     limit: Option<i64>,
 }
 
+impl ListQuery {
+    /// `(after, limit)`, the limit defaulted and checked.
+    pub(super) fn checked(self) -> Result<(Option<String>, i64), ApiError> {
+        let limit = self.limit.unwrap_or(super::input::MAX_PAGE);
+        if !(1..=super::input::MAX_PAGE).contains(&limit) {
+            return Err(ApiError::bad_request(format!(
+                "limit must be between 1 and {}",
+                super::input::MAX_PAGE
+            )));
+        }
+        Ok((self.after, limit))
+    }
+}
+
 pub(super) async fn list(
     State(st): State<AppState>,
     q: Result<axum::extract::Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Vec<Value>>, ApiError> {
-    let q = super::input::query(q)?;
-    let limit = q.limit.unwrap_or(super::input::MAX_PAGE);
-    if !(1..=super::input::MAX_PAGE).contains(&limit) {
-        return Err(ApiError::bad_request(format!(
-            "limit must be between 1 and {}",
-            super::input::MAX_PAGE
-        )));
-    }
-    let tools = st.store.list_tools(q.after.as_deref(), limit).await?;
+    let (after, limit) = super::input::query(q)?.checked()?;
+    let tools = st.store.list_tools(after.as_deref(), limit).await?;
     Ok(Json(tools.iter().map(views::tool).collect()))
 }
 

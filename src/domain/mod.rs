@@ -11,7 +11,8 @@
 //! - [`model`]: plan definitions as clients submit them, event kinds, tool failures;
 //! - [`plan`] / [`params`]: plan validation and placeholder resolution;
 //! - [`recovery`]: the three-tier recovery as pure functions;
-//! - [`limits`], [`tool`]: a task's limits, the tool registry's record;
+//! - [`limits`], [`tool`], [`template`]: a task's limits, the tool registry's record, workflow
+//!   templates and their `${input.key}` placeholders;
 //! - [`auth`]: API key roles and what each call needs; [`nul`]: finding NUL characters;
 //!   [`secrets`]: credentials kept out of answers.
 
@@ -27,6 +28,7 @@ pub mod recovery;
 pub mod schema;
 pub mod secrets;
 pub mod status;
+pub mod template;
 pub mod tool;
 pub mod transitions;
 

@@ -55,6 +55,7 @@ pub mod rerun;
 pub mod retention;
 pub mod step_queue;
 pub mod submit;
+pub mod templates;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod tools;

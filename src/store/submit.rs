@@ -32,6 +32,8 @@ pub struct NewTask {
     pub limits: Limits,
     /// `None`: the task is planned from its description by the brain (a `plan` decision).
     pub plan: Option<PlanSpec>,
+    /// The workflow template `plan` was made from (its origin is then `template:<id>`).
+    pub template: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

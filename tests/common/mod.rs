@@ -414,6 +414,7 @@ pub fn new_task(steps: Value) -> trellis::store::submit::NewTask {
         idempotency_key: None,
         limits: trellis::domain::Limits::from_settings(&Settings::default()),
         plan: Some(serde_json::from_value(json!({ "steps": steps })).expect("a valid plan")),
+        template: None,
     }
 }
 

@@ -24,7 +24,7 @@ WITH missing AS (
         max_consecutive_failures int, max_reflection_rounds int, max_concurrent_steps int,
         step_reflection boolean, auto_reflection boolean, success_threshold float8, max_llm_calls int,
         task_timeout_secs int, max_llm_tokens bigint, has_plan boolean, reasoning text, estimated_duration int, plan_steps jsonb,
-        decision_id uuid, submitted jsonb, generated jsonb)
+        decision_id uuid, submitted jsonb, generated jsonb, origin text)
 ), ins AS (
     INSERT INTO tasks (id, description, metadata, context, priority, idempotency_key, status,
                        plan_version, event_seq, max_step_retries, max_single_step_repairs,
@@ -46,7 +46,7 @@ WITH missing AS (
     SELECT t_in.* FROM t_in JOIN ins USING (id)
 ), plans_in AS (
     INSERT INTO plans (task_id, version, origin, reasoning, estimated_duration, steps)
-    SELECT id, 1, 'initial', reasoning, estimated_duration, plan_steps FROM new WHERE has_plan
+    SELECT id, 1, origin, reasoning, estimated_duration, plan_steps FROM new WHERE has_plan
 ), steps_in AS (
     INSERT INTO steps (id, task_id, plan_version, step_key, position, name, tool, parameters,
                        dependencies, expected_output, optional, actions, status, priority)
@@ -230,11 +230,15 @@ fn task_record(ord: usize, id: Uuid, t: &NewTask) -> Value {
         None => (TaskStatus::Pending, 0, 1),
     };
     let submitted = json!({"description": t.description, "priority": t.priority, "limits": t.limits,
-                           "planned_by_brain": t.plan.is_none()});
+                           "planned_by_brain": t.plan.is_none(), "template": t.template});
+    let origin = match &t.template {
+        Some(id) => format!("template:{id}"),
+        None => "initial".into(),
+    };
     let generated = t
         .plan
         .as_ref()
-        .map(|p| json!({"version": 1, "origin": "initial", "steps": p.steps.len()}));
+        .map(|p| json!({"version": 1, "origin": origin, "steps": p.steps.len()}));
     json!({
         "ord": ord, "id": id, "description": t.description, "metadata": t.metadata,
         "context": t.context, "priority": t.priority, "idempotency_key": t.idempotency_key,
@@ -250,5 +254,6 @@ fn task_record(ord: usize, id: Uuid, t: &NewTask) -> Value {
         "estimated_duration": t.plan.as_ref().and_then(|p| p.estimated_duration),
         "plan_steps": t.plan.as_ref().map(|p| serde_json::to_value(&p.steps).expect("plan serializes")),
         "decision_id": Uuid::now_v7(), "submitted": submitted, "generated": generated,
+        "origin": origin,
     })
 }

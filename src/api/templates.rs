@@ -1,0 +1,135 @@
+//! `/templates`: workflow templates (parameterized plans), and turning a submit body that names
+//! one into a plan.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ApiError, ApiJson, AppState};
+use crate::domain::PlanSpec;
+use crate::domain::plan;
+use crate::domain::template::{self, TemplateDef};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TemplateInput {
+    id: String,
+    #[serde(default)]
+    description: String,
+    /// JSON Schema the `input` of a submit must match (default: any object).
+    #[serde(default)]
+    input_schema: Option<Value>,
+    /// A plan whose strings may use `${input.key}`.
+    plan: Value,
+}
+
+pub(super) async fn create(
+    State(st): State<AppState>,
+    ApiJson(t): ApiJson<TemplateInput>,
+) -> Result<Response, ApiError> {
+    super::tools::check_id(&t.id)?;
+    let input_schema = t.input_schema.unwrap_or_else(|| json!({"type": "object"}));
+    if !input_schema.is_object() {
+        return Err(ApiError::validation("input_schema must be a JSON object"));
+    }
+    crate::domain::schema::check(&input_schema)
+        .map_err(|e| ApiError::validation(format!("input_schema: {e}")))?;
+    if !t.plan.is_object() {
+        return Err(ApiError::validation("plan must be a JSON object"));
+    }
+    let paths =
+        template::input_paths(&t.plan).map_err(|e| ApiError::validation(format!("plan: {e}")))?;
+    let undeclared = template::undeclared(&paths, &input_schema);
+    if !undeclared.is_empty() {
+        return Err(ApiError::validation(format!(
+            "plan uses ${{input.{}}}, which input_schema does not declare in its properties",
+            undeclared.join("}, ${input.")
+        )));
+    }
+    // the plan's shape, checked with a stand-in value at every placeholder
+    let probe = template::instantiate(&t.plan, &template::probe_input(&paths))
+        .map_err(|e| ApiError::validation(format!("plan: {e}")))?;
+    let spec: PlanSpec =
+        serde_json::from_value(probe).map_err(|e| ApiError::validation(format!("plan: {e}")))?;
+    super::tasks::check_plan_size(&st, &spec)?;
+    let known = st.store.tool_ids().await?.into_iter().collect();
+    plan::validate(&spec, &known)?;
+    let row = st
+        .store
+        .create_template(&t.id, &t.description, &input_schema, &t.plan)
+        .await?;
+    Ok((StatusCode::CREATED, Json(row)).into_response())
+}
+
+pub(super) async fn list(
+    State(st): State<AppState>,
+    q: Result<
+        axum::extract::Query<super::tools::ListQuery>,
+        axum::extract::rejection::QueryRejection,
+    >,
+) -> Result<Json<Vec<TemplateDef>>, ApiError> {
+    let (after, limit) = super::input::query(q)?.checked()?;
+    Ok(Json(
+        st.store.list_templates(after.as_deref(), limit).await?,
+    ))
+}
+
+pub(super) async fn get(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<TemplateDef>, ApiError> {
+    Ok(Json(st.store.get_template(&id).await?))
+}
+
+pub(super) async fn delete(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    st.store.delete_template(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Templates a request has read, by id (a batch reads each once).
+pub(super) type Seen = std::collections::HashMap<String, TemplateDef>;
+
+/// The plan of a submit that names template `id`: `input` (default `{}`) checked against the
+/// template's `input_schema`, then put in its placeholders. Returns the plan and the template's
+/// description.
+pub(super) async fn instantiate(
+    st: &AppState,
+    seen: &mut Seen,
+    id: &str,
+    input: Option<Value>,
+) -> Result<(PlanSpec, String), ApiError> {
+    if !seen.contains_key(id) {
+        let t = match st.store.get_template(id).await {
+            Ok(t) => t,
+            Err(crate::store::StoreError::NotFound(_)) => {
+                return Err(ApiError::validation(format!(
+                    "template {id:?} is not registered"
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        seen.insert(id.to_string(), t);
+    }
+    let t = &seen[id];
+    let input = input.unwrap_or_else(|| json!({}));
+    if !input.is_object() {
+        return Err(ApiError::validation("input must be a JSON object"));
+    }
+    let violations = crate::domain::schema::violations(&t.input_schema, &input);
+    if !violations.is_empty() {
+        return Err(ApiError::validation(format!(
+            "input does not match template {id:?}'s input_schema: {}",
+            violations.join("; ")
+        )));
+    }
+    let plan = template::instantiate(&t.plan, &input).map_err(ApiError::validation)?;
+    let plan: PlanSpec = serde_json::from_value(plan)
+        .map_err(|e| ApiError::validation(format!("template {id:?} with this input: plan: {e}")))?;
+    Ok((plan, t.description.clone()))
+}
