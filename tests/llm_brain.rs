@@ -755,3 +755,192 @@ async fn a_worker_dying_mid_planning_loses_nothing_and_its_late_answer_is_fenced
     assert_eq!(fake.seen("plan").len(), 2);
     w.stop().await;
 }
+
+/// One step for a scripted plan answer.
+fn llm_step(id: &str, tool: &str, params: Value, deps: &[&str]) -> Value {
+    json!({"step_id": id, "name": id, "tool": tool, "parameters": params, "dependencies": deps,
+           "expected_output": "", "actions": []})
+}
+
+fn overall_says(strategy: Value, optimization: &[&str]) -> Reply {
+    answers(json!({"should_replan": true, "root_causes": ["scripted"],
+        "incorrect_assumptions": [], "alternative_approaches": [], "lessons_learned": [],
+        "optimization_suggestions": optimization, "stop_reason": "",
+        "replanning_strategy": strategy}))
+}
+
+/// The round loop learns from its evaluation, through `add_remediation`: round 1's evaluation
+/// is unsuccessful; its failures and improvement suggestions reach the overall reflection's
+/// prompt, and they and the reflection's optimization suggestions reach the replan's; the
+/// replan adds a remediation step, the step that succeeded is kept (one attempt), and round 2
+/// succeeds.
+#[tokio::test]
+async fn the_next_round_learns_from_the_evaluation_and_adds_a_remediation_step() {
+    let weak = answers(json!({"overall_score": 35, "is_successful": false,
+        "dimensions": {"completeness": 30, "correctness": 40, "efficiency": 80, "reliability": 60},
+        "successes": ["rows fetched"], "failures": ["the totals are missing"],
+        "improvement_suggestions": ["add a step that sums the rows"]}));
+    let fake = FakeLlm::start(vec![
+        ("evaluation", vec![weak, evaluation(95.0)]),
+        (
+            "overall_reflection",
+            vec![overall_says(
+                json!({"strategy_type": "add_remediation", "suggestions": ["sum the rows"]}),
+                &["compute the totals once, at the end"],
+            )],
+        ),
+        (
+            "tool_selection",
+            vec![answers(json!({"selected_tools": ["echo"], "reasoning": "echo sums"}))],
+        ),
+        (
+            "replan",
+            vec![answers(json!({"reasoning": "add the totals", "steps": [
+                llm_step("rows", "echo", json!({"rows": [1, 2]}), &[]),
+                llm_step("totals", "echo", json!({"total": 3, "of": "${rows.output.rows}"}), &["rows"])
+            ]}))],
+        ),
+    ])
+    .await;
+    let app = spawn_app_with(llm_settings(&fake)).await;
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(
+            json!({"description": "fetch rows and report totals", "plan": {"steps": [
+                {"id": "rows", "name": "rows", "tool": "echo", "parameters": {"rows": [1, 2]}}
+            ]}}),
+        )
+        .await;
+    let t = app.wait_done(id, Duration::from_secs(30)).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(t["round"], 2, "{t}");
+
+    let overall = fake.seen("overall_reflection");
+    assert_eq!(overall.len(), 1);
+    let text = overall[0].user_text();
+    for s in [
+        "the finished plan was evaluated as unsuccessful",
+        "Overall score 35.0",
+        "Failures:\n- the totals are missing",
+        "Improvement suggestions:\n- add a step that sums the rows",
+    ] {
+        assert!(text.contains(s), "{s:?} not in {text}");
+    }
+    let replan = fake.seen("replan");
+    assert_eq!(replan.len(), 1);
+    let text = replan[0].user_text();
+    for s in [
+        "Improvement suggestions:\n- add a step that sums the rows",
+        "Optimization suggestions:\n- compute the totals once, at the end",
+        "Apply the strategy `add_remediation`",
+    ] {
+        assert!(text.contains(s), "{s:?} not in {text}");
+    }
+    let (_, plan) = app.get(&format!("/api/v1/tasks/{id}/plan")).await;
+    assert_eq!(plan["origin"], "replan:add_remediation");
+    let (_, attempts) = app.get(&format!("/api/v1/tasks/{id}/attempts")).await;
+    let per_step = |k: &str| {
+        attempts
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["step_id"] == k)
+            .count()
+    };
+    assert_eq!((per_step("rows"), per_step("totals")), (1, 1), "{attempts}");
+    let (_, r) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(r["outputs"]["totals"], json!({"total": 3, "of": [1, 2]}));
+    assert!(kinds(&events(&app, id).await).contains(&"round_started".to_string()));
+    w.stop().await;
+}
+
+/// `adjust_dependencies` through the LLM brain: a step that ran too early (it needed another
+/// step's output) fails, its reflection escalates, the overall reflection adjusts the
+/// dependencies, the replan makes it depend on that step; the step it now depends on had
+/// succeeded and is kept (its tool is not called again).
+#[tokio::test]
+async fn adjust_dependencies_makes_a_step_wait_for_the_output_it_needs() {
+    let fake = FakeLlm::start(vec![
+        (
+            "step_reflection",
+            vec![answers(json!({"root_cause_category": "logic_error",
+                "root_cause": "the token was not there yet", "analysis": "it ran before login",
+                "confidence": 80, "is_recoverable": true, "alternative_solutions": [],
+                "suggested_action": {"type": "trigger_overall_reflection", "data": "ordering"}}))],
+        ),
+        (
+            "overall_reflection",
+            vec![overall_says(
+                json!({"strategy_type": "adjust_dependencies",
+                       "adjustments": ["use must depend on login"]}),
+                &[],
+            )],
+        ),
+        (
+            "tool_selection",
+            vec![answers(
+                json!({"selected_tools": ["login", "use"], "reasoning": "same tools"}),
+            )],
+        ),
+        (
+            "replan",
+            vec![answers(
+                json!({"reasoning": "use waits for login", "steps": [
+                    llm_step("login", "login", json!({}), &[]),
+                    llm_step("use", "use", json!({"token": "${login.output.token}"}), &["login"])
+                ]}),
+            )],
+        ),
+        ("evaluation", vec![evaluation(90.0)]),
+    ])
+    .await;
+    let app = spawn_app_with(llm_settings(&fake)).await;
+    let server = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(|c| match c.tool.as_str() {
+            "login" => (200, json!({"output": {"token": "t-1"}})),
+            _ if c.parameters["token"] == "t-1" => (200, json!({"output": {"ok": true}})),
+            _ => (
+                400,
+                json!({"error": {"message": "no token", "category": "logic_error"}}),
+            ),
+        }),
+    )
+    .await;
+    register_tool(&app, "login", &server.endpoint("login"), json!({})).await;
+    register_tool(&app, "use", &server.endpoint("use"), json!({})).await;
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(json!({"description": "log in, then use the token",
+        "limits": {"max_step_retries": 0},
+        "plan": {"steps": [
+            {"id": "login", "name": "login", "tool": "login"},
+            {"id": "use", "name": "use", "tool": "use", "parameters": {"token": "none"}}
+        ]}}))
+        .await;
+    let t = app.wait_done(id, Duration::from_secs(30)).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    let tools: Vec<String> = server.calls().into_iter().map(|c| c.tool).collect();
+    assert_eq!(
+        tools.iter().filter(|t| *t == "login").count(),
+        1,
+        "{tools:?}"
+    );
+    assert_eq!(tools.iter().filter(|t| *t == "use").count(), 2, "{tools:?}");
+    let (_, plan) = app.get(&format!("/api/v1/tasks/{id}/plan")).await;
+    assert_eq!(plan["origin"], "replan:adjust_dependencies");
+    let use_step = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "use")
+        .unwrap()
+        .clone();
+    assert_eq!(use_step["dependencies"], json!(["login"]), "{use_step}");
+    assert!(
+        fake.seen("replan")[0]
+            .user_text()
+            .contains("use must depend on login")
+    );
+    w.stop().await;
+}

@@ -431,6 +431,7 @@ impl Brain for TwoRoundBrain {
                     alternative_approaches: vec![],
                     lessons_learned: vec![],
                     stop_reason: String::new(),
+                    optimization_suggestions: vec![],
                     replanning_strategy: Some(Strategy::FullReplan),
                 },
                 raw: Some("{\"should_replan\": true}".into()),

@@ -226,6 +226,7 @@ fn overall(should_replan: bool, strategy: Option<Strategy>) -> DecisionOutcome {
             alternative_approaches: vec![],
             lessons_learned: vec![],
             stop_reason: "a human must fix the tool".into(),
+            optimization_suggestions: vec![],
             replanning_strategy: strategy,
         },
         raw: None,

@@ -449,6 +449,7 @@ impl Brain for LlmBrain {
                 steps: step_states(ctx),
                 execution_history: prompts::execution_history(&attempt_briefs(ctx)),
                 counters: ctx.counters,
+                evaluation: ctx.input.evaluation.clone(),
             };
             let prompt = prompts::overall_reflection(&task_brief(ctx), &c);
             self.ask(ctx, prompt, parse::<OverallReflection>).await
@@ -468,6 +469,7 @@ impl Brain for LlmBrain {
                     alternative_approaches: vec![],
                     lessons_learned: vec![],
                     stop_reason: String::new(),
+                    optimization_suggestions: vec![],
                     replanning_strategy: Some(strategy.clone()),
                 }
             });
@@ -485,8 +487,9 @@ impl Brain for LlmBrain {
             self.make_plan(
                 ctx,
                 |tools| {
+                    let evaluation = ctx.input.evaluation.as_ref();
                     prompts::replan(
-                        &task, &guidance, &strategy, &steps, &previous, &history, tools,
+                        &task, &guidance, &strategy, evaluation, &steps, &previous, &history, tools,
                     )
                 },
                 Some(selection_ctx),

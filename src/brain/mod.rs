@@ -139,6 +139,7 @@ fn fallback_overall(e: &BrainError) -> OverallReflection {
         alternative_approaches: vec![],
         lessons_learned: vec![],
         stop_reason: format!("overall reflection failed: {e}"),
+        optimization_suggestions: vec![],
         replanning_strategy: None,
     }
 }

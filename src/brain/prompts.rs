@@ -20,7 +20,9 @@ use serde_json::{Value, json};
 
 use super::llm::Message;
 use crate::domain::model::{StepSpec, ToolFailure};
-use crate::domain::recovery::{Counters, OverallReflection, StepReflection, Strategy, Trigger};
+use crate::domain::recovery::{
+    Counters, Evaluation, OverallReflection, StepReflection, Strategy, Trigger,
+};
 use crate::domain::tool::ToolDef;
 
 /// Characters kept of an output or error in summaries (seed 004).
@@ -146,6 +148,8 @@ pub struct OverallContext {
     pub steps: Vec<StepState>,
     pub execution_history: String,
     pub counters: Counters,
+    /// The unsuccessful evaluation that started this round, if that is why we ask.
+    pub evaluation: Option<Evaluation>,
 }
 
 // ---------------------------------------------------------------- formatting helpers
@@ -294,7 +298,35 @@ pub fn format_guidance(o: &OverallReflection, strategy: &Strategy) -> String {
     list("Incorrect assumptions", &o.incorrect_assumptions);
     list("Alternative approaches", &o.alternative_approaches);
     list("Lessons learned", &o.lessons_learned);
+    if !o.optimization_suggestions.is_empty() {
+        list("Optimization suggestions", &o.optimization_suggestions);
+    }
     let _ = writeln!(s, "Replanning strategy: {}", strategy_line(strategy));
+    s
+}
+
+/// What the last round's evaluation found: its score, failures and improvement suggestions
+/// (the next round's reflection and replan learn from it).
+pub fn evaluation_section(e: &Evaluation) -> String {
+    let mut s = format!(
+        "\n## Last evaluation (unsuccessful)\nOverall score {:.1}; completeness {:.1}, correctness {:.1}, \
+         efficiency {:.1}, reliability {:.1}.\n",
+        e.overall_score,
+        e.dimensions.completeness,
+        e.dimensions.correctness,
+        e.dimensions.efficiency,
+        e.dimensions.reliability
+    );
+    let mut list = |title: &str, items: &[String]| {
+        if !items.is_empty() {
+            let _ = writeln!(s, "{title}:");
+            for i in items {
+                let _ = writeln!(s, "- {i}");
+            }
+        }
+    };
+    list("Failures", &e.failures);
+    list("Improvement suggestions", &e.improvement_suggestions);
     s
 }
 
@@ -489,6 +521,7 @@ pub fn overall_reflection_schema() -> Value {
             "incorrect_assumptions": list,
             "alternative_approaches": list,
             "lessons_learned": list,
+            "optimization_suggestions": list,
             "stop_reason": {"type": "string"},
             "replanning_strategy": {
                 "type": ["object", "null"],
@@ -769,6 +802,9 @@ pub fn overall_reflection(task: &TaskBrief, c: &OverallContext) -> Prompt {
         user.push('\n');
         user.push_str(&failure_section(f));
     }
+    if let Some(e) = &c.evaluation {
+        user.push_str(&evaluation_section(e));
+    }
     if let Some(r) = &c.step_reflection {
         let _ = write!(
             user,
@@ -789,8 +825,8 @@ pub fn overall_reflection(task: &TaskBrief, c: &OverallContext) -> Prompt {
     );
     user.push_str(
         "\nAnswer {\"should_replan\": bool, \"root_causes\": [], \"incorrect_assumptions\": [], \
-         \"alternative_approaches\": [], \"lessons_learned\": [], \"stop_reason\": \"...\", \
-         \"replanning_strategy\": {\"strategy_type\": ...} or null}.\n",
+         \"alternative_approaches\": [], \"lessons_learned\": [], \"optimization_suggestions\": [], \
+         \"stop_reason\": \"...\", \"replanning_strategy\": {\"strategy_type\": ...} or null}.\n",
     );
     Prompt {
         name: "overall_reflection",
@@ -806,10 +842,12 @@ tool, parameters and dependencies unchanged: then their results are reused inste
 
 /// Replanning: the guidance formatted, the plan as it stands, the tools used before, the
 /// execution history, and the tools to plan with.
+#[allow(clippy::too_many_arguments)]
 pub fn replan(
     task: &TaskBrief,
     guidance: &str,
     strategy: &Strategy,
+    evaluation: Option<&Evaluation>,
     steps: &[StepState],
     previous: &[PreviousToolInfo],
     history: &str,
@@ -817,6 +855,9 @@ pub fn replan(
 ) -> Prompt {
     let mut user = task_section(task);
     let _ = write!(user, "\n## Overall reflection guidance\n{guidance}");
+    if let Some(e) = evaluation {
+        user.push_str(&evaluation_section(e));
+    }
     let _ = writeln!(
         user,
         "\nApply the strategy `{}`: {}",
@@ -1022,6 +1063,7 @@ mod tests {
             alternative_approaches: vec!["summarise with the mirror's digest".into()],
             lessons_learned: vec!["check quotas before long runs".into()],
             stop_reason: String::new(),
+            optimization_suggestions: vec!["cache the digest between runs".into()],
             replanning_strategy: None,
         }
     }
@@ -1204,6 +1246,22 @@ mod tests {
         assert_eq!(p.schema["required"][0], "step_id");
     }
 
+    fn weak_evaluation() -> Evaluation {
+        Evaluation {
+            overall_score: 41.0,
+            is_successful: false,
+            dimensions: crate::domain::recovery::Dimensions {
+                completeness: 40.0,
+                correctness: 50.0,
+                efficiency: 30.0,
+                reliability: 44.0,
+            },
+            successes: vec![],
+            failures: vec!["the summary misses the totals".into()],
+            improvement_suggestions: vec!["sum the columns before summarising".into()],
+        }
+    }
+
     #[test]
     fn overall_reflection_carries_the_five_strategies_and_their_formats() {
         let c = OverallContext {
@@ -1215,8 +1273,25 @@ mod tests {
             steps: step_states(),
             execution_history: execution_history(&history()),
             counters: counters(),
+            evaluation: None,
         };
         let p = overall_reflection(&task(), &c);
+        assert!(!p.user.contains("Last evaluation"));
+        let after_eval = overall_reflection(
+            &task(),
+            &OverallContext {
+                trigger: Trigger::Evaluation,
+                evaluation: Some(weak_evaluation()),
+                ..c.clone()
+            },
+        );
+        for line in [
+            "## Last evaluation (unsuccessful)\nOverall score 41.0",
+            "Failures:\n- the summary misses the totals",
+            "Improvement suggestions:\n- sum the columns before summarising",
+        ] {
+            assert!(after_eval.user.contains(line), "{}", after_eval.user);
+        }
         assert_eq!(p.name, "overall_reflection");
         let mut names = Vec::new();
         for f in STRATEGY_FORMATS {
@@ -1271,6 +1346,7 @@ mod tests {
             assert!(g[at..].starts_with(&format!("{heading}\n{item}")), "{g}");
         }
         assert!(g.contains("Replanning strategy: skip_steps step_2"));
+        assert!(g.contains("Optimization suggestions:\n- cache the digest between runs"));
         let empty = format_guidance(
             &OverallReflection {
                 root_causes: vec![],
@@ -1286,6 +1362,7 @@ mod tests {
             &task(),
             &g,
             &strategy,
+            Some(&weak_evaluation()),
             &step_states(),
             &prev,
             &hist,
@@ -1293,6 +1370,10 @@ mod tests {
         );
         assert_eq!(p.name, "replan");
         assert!(p.user.contains(&g));
+        assert!(
+            p.user
+                .contains("Improvement suggestions:\n- sum the columns before summarising")
+        );
         assert!(p.user.contains("Apply the strategy `skip_steps`"));
         assert!(
             p.user

@@ -123,6 +123,7 @@ impl RulesBrain {
             alternative_approaches: vec![],
             lessons_learned: vec![],
             stop_reason: String::new(),
+            optimization_suggestions: vec![],
             replanning_strategy: None,
         };
         if ctx.input.trigger == Some(Trigger::Evaluation) {

@@ -45,6 +45,10 @@ pub struct DecisionInput {
     pub overall: Option<OverallReflection>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<Strategy>,
+    /// The unsuccessful evaluation that started this round's reflection: its failures and
+    /// improvement suggestions reach the reflection and the replan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<Evaluation>,
 }
 
 /// Everything a brain may read to make a decision, loaded fresh by the worker.

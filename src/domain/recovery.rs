@@ -322,6 +322,9 @@ pub struct OverallReflection {
     pub lessons_learned: Vec<String>,
     #[serde(default)]
     pub stop_reason: String,
+    /// How a later plan could do better (seed 001); passed on to the replan.
+    #[serde(default)]
+    pub optimization_suggestions: Vec<String>,
     #[serde(default)]
     pub replanning_strategy: Option<Strategy>,
 }
@@ -715,6 +718,7 @@ mod tests {
                             alternative_approaches: vec![],
                             lessons_learned: vec![],
                             stop_reason: "needs a human".into(),
+                            optimization_suggestions: vec![],
                             replanning_strategy: Some(Strategy::SkipSteps {
                                 step_ids: vec!["s".into()],
                                 reason: String::new(),

@@ -236,6 +236,7 @@ pub(super) async fn apply_evaluation(
                     "evaluation scored {:.1}, below {:.1}",
                     e.overall_score, task.success_threshold
                 )),
+                evaluation: Some(e.clone()),
                 ..Default::default()
             };
             start_overall(tx, task.id, None, input, lease).await
