@@ -34,6 +34,16 @@ pub struct Settings {
     pub auth: AuthSettings,
     pub tools: ToolSettings,
     pub limits: LimitSettings,
+    pub debug: DebugSettings,
+}
+
+/// Audit aids, off by default (`[debug]`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DebugSettings {
+    /// Keep every LLM call's prompt messages and raw answer in `llm_calls.exchange` (credential
+    /// values of the task's metadata and context are redacted).
+    pub save_llm_exchanges: bool,
 }
 
 /// Access control of the API (CONTRACT.md "Access control").

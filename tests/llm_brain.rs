@@ -851,6 +851,62 @@ async fn the_next_round_learns_from_the_evaluation_and_adds_a_remediation_step()
     let (_, r) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
     assert_eq!(r["outputs"]["totals"], json!({"total": 3, "of": [1, 2]}));
     assert!(kinds(&events(&app, id).await).contains(&"round_started".to_string()));
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM llm_calls WHERE exchange IS NOT NULL")
+        .fetch_one(app.store().pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        kept, 0,
+        "exchanges are kept only when [debug] save_llm_exchanges is on"
+    );
+    w.stop().await;
+}
+
+/// `[debug] save_llm_exchanges`: every `llm_calls` row keeps the messages sent and the raw
+/// answer, with the credential values of the task's metadata and context redacted.
+#[tokio::test]
+async fn llm_exchanges_are_kept_for_audit_with_credentials_redacted() {
+    const SECRET: &str = "sk-task-secret-7731";
+    let fake = FakeLlm::start(vec![("evaluation", vec![evaluation(93.0)])]).await;
+    let mut settings = llm_settings(&fake);
+    settings.debug.save_llm_exchanges = true;
+    let app = spawn_app_with(settings).await;
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(json!({"description": "audited", "metadata": {"service": {"api_key": SECRET}},
+            "plan": {"steps": [{"id": "s", "tool": "echo", "parameters": {"key": "${metadata.service.api_key}"}}]}}))
+        .await;
+    assert_eq!(
+        app.wait_done(id, Duration::from_secs(30)).await["status"],
+        "succeeded"
+    );
+    let rows: Vec<(String, String, Value)> = sqlx::query_as(
+        "SELECT name, model, exchange FROM llm_calls WHERE task_id = $1 ORDER BY id",
+    )
+    .bind(id)
+    .fetch_all(app.store().pool())
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let (name, model, exchange) = &rows[0];
+    assert_eq!(
+        (name.as_str(), model.as_str()),
+        ("evaluation", "scripted-model")
+    );
+    let messages = exchange["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    let user = messages.iter().find(|m| m["role"] == "user").unwrap()["content"]
+        .as_str()
+        .unwrap();
+    assert!(user.contains("audited"), "{user}");
+    let answer: Value = serde_json::from_str(exchange["answer"].as_str().unwrap()).unwrap();
+    assert_eq!(answer["overall_score"], 93.0);
+    let text = exchange.to_string();
+    assert!(!text.contains(SECRET), "{text}");
+    // the model was sent the secret (the step's output holds it): the kept copy has it redacted
+    let sent = fake.seen("evaluation")[0].body.to_string();
+    assert!(sent.contains(SECRET));
+    assert!(text.contains("[redacted]"), "{text}");
     w.stop().await;
 }
 

@@ -313,6 +313,7 @@ async fn a_failing_primary_hands_the_request_to_the_fallback() {
         .await
         .unwrap();
     assert_eq!(a.value["reasoning"], "from the fallback");
+    assert!(a.usage.by_fallback, "the usage says who answered");
     assert_eq!(primary.requests.lock().unwrap().len(), 2, "1 try + 1 retry");
     let sent = fallback.requests.lock().unwrap().clone();
     assert_eq!(sent.len(), 1);

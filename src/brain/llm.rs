@@ -287,10 +287,16 @@ impl LlmClient {
                     api_key: f.api_key.as_deref(),
                     model: &f.model,
                 };
-                self.complete_at(target, name, schema, messages, usage)
-                    .await
+                let r = self
+                    .complete_at(target, name, schema, messages, usage)
+                    .await;
+                usage.by_fallback = r.is_ok();
+                r
             }
-            (r, _) => r,
+            (r, _) => {
+                usage.by_fallback = false;
+                r
+            }
         }
     }
 

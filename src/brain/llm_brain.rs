@@ -25,6 +25,8 @@ pub struct LlmBrain {
     client: LlmClient,
     two_stage: bool,
     two_stage_threshold: usize,
+    /// Keep each call's prompt and raw answer in its `llm_calls` row.
+    save_exchanges: bool,
 }
 
 impl LlmBrain {
@@ -33,17 +35,25 @@ impl LlmBrain {
             client,
             two_stage,
             two_stage_threshold,
+            save_exchanges: false,
         }
+    }
+
+    /// Keep every call's prompt messages and raw answer (`[debug] save_llm_exchanges`).
+    pub fn saving_exchanges(mut self, on: bool) -> Self {
+        self.save_exchanges = on;
+        self
     }
 
     /// `None` without an `[llm] base_url`.
     pub fn from_settings(s: &crate::config::Settings) -> Option<Self> {
         let cfg = LlmConfig::from_settings(&s.llm)?;
-        Some(Self::new(
+        let brain = Self::new(
             LlmClient::new(cfg),
             s.orchestrator.enable_two_stage_planning,
             s.orchestrator.two_stage_tool_threshold as usize,
-        ))
+        );
+        Some(brain.saving_exchanges(s.debug.save_llm_exchanges))
     }
 
     pub fn model(&self) -> &str {
@@ -79,21 +89,31 @@ impl LlmBrain {
             }
         }
         let started = Instant::now();
+        let messages = prompt.messages();
+        let sent = self.save_exchanges.then(|| messages.clone());
         let (usage, result) = self
             .client
-            .ask(prompt.name, &prompt.schema, prompt.messages(), &|v| {
+            .ask(prompt.name, &prompt.schema, messages, &|v| {
                 check(v).map(|_| ())
             })
             .await;
+        let exchange =
+            sent.map(|m| exchange(ctx, &m, result.as_ref().ok().map(|a| a.raw.as_str())));
         // LlmError texts are redacted: safe to store and to show
         let result = result.map_err(|e| e.to_string());
+        let cfg = self.client.config();
+        let model = match &cfg.fallback {
+            Some(f) if usage.by_fallback => f.model.clone(),
+            _ => cfg.model.clone(),
+        };
         ctx.meter.record(LlmCallRecord {
             name: prompt.name.to_string(),
-            model: self.model().to_string(),
+            model,
             ok: result.is_ok(),
             error: result.as_ref().err().cloned(),
             usage,
             latency_ms: started.elapsed().as_millis() as i64,
+            exchange,
         });
         let a = result.map_err(BrainError::NoAnswer)?;
         Ok(Answer {
@@ -281,6 +301,22 @@ pub fn wire_step(v: &Value) -> Result<StepSpec, String> {
 }
 
 // ---------------------------------------------------------------- context → prompt context
+
+/// What `[debug] save_llm_exchanges` keeps of one call: the messages sent and the raw answer,
+/// with every credential value of the task's metadata and context redacted.
+fn exchange(ctx: &DecisionContext, sent: &[super::llm::Message], raw: Option<&str>) -> Value {
+    let t = &ctx.task;
+    let secrets: Vec<String> = [&t.metadata, &t.context, &t.runtime_metadata]
+        .into_iter()
+        .flat_map(crate::domain::secrets::secret_values)
+        .collect();
+    let scrub = |s: &str| crate::domain::secrets::scrub(s, &secrets);
+    let messages: Vec<Value> = sent
+        .iter()
+        .map(|m| serde_json::json!({"role": m.role, "content": scrub(&m.content)}))
+        .collect();
+    serde_json::json!({"messages": messages, "answer": raw.map(scrub)})
+}
 
 fn task_brief(ctx: &DecisionContext) -> TaskBrief {
     TaskBrief {

@@ -81,6 +81,8 @@ pub struct Usage {
     pub total_tokens: u64,
     /// HTTP requests made (retries and the re-ask included).
     pub requests: u32,
+    /// The last answer came from the fallback endpoint (`[llm] fallback_base_url`).
+    pub by_fallback: bool,
 }
 
 /// The cost of one LLM call (one `llm_calls` row).
@@ -94,6 +96,8 @@ pub struct LlmCallRecord {
     pub error: Option<String>,
     pub usage: Usage,
     pub latency_ms: i64,
+    /// The prompt messages and the raw answer (`[debug] save_llm_exchanges`), redacted.
+    pub exchange: Option<serde_json::Value>,
 }
 
 /// Collects the LLM calls made for one decision.

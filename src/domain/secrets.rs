@@ -55,9 +55,49 @@ pub fn redacted(v: &Value) -> Value {
     }
 }
 
+/// The text values held under credential keys anywhere in `v` (at least 4 characters: shorter
+/// ones would redact ordinary words).
+pub fn secret_values(v: &Value) -> Vec<String> {
+    fn walk(v: &Value, under_secret: bool, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) if under_secret && s.chars().count() >= 4 => out.push(s.clone()),
+            Value::Object(m) => {
+                for (k, x) in m {
+                    walk(x, under_secret || is_secret_key(k), out);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|x| walk(x, under_secret, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, false, &mut out);
+    out
+}
+
+/// `text` with every occurrence of each of `secrets` replaced by [`REDACTED`].
+pub fn scrub(text: &str, secrets: &[String]) -> String {
+    secrets
+        .iter()
+        .fold(text.to_string(), |t, s| t.replace(s.as_str(), REDACTED))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_values_are_found_at_any_depth_and_scrubbed_from_text() {
+        let v = serde_json::json!({"api_key": "sk-123456", "auth": {"password": "hunter22"},
+            "name": "ada", "creds": [{"client_secret": "cs-9999"}], "token": "no"});
+        let mut found = secret_values(&v);
+        found.sort();
+        assert_eq!(found, ["cs-9999", "hunter22", "sk-123456"]);
+        assert_eq!(
+            scrub("key sk-123456 and hunter22 for ada", &found),
+            "key [redacted] and [redacted] for ada"
+        );
+    }
     use serde_json::json;
 
     #[test]

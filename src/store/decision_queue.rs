@@ -179,9 +179,10 @@ impl Store {
         let col = |f: fn(&LlmCallRecord) -> i64| calls.iter().map(f).collect::<Vec<i64>>();
         sqlx::query(
             "INSERT INTO llm_calls (task_id, decision_id, name, model, ok, error, requests,
-                    prompt_tokens, completion_tokens, total_tokens, latency_ms)
+                    prompt_tokens, completion_tokens, total_tokens, latency_ms, exchange)
              SELECT $1, $2, * FROM unnest($3::text[], $4::text[], $5::boolean[], $6::text[],
-                    $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])",
+                    $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[],
+                    $12::jsonb[])",
         )
         .bind(d.task_id)
         .bind(d.id)
@@ -194,6 +195,7 @@ impl Store {
         .bind(col(|c| c.usage.completion_tokens as i64))
         .bind(col(|c| c.usage.total_tokens as i64))
         .bind(col(|c| c.latency_ms))
+        .bind(calls.iter().map(|c| c.exchange.clone()).collect::<Vec<_>>())
         .execute(&self.pool)
         .await?;
         Ok(())
