@@ -912,3 +912,75 @@ async fn a_template_is_submitted_by_id_with_an_input() {
     assert_eq!(s.as_u16(), 404);
     w.stop().await;
 }
+
+/// Alternatives chosen by evidence: `main` fails; of its two alternatives, the one listed first
+/// (`worse`) keeps failing in the fleet's recent attempts and the other (`better`) keeps
+/// working, so the rules brain's tier 1 tries `better` first, and its reflection says why.
+#[tokio::test]
+async fn the_alternative_with_the_best_recent_success_rate_is_tried_first() {
+    let app = spawn_app().await;
+    let server = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(|c| match c.tool.as_str() {
+            "better" => (200, json!({"output": {"by": "better"}})),
+            _ => (503, json!({"error": "down"})),
+        }),
+    )
+    .await;
+    register_tool(&app, "worse", &server.endpoint("worse"), json!({})).await;
+    register_tool(&app, "better", &server.endpoint("better"), json!({})).await;
+    register_tool(
+        &app,
+        "main",
+        &server.endpoint("main"),
+        json!({"alternatives": ["worse", "better"]}),
+    )
+    .await;
+    let w = app.worker(|_| {});
+    let no_recovery =
+        json!({"max_step_retries": 0, "max_single_step_repairs": 0, "max_task_replans": 0});
+    let mut history = Vec::new();
+    for tool in ["worse", "worse", "worse", "better", "better"] {
+        history.push(
+            app.submit(
+                json!({"description": format!("history {tool}"), "limits": no_recovery,
+                "plan": {"steps": [{"id": "s", "tool": tool}]}}),
+            )
+            .await,
+        );
+    }
+    for id in history {
+        app.wait_done(id, LIMIT).await;
+    }
+    let before = server.calls().len();
+    let id = app
+        .submit(
+            json!({"description": "main fails over", "limits": {"max_step_retries": 3},
+            "plan": {"steps": [{"id": "s", "tool": "main"}]}}),
+        )
+        .await;
+    let t = app.wait_done(id, LIMIT).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    let tools: Vec<String> = server.calls()[before..]
+        .iter()
+        .map(|c| c.tool.clone())
+        .collect();
+    assert_eq!(
+        tools,
+        ["main", "better"],
+        "registry order would try worse first"
+    );
+    let (_, refl) = app.get(&format!("/api/v1/tasks/{id}/reflections")).await;
+    let analysis = refl[0]["body"]["analysis"].as_str().unwrap();
+    assert!(
+        analysis.contains("trying alternative tool better")
+            && analysis.contains("better: 2 of 2 recent attempts succeeded")
+            && analysis.contains("worse: 0 of"),
+        "{analysis}"
+    );
+    assert_eq!(
+        refl[0]["body"]["alternative_solutions"],
+        json!(["better", "worse"])
+    );
+    w.stop().await;
+}

@@ -2,7 +2,8 @@
 //!
 //! - step reflection: an error with `hints` is a `parameter_error` → retry with those parameters;
 //!   a retryable error (timeout, connection, 5xx, `retryable: true`) is a `tool_error` → retry
-//!   with an untried registered alternative tool, else the same tool; anything else → trigger
+//!   with an untried registered alternative tool (the best recent success rate first: the
+//!   analysis says so), else the same tool; anything else → trigger
 //!   overall reflection (not recoverable when the category is `external_error` or the error is a
 //!   non-retryable 4xx without hints);
 //! - repair: switch to an untried alternative tool; none → the repair fails;
@@ -66,9 +67,14 @@ impl RulesBrain {
             return Ok(StepReflection {
                 root_cause_category: "tool_error".into(),
                 root_cause: f.message.clone(),
-                analysis: match alts.first() {
-                    Some(alt) => format!("transient tool failure; trying alternative tool {alt}"),
-                    None => "transient tool failure; retrying the same tool".into(),
+                analysis: match (alts.first(), ctx.alternatives_rationale()) {
+                    (Some(alt), Some(why)) => {
+                        format!("transient tool failure; trying alternative tool {alt}: {why}")
+                    }
+                    (Some(alt), None) => {
+                        format!("transient tool failure; trying alternative tool {alt}")
+                    }
+                    (None, _) => "transient tool failure; retrying the same tool".into(),
                 },
                 confidence: 70.0,
                 is_recoverable: true,

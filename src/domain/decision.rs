@@ -71,6 +71,38 @@ pub struct DecisionContext {
     pub llm_tokens_used: i64,
     /// LLM calls made while deciding, recorded by the worker before it applies the outcome.
     pub meter: Meter,
+    /// Recent outcomes of the step's alternative tools across the fleet (loaded only for a
+    /// step whose tool has several alternatives).
+    pub evidence: HashMap<String, ToolEvidence>,
+}
+
+/// How a tool fared in the fleet's recent attempts (the recovery statistics' raw rows).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ToolEvidence {
+    pub attempts: i64,
+    pub succeeded: i64,
+}
+
+impl ToolEvidence {
+    /// The success rate with one success and one failure assumed (Laplace): a tool never seen
+    /// scores 0.5, above one that keeps failing and below one that keeps working.
+    pub fn score(self) -> f64 {
+        (self.succeeded as f64 + 1.0) / (self.attempts as f64 + 2.0)
+    }
+}
+
+impl std::fmt::Display for ToolEvidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.attempts == 0 {
+            write!(f, "no recent attempts")
+        } else {
+            write!(
+                f,
+                "{} of {} recent attempts succeeded",
+                self.succeeded, self.attempts
+            )
+        }
+    }
 }
 
 /// Tokens and requests of one LLM call, as the server reported them.
@@ -161,8 +193,33 @@ impl DecisionContext {
         tried
     }
 
-    /// Registered alternatives of the step's tools that it has not tried yet, in registry order.
+    /// Registered alternatives of the step's tools that it has not tried yet, the best recent
+    /// success rate first ([`ToolEvidence::score`]; ties keep registry order).
     pub fn untried_alternatives(&self) -> Vec<String> {
+        let mut out = self.untried_in_registry_order();
+        let score = |t: &String| self.evidence.get(t).copied().unwrap_or_default().score();
+        out.sort_by(|a, b| score(b).total_cmp(&score(a)));
+        out
+    }
+
+    /// Why the alternatives are in the order they are, when evidence decided it.
+    pub fn alternatives_rationale(&self) -> Option<String> {
+        let alts = self.untried_alternatives();
+        if alts.len() < 2 || self.evidence.is_empty() {
+            return None;
+        }
+        let parts: Vec<String> = alts
+            .iter()
+            .map(|t| format!("{t}: {}", self.evidence.get(t).copied().unwrap_or_default()))
+            .collect();
+        Some(format!(
+            "alternatives ranked by recent success rate ({})",
+            parts.join("; ")
+        ))
+    }
+
+    /// Registered alternatives of the step's tools that it has not tried yet, in registry order.
+    fn untried_in_registry_order(&self) -> Vec<String> {
         let Some(step) = &self.step else {
             return vec![];
         };
@@ -231,4 +288,27 @@ pub enum DecisionOutcome {
         evaluation: Evaluation,
         raw: Option<String>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ToolEvidence;
+
+    #[test]
+    fn evidence_ranks_working_tools_above_unknown_above_failing() {
+        let e = |attempts, succeeded| ToolEvidence {
+            attempts,
+            succeeded,
+        };
+        let unknown = e(0, 0).score();
+        assert_eq!(unknown, 0.5);
+        assert!(e(3, 3).score() > unknown && unknown > e(3, 0).score());
+        assert!(
+            e(100, 90).score() > e(3, 3).score(),
+            "more evidence weighs more"
+        );
+        assert!(e(1, 1).score() < e(10, 9).score());
+        assert_eq!(e(4, 3).to_string(), "3 of 4 recent attempts succeeded");
+        assert_eq!(e(0, 0).to_string(), "no recent attempts");
+    }
 }

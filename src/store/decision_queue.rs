@@ -3,15 +3,18 @@
 //! pending for any worker), claimed with `SKIP LOCKED`, requeued when its worker dies, and
 //! applied at most once by [`super::apply`].
 
+use std::collections::HashMap;
+
 use uuid::Uuid;
 
 use super::transitions::{
     claim_pending_decisions, requeue_decision, requeue_expired_decisions, try_move_task,
 };
 use super::{Result, Store, StoreError, Tx, notify_decisions};
-use crate::domain::decision::{DecisionContext, DecisionInput, LlmCallRecord, Meter};
+use crate::domain::decision::{DecisionContext, DecisionInput, LlmCallRecord, Meter, ToolEvidence};
 use crate::domain::records::StepRow;
 use crate::domain::status::DecisionKind;
+use crate::domain::tool::ToolDef;
 use crate::domain::transitions::TaskMove;
 
 pub use super::transitions::ClaimedDecision;
@@ -84,6 +87,9 @@ pub(crate) async fn create_decision(
     }
 }
 
+/// How many of the fleet's most recent attempts the alternatives' success rates are read from.
+pub const EVIDENCE_WINDOW: i64 = 10_000;
+
 impl Store {
     /// Claim pending decisions (`FOR UPDATE SKIP LOCKED`), leasing them to this worker.
     pub async fn claim_decisions(
@@ -123,6 +129,44 @@ impl Store {
         Ok(())
     }
 
+    /// Recent outcomes of the alternatives of a step's tools, when there are several to choose
+    /// from: the fleet's last [`EVIDENCE_WINDOW`] attempts (a primary-key range, whatever the
+    /// history's size).
+    async fn evidence(
+        &self,
+        step: &StepRow,
+        tools: &HashMap<String, ToolDef>,
+    ) -> Result<HashMap<String, ToolEvidence>> {
+        let alts: Vec<String> = [Some(&step.tool), step.tool_override.as_ref()]
+            .into_iter()
+            .flatten()
+            .filter_map(|t| tools.get(t))
+            .flat_map(|d| d.alternatives.iter().cloned())
+            .collect();
+        if alts.len() < 2 {
+            return Ok(HashMap::new());
+        }
+        let rows: Vec<(String, i64, i64)> = sqlx::query_as(
+            "SELECT tool, count(*), count(*) FILTER (WHERE status = 'succeeded') FROM attempts
+             WHERE id > (SELECT coalesce(max(id), 0) FROM attempts) - $2 AND tool = ANY($1)
+             GROUP BY tool",
+        )
+        .bind(&alts)
+        .bind(EVIDENCE_WINDOW)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(tool, attempts, succeeded)| {
+                let e = ToolEvidence {
+                    attempts,
+                    succeeded,
+                };
+                (tool, e)
+            })
+            .collect())
+    }
+
     /// Everything a brain may read for this decision.
     pub async fn decision_context(
         &self,
@@ -156,12 +200,19 @@ impl Store {
             } else {
                 (0, 0)
             };
+        let tools: HashMap<String, ToolDef> =
+            tools.into_iter().map(|t| (t.id.clone(), t)).collect();
+        let evidence = match &step {
+            Some(s) => self.evidence(s, &tools).await?,
+            None => HashMap::new(),
+        };
         Ok(DecisionContext {
             task,
             steps,
             step,
             attempts,
-            tools: tools.into_iter().map(|t| (t.id.clone(), t)).collect(),
+            tools,
+            evidence,
             counters,
             input: d.input(),
             llm_calls_used,

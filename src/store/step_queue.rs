@@ -741,6 +741,7 @@ async fn evaluate_inline(
             llm_calls_used: 0,
             llm_tokens_used: 0,
             meter: Default::default(),
+            evidence: HashMap::new(),
             task,
         };
         let evaluation = (inline.evaluate)(&ctx);
