@@ -690,6 +690,15 @@ async fn main() -> Result<()> {
         }
         return Ok(());
     }
+    if args.iter().any(|a| a == "--latency") {
+        // scenarios 3 and 5 only
+        let (p50, p99) = b.latency().await?;
+        let recovery = b.recovery().await?;
+        println!(
+            "submit → start p50 {p50:.2} ms, p99 {p99:.2} ms; failure → retry start p50 {recovery:.2} ms"
+        );
+        return Ok(());
+    }
     if args.iter().any(|a| a == "--submit") {
         // scenario 8 only
         let (single, bulk) = b.submit_rates().await?;
