@@ -14,8 +14,8 @@ use super::apply::apply_evaluation_inline;
 use super::decision_queue::{ClaimedDecision, Lease, create_decision};
 use super::lifecycle::{fail_task, record_recovery, start_evaluation};
 use super::transitions::{
-    DoneStep, FailedRun, Success, claim_ready, complete_running, fail_running, move_task,
-    promote_and_count, release_running,
+    DoneStep, FailedRun, Success, claim_ready, claim_ready_plain, complete_running, fail_running,
+    move_task, promote_and_count, release_running,
 };
 use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task, notify_ready};
 use crate::domain::decision::{DecisionContext, DecisionInput};
@@ -343,11 +343,29 @@ pub(crate) async fn claim_in(
     async_commit: bool,
 ) -> Result<Vec<ClaimedStep>> {
     let admission = c.max_running_tasks > 0 && try_admission_lock(tx).await?;
-    let (task_ids, tools, admit) = lock_claimable_tasks(tx, c, async_commit, admission).await?;
-    if task_ids.is_empty() {
+    let locked = lock_claimable_tasks(tx, c, async_commit, admission).await?;
+    if locked.tasks.is_empty() {
         return Ok(vec![]);
     }
-    claim_ready(tx, &task_ids, &tools, admit, c).await
+    if locked.limited_wanted || locked.admit >= 0 {
+        claim_ready(tx, &locked.tasks, &locked.tools, locked.admit, c).await
+    } else {
+        // no ready step of these tasks uses a limited tool and no task cap is set: the claim
+        // statement without the limit and admission parts (the common case, and the cheaper one)
+        claim_ready_plain(tx, &locked.tasks, c).await
+    }
+}
+
+/// What [`lock_claimable_tasks`] locked and learned.
+#[derive(sqlx::FromRow)]
+struct Locked {
+    tasks: Vec<Uuid>,
+    /// The limited tools locked (`tool_buckets` rows).
+    tools: Vec<String>,
+    /// Tasks without running steps the claim may start (-1: no cap).
+    admit: i64,
+    /// Whether a ready step of the locked tasks uses a limited tool (locked or not).
+    limited_wanted: bool,
 }
 
 /// Lock up to `limit` running tasks that have due ready steps and free room under their
@@ -361,7 +379,7 @@ async fn lock_claimable_tasks(
     c: &Claim,
     async_commit: bool,
     admission: bool,
-) -> Result<(Vec<Uuid>, Vec<String>, i64)> {
+) -> Result<Locked> {
     Ok(sqlx::query_as(
         r#"
         WITH admit AS MATERIALIZED (
@@ -409,20 +427,25 @@ async fn lock_claimable_tasks(
               AND (t.deadline_at IS NULL OR t.deadline_at > now())
             ORDER BY t.id
             FOR NO KEY UPDATE OF t SKIP LOCKED
-        ), limited AS (
-            -- the limited tools these tasks' ready steps use, locked so that the claim's count
-            -- of their running steps (a later statement, a later snapshot) is exact; a tool
-            -- another claim holds is skipped (its steps wait): no lock wait, no deadlock
+        ), wanted AS MATERIALIZED (
+            -- the limited tools these tasks' ready steps use
             SELECT b.tool_id FROM tool_buckets b
             WHERE EXISTS (SELECT 1 FROM steps s
                           WHERE s.task_id = ANY(ARRAY(SELECT id FROM locked)) AND s.status = 'ready'
                             AND coalesce(s.tool_override, s.tool) = b.tool_id)
+        ), limited AS (
+            -- locked so that the claim's count of their running steps (a later statement, a
+            -- later snapshot) is exact; a tool another claim holds is skipped (its steps
+            -- wait): no lock wait, no deadlock
+            SELECT b.tool_id FROM tool_buckets b
+            WHERE b.tool_id IN (SELECT tool_id FROM wanted)
             ORDER BY b.tool_id
             FOR UPDATE OF b SKIP LOCKED
         )
         SELECT coalesce((SELECT array_agg(id ORDER BY id) FROM locked), '{}') AS tasks,
                coalesce((SELECT array_agg(tool_id ORDER BY tool_id) FROM limited), '{}') AS tools,
-               (SELECT n FROM admit) AS admit
+               (SELECT n FROM admit) AS admit,
+               EXISTS (SELECT 1 FROM wanted) AS limited_wanted
         "#,
     )
     .bind(c.limit)

@@ -27,7 +27,7 @@ fn render(template: &str, to: &str, from: &[&str]) -> String {
 }
 
 macro_rules! statement {
-    ($(#[$m:meta])* $name:ident = $mv:expr, $sql:literal) => {
+    ($(#[$m:meta])* $name:ident = $mv:expr, $sql:expr) => {
         $(#[$m])*
         static $name: LazyLock<String> = LazyLock::new(|| {
             let m = $mv;
@@ -137,13 +137,68 @@ pub struct ClaimedStep {
     pub tools_version: i64,
 }
 
+/// The claim statements' shared middle: lease the picked steps, number their `step_started`
+/// events per task, bump the tasks' event sequence, append the events. Starts with `), claimed`.
+macro_rules! claim_lease_and_log {
+    () => {
+        r#"
+    ), claimed AS (
+        -- by primary key: an id list, not a join the planner might drive from the ready index
+        UPDATE steps s
+        SET status = {to}, lease_owner = $3, lease_token = s.lease_token + 1,
+            lease_expires_at = now() + make_interval(secs => $4), started_at = clock_timestamp(), updated_at = now()
+        WHERE s.id = ANY(ARRAY(SELECT id FROM picked)) AND s.status IN {from}
+        RETURNING s.id, s.task_id, s.plan_version, s.step_key, coalesce(s.tool_override, s.tool) AS tool,
+                  s.parameters, s.param_overrides, s.actions, s.attempts + 1 AS attempt,
+                  s.lease_token, s.started_at, s.dependencies
+    ), ev AS (
+        SELECT c.task_id, p.ord,
+               row_number() OVER (PARTITION BY c.task_id ORDER BY p.ord) AS rn,
+               jsonb_build_object('step_id', c.step_key, 'attempt', c.attempt, 'tool', c.tool,
+                                  'worker_id', $3::uuid) AS payload
+        FROM claimed c JOIN picked p ON p.id = c.id
+    ), bump AS (
+        UPDATE tasks t SET event_seq = t.event_seq + n.n
+        FROM (SELECT task_id, count(*) AS n FROM ev GROUP BY task_id) n
+        WHERE t.id = n.task_id
+        RETURNING t.id, t.event_seq AS last_seq, n.n, t.metadata || t.runtime_metadata AS metadata,
+                  t.context
+    ), logged AS (
+        INSERT INTO events (task_id, seq, kind, payload)
+        SELECT ev.task_id, b.last_seq - b.n + ev.rn, $5, ev.payload
+        FROM ev JOIN bump b ON b.id = ev.task_id
+"#
+    };
+}
+
+/// The claim statements' shared result: each claimed step with its task's merged metadata and
+/// context and its direct dependencies' outputs, in pick order.
+macro_rules! claim_result {
+    () => {
+        r#"
+    )
+    SELECT c.id, c.task_id, c.plan_version, c.step_key, c.tool, c.parameters, c.param_overrides,
+           c.actions, c.attempt, c.lease_token, c.started_at, b.metadata, b.context,
+           CASE WHEN cardinality(c.dependencies) = 0 THEN '{}'::jsonb ELSE
+           (SELECT coalesce(jsonb_object_agg(d.step_key, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb)
+            FROM steps d
+            WHERE d.task_id = c.task_id AND d.plan_version = c.plan_version
+              AND d.step_key = ANY(c.dependencies) AND d.status IN ('succeeded', 'skipped')) END AS outputs,
+           (SELECT version FROM tool_registry) AS tools_version
+    FROM claimed c JOIN bump b ON b.id = c.task_id JOIN picked p ON p.id = c.id
+    ORDER BY p.ord
+"#
+    };
+}
+
 statement!(
     /// With a snapshot taken after the task locks (so the running counts are exact), pick each
     /// task's ready steps in plan order up to its free room, lease them, and append their
     /// `step_started` events (the task rows are already locked by this transaction). Returns
     /// each step with its task's merged metadata and its direct dependencies' outputs.
     CLAIM = StepMove::Claim,
-    r#"
+    concat!(
+        r#"
     WITH cap AS MATERIALIZED (
         -- steps each limited tool may start now: 0 for a tool another claim holds ($6 lists the
         -- ones this transaction locked), else the least of its free slots and its whole tokens
@@ -186,31 +241,9 @@ statement!(
         WHERE NOT EXISTS (SELECT 1 FROM cap WHERE cap.tool_id = o.tool AND o.nth > cap.cap)
         ORDER BY o.priority DESC, o.created_at, o.task_id, o.position
         LIMIT $2
-    ), claimed AS (
-        -- by primary key: an id list, not a join the planner might drive from the ready index
-        UPDATE steps s
-        SET status = {to}, lease_owner = $3, lease_token = s.lease_token + 1,
-            lease_expires_at = now() + make_interval(secs => $4), started_at = clock_timestamp(), updated_at = now()
-        WHERE s.id = ANY(ARRAY(SELECT id FROM picked)) AND s.status IN {from}
-        RETURNING s.id, s.task_id, s.plan_version, s.step_key, coalesce(s.tool_override, s.tool) AS tool,
-                  s.parameters, s.param_overrides, s.actions, s.attempts + 1 AS attempt,
-                  s.lease_token, s.started_at, s.dependencies
-    ), ev AS (
-        SELECT c.task_id, p.ord,
-               row_number() OVER (PARTITION BY c.task_id ORDER BY p.ord) AS rn,
-               jsonb_build_object('step_id', c.step_key, 'attempt', c.attempt, 'tool', c.tool,
-                                  'worker_id', $3::uuid) AS payload
-        FROM claimed c JOIN picked p ON p.id = c.id
-    ), bump AS (
-        UPDATE tasks t SET event_seq = t.event_seq + n.n
-        FROM (SELECT task_id, count(*) AS n FROM ev GROUP BY task_id) n
-        WHERE t.id = n.task_id
-        RETURNING t.id, t.event_seq AS last_seq, n.n, t.metadata || t.runtime_metadata AS metadata,
-                  t.context
-    ), logged AS (
-        INSERT INTO events (task_id, seq, kind, payload)
-        SELECT ev.task_id, b.last_seq - b.n + ev.rn, $5, ev.payload
-        FROM ev JOIN bump b ON b.id = ev.task_id
+"#,
+        claim_lease_and_log!(),
+        r#"
     ), spent AS (
         -- one token per step started, from buckets refilled up to now
         UPDATE tool_buckets b
@@ -219,19 +252,55 @@ statement!(
             refilled_at = now()
         FROM (SELECT tool, count(*) AS n FROM claimed GROUP BY tool) n, tools t
         WHERE b.tool_id = n.tool AND t.id = b.tool_id AND t.rate_limit_per_sec IS NOT NULL
+"#,
+        claim_result!()
     )
-    SELECT c.id, c.task_id, c.plan_version, c.step_key, c.tool, c.parameters, c.param_overrides,
-           c.actions, c.attempt, c.lease_token, c.started_at, b.metadata, b.context,
-           CASE WHEN cardinality(c.dependencies) = 0 THEN '{}'::jsonb ELSE
-           (SELECT coalesce(jsonb_object_agg(d.step_key, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb)
-            FROM steps d
-            WHERE d.task_id = c.task_id AND d.plan_version = c.plan_version
-              AND d.step_key = ANY(c.dependencies) AND d.status IN ('succeeded', 'skipped')) END AS outputs,
-           (SELECT version FROM tool_registry) AS tools_version
-    FROM claimed c JOIN bump b ON b.id = c.task_id JOIN picked p ON p.id = c.id
-    ORDER BY p.ord
-    "#
 );
+
+statement!(
+    /// [`CLAIM`] without the tool-limit and admission parts: for tasks none of whose ready
+    /// steps uses a limited tool, with no task cap set (the statement the claim loop runs in
+    /// the common case; shorter to plan and to run).
+    CLAIM_PLAIN = StepMove::Claim,
+    concat!(
+        r#"
+    WITH room AS MATERIALIZED (
+        SELECT t.id AS task_id, t.priority, t.created_at,
+               t.max_concurrent_steps
+                 - (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running') AS room
+        FROM tasks t WHERE t.id = ANY($1)
+    ), picked AS MATERIALIZED (
+        SELECT p.id, row_number() OVER (ORDER BY room.priority DESC, room.created_at, room.task_id, p.position) AS ord
+        FROM room
+        CROSS JOIN LATERAL (
+            SELECT s.id, s.position FROM steps s
+            WHERE s.task_id = room.task_id AND s.status IN {from} AND s.run_after <= now()
+            ORDER BY s.position
+            LIMIT greatest(room.room, 0)
+        ) p
+        ORDER BY room.priority DESC, room.created_at, room.task_id, p.position
+        LIMIT $2
+"#,
+        claim_lease_and_log!(),
+        claim_result!()
+    )
+);
+
+/// [`claim_ready`] for tasks none of whose ready steps uses a limited tool, with no task cap.
+pub(crate) async fn claim_ready_plain(
+    tx: &mut Tx,
+    task_ids: &[Uuid],
+    c: &Claim,
+) -> Result<Vec<ClaimedStep>> {
+    Ok(sqlx::query_as(CLAIM_PLAIN.as_str())
+        .bind(task_ids)
+        .bind(c.limit)
+        .bind(c.worker_id)
+        .bind(c.lease_secs)
+        .bind(crate::domain::model::event_kind::STEP_STARTED)
+        .fetch_all(&mut **tx)
+        .await?)
+}
 
 /// Who claims, how many, for how long.
 #[derive(Debug, Clone)]
