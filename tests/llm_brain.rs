@@ -1000,3 +1000,60 @@ async fn adjust_dependencies_makes_a_step_wait_for_the_output_it_needs() {
     );
     w.stop().await;
 }
+
+/// The LLM brain's tool selection may pick a workflow template (seed 004's `workflow_id`): the
+/// template's plan with the model's input becomes version 1 (origin `template:<id>`) and no
+/// plan is asked for; an input that does not match the template's schema is re-asked.
+#[tokio::test]
+async fn tool_selection_may_pick_a_workflow_template() {
+    let fake = FakeLlm::start(vec![
+        (
+            "tool_selection",
+            vec![
+                answers(json!({"selected_tools": [], "reasoning": "a template fits",
+                    "task_type": "greeting", "workflow_id": "greet", "workflow_input": {"name": 7}})),
+                answers(json!({"selected_tools": [], "reasoning": "a template fits",
+                    "task_type": "greeting", "workflow_id": "greet", "workflow_input": {"name": "Ada"}})),
+            ],
+        ),
+        ("evaluation", vec![evaluation(96.0)]),
+    ])
+    .await;
+    let app = spawn_app_with(llm_settings(&fake)).await;
+    let (s, v) = app
+        .post(
+            "/api/v1/templates",
+            &json!({"id": "greet", "description": "greet someone by name",
+                "input_schema": {"type": "object", "required": ["name"],
+                                 "properties": {"name": {"type": "string"}}},
+                "plan": {"steps": [{"id": "hello", "tool": "echo", "parameters": {"text": "hello ${input.name}"}}]}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let w = app.worker(|_| {});
+    let (_, v) = app
+        .post("/api/v1/tasks", &json!({"description": "say hello to Ada"}))
+        .await;
+    let id: uuid::Uuid = v["task_id"].as_str().unwrap().parse().unwrap();
+    let t = app.wait_done(id, Duration::from_secs(30)).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    let (_, plan) = app.get(&format!("/api/v1/tasks/{id}/plan")).await;
+    assert_eq!(plan["origin"], "template:greet", "{plan}");
+    let (_, r) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(r["outputs"]["hello"], json!({"text": "hello Ada"}));
+    let sel = fake.seen("tool_selection");
+    assert_eq!(sel.len(), 2, "the mismatching input was re-asked");
+    assert!(
+        sel[0]
+            .user_text()
+            .contains("`greet`: greet someone by name")
+    );
+    assert!(fake.seen("plan").is_empty(), "no plan was asked for");
+    let selected = events(&app, id)
+        .await
+        .into_iter()
+        .find(|e| e["kind"] == "tools_selected")
+        .unwrap();
+    assert_eq!(selected["payload"]["workflow_id"], "greet", "{selected}");
+    w.stop().await;
+}

@@ -19,6 +19,7 @@ use super::{
 };
 use crate::domain::model::{ActionSpec, PlanSpec, StepSpec, ToolFailure, empty_object};
 use crate::domain::recovery::{Evaluation, OverallReflection, StepReflection, Strategy, Trigger};
+use crate::domain::template::TemplateDef;
 
 #[derive(Debug)]
 pub struct LlmBrain {
@@ -136,11 +137,21 @@ impl LlmBrain {
         replanning: Option<&prompts::ReplanningSelection>,
     ) -> Option<(ToolSelection, Vec<ToolBrief>)> {
         let known: HashSet<&str> = tools.iter().map(|t| t.id.as_str()).collect();
-        let prompt = prompts::tool_selection(task, tools, replanning);
+        // templates are offered for a first plan only
+        let templates: &[TemplateDef] = match replanning {
+            None => &ctx.templates,
+            Some(_) => &[],
+        };
+        let prompt = prompts::tool_selection(task, tools, replanning, templates);
         let r = self
             .ask(ctx, prompt, |v| {
                 let mut sel: ToolSelection = parse(v)?;
                 sel.selected_tools.retain(|t| known.contains(t.as_str()));
+                if sel.workflow_id.is_some() {
+                    // the template's plan must work with the input the model gave
+                    from_template(ctx, &sel)?;
+                    return Ok(sel);
+                }
                 if sel.selected_tools.is_empty() {
                     return Err("selected_tools names none of the available tool ids".into());
                 }
@@ -182,6 +193,17 @@ impl LlmBrain {
         } else {
             (None, all.clone())
         };
+        if let Some(sel) = selection.as_ref().filter(|s| s.workflow_id.is_some()) {
+            let (id, plan) = from_template(ctx, sel).map_err(BrainError::NoAnswer)?;
+            return Ok(Answer {
+                value: Planned {
+                    plan,
+                    selection,
+                    template: Some(id),
+                },
+                raw: None,
+            });
+        }
         let known: HashSet<String> = ctx.tools.keys().cloned().collect();
         let a = self
             .ask(ctx, prompt_for(&tools), |v| {
@@ -194,10 +216,39 @@ impl LlmBrain {
             value: Planned {
                 plan: a.value,
                 selection,
+                template: None,
             },
             raw: a.raw,
         })
     }
+}
+
+/// The plan of the workflow template a tool selection chose, with its input: the input must
+/// match the template's `input_schema` and the plan must be valid over the registered tools.
+fn from_template(ctx: &DecisionContext, sel: &ToolSelection) -> Result<(String, PlanSpec), String> {
+    let id = sel.workflow_id.clone().unwrap_or_default();
+    let t = ctx
+        .templates
+        .iter()
+        .find(|t| t.id == id)
+        .ok_or_else(|| format!("workflow_id {id:?} is not a registered template"))?;
+    let input = sel
+        .workflow_input
+        .clone()
+        .unwrap_or_else(|| Value::Object(Default::default()));
+    let violations = crate::domain::schema::violations(&t.input_schema, &input);
+    if !violations.is_empty() {
+        return Err(format!(
+            "workflow_input does not match template {id:?}'s input_schema: {}",
+            violations.join("; ")
+        ));
+    }
+    let plan = crate::domain::template::instantiate(&t.plan, &input)?;
+    let plan: PlanSpec = serde_json::from_value(plan)
+        .map_err(|e| format!("template {id:?} with this input: {e}"))?;
+    let known: HashSet<String> = ctx.tools.keys().cloned().collect();
+    crate::domain::plan::validate(&plan, &known).map_err(|e| e.message)?;
+    Ok((id, plan))
 }
 
 fn parse<T: DeserializeOwned>(v: &Value) -> Result<T, String> {

@@ -23,6 +23,7 @@ use crate::domain::model::{StepSpec, ToolFailure};
 use crate::domain::recovery::{
     Counters, Evaluation, OverallReflection, StepReflection, Strategy, Trigger,
 };
+use crate::domain::template::TemplateDef;
 use crate::domain::tool::ToolDef;
 
 /// Characters kept of an output or error in summaries (seed 004).
@@ -450,7 +451,10 @@ pub fn tool_selection_schema() -> Value {
         "properties": {
             "selected_tools": {"type": "array", "items": {"type": "string"}},
             "reasoning": {"type": "string"},
-            "changes_summary": {"type": "string"}
+            "changes_summary": {"type": "string"},
+            "task_type": {"type": ["string", "null"]},
+            "workflow_id": {"type": ["string", "null"]},
+            "workflow_input": {"type": ["object", "null"]}
         }
     })
 }
@@ -581,11 +585,31 @@ pub fn tool_selection(
     task: &TaskBrief,
     tools: &[ToolBrief],
     replanning: Option<&ReplanningSelection>,
+    templates: &[TemplateDef],
 ) -> Prompt {
     let mut user = task_section(task);
     user.push('\n');
     user.push_str(&tools_section(tools, false));
     let system = match replanning {
+        None if !templates.is_empty() => {
+            user.push_str("\n## Workflow templates (ready-made plans)\n");
+            for t in templates {
+                let _ = writeln!(
+                    user,
+                    "- `{}`: {}; input_schema: {}",
+                    t.id,
+                    t.description.replace('\n', " "),
+                    t.input_schema
+                );
+            }
+            user.push_str(
+                "\nThis is the first plan for this task. If a workflow template does the task, answer its id \
+                 as workflow_id with a workflow_input that matches its input_schema; otherwise select tools. \
+                 Answer {\"selected_tools\": [tool ids], \"reasoning\": \"...\", \"task_type\": \"...\", \
+                 \"workflow_id\": id or null, \"workflow_input\": {} or null}.\n",
+            );
+            TOOL_SELECTION_SYSTEM
+        }
         None => {
             user.push_str(
                 "\nThis is the first plan for this task. Answer {\"selected_tools\": [tool ids], \"reasoning\": \"...\"}.\n",
@@ -1074,7 +1098,7 @@ mod tests {
 
     #[test]
     fn first_time_tool_selection_carries_the_task_metadata_and_every_tool() {
-        let p = tool_selection(&task(), &tools(), None);
+        let p = tool_selection(&task(), &tools(), None, &[]);
         assert_eq!(p.name, "tool_selection");
         assert!(p.user.contains("Summarise the quarterly report"));
         assert!(p.user.contains("\"region\": \"emea\""));
@@ -1129,7 +1153,7 @@ mod tests {
             reflection_analysis: "step step_2 failed: quota exceeded (external_error)".into(),
             guidance: Some(format_guidance(&o, &strategy)),
         };
-        let p = tool_selection(&task(), &tools(), Some(&ctx));
+        let p = tool_selection(&task(), &tools(), Some(&ctx), &[]);
         assert_eq!(p.name, "tool_selection");
         assert!(p.system.contains("replanning"));
         let u = &p.user;

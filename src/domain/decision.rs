@@ -74,6 +74,8 @@ pub struct DecisionContext {
     /// Recent outcomes of the step's alternative tools across the fleet (loaded only for a
     /// step whose tool has several alternatives).
     pub evidence: HashMap<String, ToolEvidence>,
+    /// Registered workflow templates (loaded only for a `plan` decision).
+    pub templates: Vec<super::template::TemplateDef>,
 }
 
 /// How a tool fared in the fleet's recent attempts (the recovery statistics' raw rows).
@@ -250,6 +252,15 @@ pub struct ToolSelection {
     /// At replanning time: what changed from the tools used before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes_summary: Option<String>,
+    /// What kind of task this is, in the model's words (seed 004 `task_type`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_type: Option<String>,
+    /// A registered workflow template that fits the task (seed 004 `workflow_id`): its plan
+    /// is used with `workflow_input` instead of asking for a plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_input: Option<serde_json::Value>,
 }
 
 /// A plan (or a replan) and, when two-stage planning ran, the tool selection it was made with.
@@ -257,6 +268,8 @@ pub struct ToolSelection {
 pub struct Planned {
     pub plan: PlanSpec,
     pub selection: Option<ToolSelection>,
+    /// The workflow template the plan was made from (origin `template:<id>`).
+    pub template: Option<String>,
 }
 
 impl Planned {
@@ -264,6 +277,7 @@ impl Planned {
         Self {
             plan,
             selection: None,
+            template: None,
         }
     }
 }

@@ -87,6 +87,9 @@ pub(crate) async fn create_decision(
     }
 }
 
+/// At most this many workflow templates (in id order) are offered to the planning brain.
+pub const MAX_TEMPLATES_OFFERED: i64 = 50;
+
 /// How many of the fleet's most recent attempts the alternatives' success rates are read from.
 pub const EVIDENCE_WINDOW: i64 = 10_000;
 
@@ -206,6 +209,11 @@ impl Store {
             Some(s) => self.evidence(s, &tools).await?,
             None => HashMap::new(),
         };
+        let templates = if d.kind == DecisionKind::Plan {
+            self.list_templates(None, MAX_TEMPLATES_OFFERED).await?
+        } else {
+            vec![]
+        };
         Ok(DecisionContext {
             task,
             steps,
@@ -213,6 +221,7 @@ impl Store {
             attempts,
             tools,
             evidence,
+            templates,
             counters,
             input: d.input(),
             llm_calls_used,

@@ -765,6 +765,7 @@ async fn evaluate_inline(
             llm_tokens_used: 0,
             meter: Default::default(),
             evidence: HashMap::new(),
+            templates: vec![],
             task,
         };
         let evaluation = (inline.evaluate)(&ctx);

@@ -156,7 +156,8 @@ fn tools_selected(task_id: Uuid, sel: &ToolSelection, phase: &str) -> NewEvent {
         task_id,
         event_kind::TOOLS_SELECTED,
         json!({"phase": phase, "selected_tools": sel.selected_tools, "reasoning": sel.reasoning,
-               "changes_summary": sel.changes_summary}),
+               "changes_summary": sel.changes_summary, "task_type": sel.task_type,
+               "workflow_id": sel.workflow_id}),
     )
 }
 
@@ -182,7 +183,11 @@ pub(super) async fn apply_plan(
         events.push(tools_selected(task.id, sel, "planning"));
     }
     let plan = &planned.plan;
-    insert_plan(tx, task.id, 1, "initial", plan).await?;
+    let origin = match &planned.template {
+        Some(id) => format!("template:{id}"),
+        None => "initial".into(),
+    };
+    insert_plan(tx, task.id, 1, &origin, plan).await?;
     sqlx::query("UPDATE tasks SET plan_version = 1, updated_at = now() WHERE id = $1")
         .bind(task.id)
         .execute(&mut **tx)
@@ -191,7 +196,7 @@ pub(super) async fn apply_plan(
     events.push(NewEvent::new(
         task.id,
         event_kind::PLAN_GENERATED,
-        json!({"version": 1, "origin": "initial", "steps": plan.steps.len(),
+        json!({"version": 1, "origin": origin, "steps": plan.steps.len(),
                "reasoning": plan.reasoning, "estimated_duration": plan.estimated_duration}),
     ));
     if runnable == 0 {
