@@ -406,6 +406,11 @@ async fn openapi_document_covers_every_route() {
         ("get", "/api/v1/tasks/{id}/evaluations"),
         ("post", "/api/v1/tasks/{id}/cancel"),
         ("post", "/api/v1/tasks/{id}/resume"),
+        ("post", "/api/v1/tasks/{id}/rerun"),
+        ("post", "/api/v1/templates"),
+        ("get", "/api/v1/templates"),
+        ("get", "/api/v1/templates/{id}"),
+        ("delete", "/api/v1/templates/{id}"),
         ("post", "/api/v1/tools"),
         ("get", "/api/v1/tools"),
         ("get", "/api/v1/tools/{id}"),
@@ -427,7 +432,8 @@ async fn openapi_document_covers_every_route() {
         );
         // and the route exists: anything but the router's 404/405
         let task_id = id.to_string();
-        let param = if path.starts_with("/api/v1/tools/") {
+        let param = if path.starts_with("/api/v1/tools/") || path.starts_with("/api/v1/templates/")
+        {
             "echo-not-there"
         } else {
             task_id.as_str()
