@@ -498,6 +498,15 @@ async fn row_repair_ok() {
         .map(|p| (p.version, p.origin.as_str()))
         .collect();
     assert_eq!(origins, [(1, "initial"), (2, "repair")]);
+
+    // the repaired step fails again: the tools it ran with before the repair (version 1) still
+    // count as tried, so no brain offers them as untried alternatives
+    let again = h.fail(&s2).await;
+    let ctx = h.store.decision_context(&again, 3).await.unwrap();
+    assert_eq!(ctx.repaired_versions, [1]);
+    let mut tried: Vec<String> = ctx.tried_tools().into_iter().collect();
+    tried.sort();
+    assert_eq!(tried, ["echo", "flaky"]);
 }
 
 // Row: 单步修复失败 — repairs +1, retry count kept, plan unchanged → overall reflection.

@@ -76,6 +76,9 @@ pub struct DecisionContext {
     pub evidence: HashMap<String, ToolEvidence>,
     /// Registered workflow templates (loaded only for a `plan` decision).
     pub templates: Vec<super::template::TemplateDef>,
+    /// Earlier plan versions that a chain of repairs turned into the current one (a repair is a
+    /// version of its own): a step's attempts under them count as tried in this plan.
+    pub repaired_versions: Vec<i32>,
 }
 
 /// How a tool fared in the fleet's recent attempts (the recovery statistics' raw rows).
@@ -177,15 +180,17 @@ impl DecisionContext {
         }
     }
 
-    /// Tools the step has been run with in this plan version (attempts, plus its current tool).
+    /// Tools the step has been run with in this plan version and the versions it repaired
+    /// (attempts, plus its current tool).
     pub fn tried_tools(&self) -> HashSet<String> {
         let Some(step) = &self.step else {
             return HashSet::new();
         };
+        let same_plan = |v: i32| v == step.plan_version || self.repaired_versions.contains(&v);
         let mut tried: HashSet<String> = self
             .attempts
             .iter()
-            .filter(|a| a.step_key == step.step_key && a.plan_version == step.plan_version)
+            .filter(|a| a.step_key == step.step_key && same_plan(a.plan_version))
             .map(|a| a.tool.clone())
             .collect();
         tried.insert(step.tool.clone());

@@ -170,6 +170,24 @@ impl Store {
             .collect())
     }
 
+    /// The plan versions a chain of repairs led from to `version` (each repair is a version of
+    /// its own, origin `repair`): `version - 1` when `version` is a repair, and so on.
+    async fn repaired_versions(&self, task_id: Uuid, version: i32) -> Result<Vec<i32>> {
+        let origins: Vec<(i32, String)> = sqlx::query_as(
+            "SELECT version, origin FROM plans WHERE task_id = $1 AND version <= $2
+             ORDER BY version DESC",
+        )
+        .bind(task_id)
+        .bind(version)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(origins
+            .iter()
+            .take_while(|(_, origin)| origin == "repair")
+            .map(|(v, _)| v - 1)
+            .collect())
+    }
+
     /// Everything a brain may read for this decision.
     pub async fn decision_context(
         &self,
@@ -209,6 +227,10 @@ impl Store {
             Some(s) => self.evidence(s, &tools).await?,
             None => HashMap::new(),
         };
+        let repaired_versions = match &step {
+            Some(_) => self.repaired_versions(task.id, task.plan_version).await?,
+            None => vec![],
+        };
         let templates = if d.kind == DecisionKind::Plan {
             self.list_templates(None, MAX_TEMPLATES_OFFERED).await?
         } else {
@@ -222,6 +244,7 @@ impl Store {
             tools,
             evidence,
             templates,
+            repaired_versions,
             counters,
             input: d.input(),
             llm_calls_used,

@@ -766,6 +766,7 @@ async fn evaluate_inline(
             meter: Default::default(),
             evidence: HashMap::new(),
             templates: vec![],
+            repaired_versions: vec![],
             task,
         };
         let evaluation = (inline.evaluate)(&ctx);
