@@ -227,9 +227,12 @@ impl Store {
             Some(s) => self.evidence(s, &tools).await?,
             None => HashMap::new(),
         };
+        // version 1 is never a repair: no read on the common path
         let repaired_versions = match &step {
-            Some(_) => self.repaired_versions(task.id, task.plan_version).await?,
-            None => vec![],
+            Some(_) if task.plan_version > 1 => {
+                self.repaired_versions(task.id, task.plan_version).await?
+            }
+            _ => vec![],
         };
         let templates = if d.kind == DecisionKind::Plan {
             self.list_templates(None, MAX_TEMPLATES_OFFERED).await?
