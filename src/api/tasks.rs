@@ -135,11 +135,6 @@ fn apply_limits(mut base: Limits, input: Option<LimitsInput>) -> Result<Limits, 
 /// tools it names (whether they are registered is checked by the insert itself, in the same
 /// round trip: see [`unknown_tools`]).
 fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
-    if body.template.is_some() {
-        return Err(ApiError::validation(
-            "the template was not put in its plan (internal)",
-        ));
-    }
     if body.input.is_some() {
         return Err(ApiError::validation(
             "input is only for a submit that names a template",

@@ -348,6 +348,14 @@ pub(crate) async fn notify_decisions(tx: &mut Tx) -> Result<()> {
 }
 
 /// Lock the task row (always the first lock a transaction takes) and read all of it.
+/// A task's status as this transaction sees it (what a client's write left it in).
+pub(crate) async fn task_status(tx: &mut Tx, id: Uuid) -> Result<crate::domain::TaskStatus> {
+    Ok(sqlx::query_scalar("SELECT status FROM tasks WHERE id = $1")
+        .bind(id)
+        .fetch_one(&mut **tx)
+        .await?)
+}
+
 pub(crate) async fn lock_task(tx: &mut Tx, id: Uuid) -> Result<TaskRow> {
     sqlx::query_as("SELECT * FROM tasks WHERE id = $1 FOR NO KEY UPDATE")
         .bind(id)

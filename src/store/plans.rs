@@ -214,8 +214,8 @@ pub(crate) async fn replace_plan(
     lease: Option<Lease>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
-    let old = old_steps(tx, task).await?;
-    let carry = recovery::carry_over(&old, &plan.steps, strategy);
+    let live = live_steps(&mut **tx, task.id, task.plan_version).await?;
+    let carry = recovery::carry_over(&old_steps(&live), &plan.steps, strategy);
     let version = task.plan_version + 1;
     events.extend(replanned_events(
         task, version, origin, plan, strategy, &carry,
@@ -224,16 +224,14 @@ pub(crate) async fn replace_plan(
     install_version(tx, task, plan, &carry, origin, fresh, lease).await
 }
 
-/// The live steps of the task's current version, as a carry-over sees them.
-pub(crate) async fn old_steps(tx: &mut Tx, task: &TaskRow) -> Result<Vec<OldStep>> {
-    let old = live_steps(&mut **tx, task.id, task.plan_version).await?;
-    Ok(old
-        .iter()
+/// Live steps of the task's current version, as a carry-over sees them.
+pub(crate) fn old_steps(live: &[StepRow]) -> Vec<OldStep> {
+    live.iter()
         .map(|s| OldStep {
             spec: s.effective_spec(),
             succeeded: s.status == StepStatus::Succeeded,
         })
-        .collect())
+        .collect()
 }
 
 /// Store `plan` as version N+1 with `carry` (kept steps copied, skipped ones skipped), supersede

@@ -10,10 +10,13 @@ use uuid::Uuid;
 use super::plans::{install_version, live_steps, old_steps};
 use super::submit::StepOverride;
 use super::transitions::move_task;
-use super::{NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task};
+use super::{
+    NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task, task_status,
+};
 use crate::domain::event_kind;
 use crate::domain::model::{PlanSpec, StepSpec};
 use crate::domain::plan::{self, downstream};
+use crate::domain::records::StepRow;
 use crate::domain::recovery::rerun_carry;
 use crate::domain::status::TaskStatus;
 use crate::domain::transitions::TaskMove;
@@ -40,9 +43,9 @@ impl Store {
                     task.status
                 )));
             }
-            let plan = rerun_plan(tx, id, task.plan_version, r).await?;
-            let old = old_steps(tx, &task).await?;
-            let carry = rerun_carry(&old, &plan.steps, &r.from_step);
+            let live = live_steps(&mut **tx, id, task.plan_version).await?;
+            let plan = rerun_plan(tx, &live, r).await?;
+            let carry = rerun_carry(&old_steps(&live), &plan.steps, &r.from_step);
             let mut kept: Vec<&String> = carry.kept.iter().collect();
             kept.sort();
             let rerun: Vec<&String> = plan
@@ -78,20 +81,14 @@ impl Store {
             .await?;
             install_version(tx, &task, &plan, &carry, "rerun", false, None).await?;
             append_events(tx, &events).await?;
-            Ok(())
-        })?;
-        let status: TaskStatus = sqlx::query_scalar("SELECT status FROM tasks WHERE id = $1")
-            .bind(id)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(status)
+            task_status(tx, id).await
+        })
     }
 }
 
 /// The current plan as it ran (recovery overrides included) with the rerun's overrides merged;
 /// checked: `from_step` exists, overrides only name steps that run again, tools are registered.
-async fn rerun_plan(tx: &mut Tx, id: Uuid, version: i32, r: &Rerun) -> Result<PlanSpec> {
-    let live = live_steps(&mut **tx, id, version).await?;
+async fn rerun_plan(tx: &mut Tx, live: &[StepRow], r: &Rerun) -> Result<PlanSpec> {
     let mut steps: Vec<StepSpec> = live.iter().map(|s| s.effective_spec()).collect();
     if !steps.iter().any(|s| s.id == r.from_step) {
         return Err(StoreError::Rejected(format!(

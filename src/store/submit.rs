@@ -12,6 +12,7 @@ use super::plans::replace_plan;
 use super::transitions::{cancel_open_decisions, move_task, rerun_all_failed, skip_open_steps};
 use super::{
     NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task, notify_ready,
+    task_status,
 };
 use crate::domain::event_kind;
 use crate::domain::limits::Limits;
@@ -182,13 +183,8 @@ impl Store {
                 rerun_failed_steps(tx, &task).await?;
             }
             append_events(tx, &events).await?;
-            Ok(())
-        })?;
-        let status: TaskStatus = sqlx::query_scalar("SELECT status FROM tasks WHERE id = $1")
-            .bind(id)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(status)
+            task_status(tx, id).await
+        })
     }
 }
 
