@@ -35,6 +35,36 @@ pub struct Settings {
     pub tools: ToolSettings,
     pub limits: LimitSettings,
     pub debug: DebugSettings,
+    pub log: LogSettings,
+}
+
+/// How the binaries log (`[log]`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogSettings {
+    /// `text` (default) or `json`: one JSON object per line, on stderr (logs) and stdout (the
+    /// few notices a binary prints, such as the address the API listens on).
+    pub format: LogFormat,
+}
+
+/// The shape of every line a binary prints.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+impl LogFormat {
+    /// The format asked for by `APP_LOG__FORMAT` alone: how to report a configuration that
+    /// could not be loaded.
+    pub fn from_env() -> Self {
+        match std::env::var("APP_LOG__FORMAT") {
+            Ok(v) if v.eq_ignore_ascii_case("json") => Self::Json,
+            _ => Self::Text,
+        }
+    }
 }
 
 /// Audit aids, off by default (`[debug]`).
@@ -437,7 +467,7 @@ impl Default for ReflectionSettings {
     }
 }
 
-const SECTIONS: [&str; 10] = [
+const SECTIONS: [&str; 12] = [
     "database",
     "server",
     "worker",
@@ -448,6 +478,8 @@ const SECTIONS: [&str; 10] = [
     "auth",
     "tools",
     "limits",
+    "debug",
+    "log",
 ];
 
 impl Settings {
@@ -815,5 +847,25 @@ mod tests {
             crate::worker::WorkerConfig::from_settings(&Settings::default()).heartbeat,
             std::time::Duration::from_secs(10)
         );
+    }
+
+    /// `[log]` and `[debug]` take environment overrides like every other section; an unknown
+    /// log format is named.
+    #[test]
+    fn log_and_debug_sections_take_env_overrides() {
+        let dir = std::env::temp_dir();
+        let s = Settings::load_from(
+            &dir,
+            &env(&[
+                ("APP_LOG__FORMAT", "json"),
+                ("APP_DEBUG__SAVE_LLM_EXCHANGES", "true"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.log.format, LogFormat::Json);
+        assert!(s.debug.save_llm_exchanges);
+        assert_eq!(Settings::default().log.format, LogFormat::Text);
+        let e = Settings::load_from(&dir, &env(&[("APP_LOG__FORMAT", "xml")])).unwrap_err();
+        assert!(e.to_string().contains("xml"), "{e}");
     }
 }

@@ -11,8 +11,8 @@
 //! - [`worker`]: the claim/run/complete loop;
 //! - [`api`]: the REST router and the JSON views;
 //! - [`startup`]: the application both binaries and the test harness build;
-//! - [`config`], [`devpg`], [`net`]: configuration, a throwaway PostgreSQL, outbound HTTP
-//!   helpers; `testkit` (feature
+//! - [`config`], [`devpg`], [`net`], [`telemetry`]: configuration, a throwaway PostgreSQL,
+//!   outbound HTTP helpers, logs and metrics; `testkit` (feature
 //!   `testing`): a fresh database per test.
 
 pub mod api;
@@ -23,20 +23,11 @@ pub mod domain;
 pub mod net;
 pub mod startup;
 pub mod store;
+pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testkit;
 pub mod tools;
 pub mod worker;
-
-/// Install the tracing subscriber (`RUST_LOG`, default `info`), logging to stderr.
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
 
 /// Resolves when the process gets SIGTERM or SIGINT.
 pub async fn shutdown_signal() {

@@ -150,7 +150,7 @@ pub async fn run_worker(settings: &Settings, stop: CancellationToken) -> anyhow:
         .await
         .context("connecting to PostgreSQL and applying migrations")?;
     let cfg = WorkerConfig::from_settings(settings);
-    println!("worker {} started", cfg.id);
+    crate::telemetry::notice(&format!("worker {} started", cfg.id));
     worker::run(store.clone(), cfg, stop)
         .await
         .context("worker")?;

@@ -299,3 +299,29 @@ async fn a_test_database_is_dropped_afterwards() {
     drop(kept);
     assert!(!exists(name).await, "dropped with the last handle");
 }
+
+/// A step that a completion cycle claimed (the next ready step of a task that runs one step at
+/// a time) starts at once, also while the claim loop is idle: here the poll period is an hour
+/// and no notification is sent for a step that was ready all along, so a handed-off step left
+/// waiting for the poll would never start within the limit.
+#[tokio::test]
+async fn a_handed_off_step_does_not_wait_for_the_poll() {
+    let db = fresh_db().await;
+    let store = db.store.clone();
+    let steps: Vec<Value> = (1..=5)
+        .map(|i| json!({"id": format!("s{i}"), "tool": "sleep", "parameters": {"ms": 20}}))
+        .collect();
+    let mut task = common::new_task(Value::Array(steps));
+    task.limits.max_concurrent_steps = 1;
+    store.submit_task(&task).await.unwrap();
+    let mut cfg = WorkerConfig::from_settings(&common::test_settings());
+    cfg.poll = Duration::from_secs(3600);
+    let w = common::TestWorker::start(store.clone(), cfg);
+    wait_for(
+        "the steps to run one by one",
+        Duration::from_secs(60),
+        || async { (store.count_tasks("succeeded").await.unwrap() == 1).then_some(()) },
+    )
+    .await;
+    w.stop().await;
+}

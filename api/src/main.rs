@@ -10,7 +10,17 @@ use trellis::startup::{Application, cancel_on_signal};
 const USAGE: &str = "usage: trellis-api [--dev [--no-worker]]\n\n  --dev        start a throwaway PostgreSQL when DATABASE_URL is unset, and an in-process\n               worker; without a configured key, no access control; tools may reach\n               loopback unless [tools] allow_cidrs is set\n  --no-worker  with --dev: no in-process worker (run trellis-worker processes, or only\n               exercise the API: nothing submitted is executed)";
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> std::process::ExitCode {
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            trellis::telemetry::report_exit_error(&e, trellis::telemetry::format_or_env());
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> anyhow::Result<()> {
     let mut dev = false;
     let mut no_worker = false;
     for arg in std::env::args().skip(1) {
@@ -28,8 +38,8 @@ async fn main() -> anyhow::Result<()> {
         !no_worker || dev,
         "--no-worker only applies to --dev\n{USAGE}"
     );
-    trellis::init_tracing();
     let mut settings = Settings::load().context("loading configuration")?;
+    trellis::telemetry::init(settings.log.format);
     if dev {
         dev_defaults(&mut settings);
     }
@@ -48,7 +58,11 @@ async fn main() -> anyhow::Result<()> {
     }
     let host = settings.server.host.clone();
     let application = Application::build(settings, dev && !no_worker).await?;
-    println!("listening on http://{}:{}", host, application.port());
+    trellis::telemetry::notice(&format!(
+        "listening on http://{}:{}",
+        host,
+        application.port()
+    ));
     let store = application.store().clone();
     let stop = CancellationToken::new();
     cancel_on_signal(stop.clone());
@@ -61,8 +75,8 @@ async fn main() -> anyhow::Result<()> {
 /// access control (and says so first), and its tools may call services on this machine.
 fn dev_defaults(settings: &mut Settings) {
     if settings.auth.bootstrap_admin_key.is_none() && !settings.auth.disabled {
-        println!(
-            "--dev: no API key configured, so access control is OFF (set APP_AUTH__BOOTSTRAP_ADMIN_KEY to turn it on)"
+        trellis::telemetry::notice(
+            "--dev: no API key configured, so access control is OFF (set APP_AUTH__BOOTSTRAP_ADMIN_KEY to turn it on)",
         );
         settings.auth.disabled = true;
     }

@@ -1,7 +1,8 @@
 //! `trellis-bench`: every scenario of BENCHMARKS.md on one PostgreSQL server with durable
 //! commits (`fsync=on`, `synchronous_commit=on`), ratios measured in the same run.
 //!
-//! `cargo run --release -p trellis-bench [-- --json] [-- --quick]`
+//! `cargo run --release -p trellis-bench [-- --json] [-- --quick]`; `--latency`, `--submit`,
+//! `--memory` and `--profile` run one scenario alone.
 //! With `DATABASE_URL` set it uses that server (the role must be able to CREATE DATABASE);
 //! otherwise it starts a throwaway cluster from the local PostgreSQL binaries.
 
@@ -512,7 +513,18 @@ impl Bench {
     async fn memory(&self) -> Result<f64> {
         let (store, url) = self.fresh("memory").await?;
         let exe = std::env::current_exe()?;
-        let mut child = Command::new(exe)
+        // BENCH_WORKER_WRAP (e.g. `heaptrack -o /tmp/worker`) runs the child under a profiler
+        let wrap = std::env::var("BENCH_WORKER_WRAP").unwrap_or_default();
+        let mut words = wrap.split_whitespace();
+        let mut cmd = match words.next() {
+            Some(program) => {
+                let mut c = Command::new(program);
+                c.args(words).arg(exe);
+                c
+            }
+            None => Command::new(exe),
+        };
+        let mut child = cmd
             .args(["--as-worker", &url, "64"])
             .stdin(Stdio::null())
             .spawn()
@@ -637,7 +649,7 @@ async fn main() -> Result<()> {
             bulk_batches: 30,
         }
     };
-    trellis::init_tracing();
+    trellis::telemetry::init(trellis::config::LogFormat::Text);
     let mut _cluster = None;
     let admin = match std::env::var("DATABASE_URL") {
         Ok(u) if !u.is_empty() => u,
@@ -697,6 +709,11 @@ async fn main() -> Result<()> {
         println!(
             "submit → start p50 {p50:.2} ms, p99 {p99:.2} ms; failure → retry start p50 {recovery:.2} ms"
         );
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--memory") {
+        // scenario 7 only
+        println!("worker peak RSS {:.1} MB", b.memory().await?);
         return Ok(());
     }
     if args.iter().any(|a| a == "--submit") {

@@ -134,11 +134,12 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/stats", get(system::stats))
         .route("/stats/recovery", get(system::recovery_stats))
+        .route("/workers", get(system::workers))
         .route("/keys", post(auth::create).get(auth::list))
         .route("/keys/{id}", axum::routing::delete(auth::revoke))
         .route("/openapi.json", get(system::openapi))
         .layer(from_fn_with_state(state.clone(), auth::require_key));
-    Router::new()
+    let router = Router::new()
         .nest("/api/v1", v1)
         .route("/health", get(system::health))
         .route("/ready", get(system::ready))
@@ -146,7 +147,48 @@ pub fn app(state: AppState) -> Router {
         .fallback(not_found)
         .layer(axum::middleware::from_fn(input::reject_nul_in_uri))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(state)
+        .with_state(state);
+    request_log(router)
+}
+
+/// The request log: every request gets an `x-request-id` (the client's, or a new UUID), echoed
+/// in the response and carried by a `request` span around everything the request logs; one
+/// line per response (target `trellis::access`: method, path, status, latency).
+fn request_log(router: Router) -> Router {
+    use axum::http::{HeaderName, Request};
+    use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+    use tower_http::trace::TraceLayer;
+    const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+    let trace = TraceLayer::new_for_http()
+        .make_span_with(|req: &Request<_>| {
+            let id = req
+                .headers()
+                .get(&X_REQUEST_ID)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            tracing::info_span!(
+                "request",
+                request_id = %id,
+                method = %req.method(),
+                path = %req.uri().path(),
+            )
+        })
+        .on_request(())
+        .on_response(
+            |res: &axum::http::Response<_>, latency: std::time::Duration, _: &tracing::Span| {
+                tracing::info!(
+                    target: "trellis::access",
+                    status = res.status().as_u16(),
+                    latency_ms = latency.as_secs_f64() * 1000.0,
+                    "response"
+                );
+            },
+        )
+        .on_failure(());
+    router
+        .layer(PropagateRequestIdLayer::new(X_REQUEST_ID))
+        .layer(trace)
+        .layer(SetRequestIdLayer::new(X_REQUEST_ID, MakeRequestUuid))
 }
 
 /// `Json<T>` whose rejections are our JSON errors.

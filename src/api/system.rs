@@ -25,6 +25,14 @@ pub(super) async fn recovery_stats(State(st): State<AppState>) -> Result<Json<Va
     Ok(Json(Value::Object(out)))
 }
 
+/// The live worker fleet: workers not stopped whose heartbeat is younger than their lease.
+pub(super) async fn workers(
+    State(st): State<AppState>,
+) -> Result<Json<Vec<super::views::WorkerView>>, ApiError> {
+    let rows = st.store.live_workers().await?;
+    Ok(Json(rows.into_iter().map(Into::into).collect()))
+}
+
 /// The OpenAPI document (docs/openapi.json, compiled in).
 pub const OPENAPI: &str = include_str!("../../docs/openapi.json");
 

@@ -266,3 +266,30 @@ pub fn key(k: &crate::store::keys::KeyRow) -> Value {
         "revoked_at": k.revoked_at,
     })
 }
+
+/// A live worker of the fleet (`GET /workers`).
+#[derive(Debug, Serialize)]
+pub struct WorkerView {
+    pub worker_id: Uuid,
+    pub host: String,
+    pub pid: i32,
+    pub started_at: DateTime<Utc>,
+    pub last_heartbeat_at: DateTime<Utc>,
+    pub concurrency: i32,
+    /// Steps and decisions held at the last heartbeat.
+    pub in_flight: i32,
+}
+
+impl From<crate::store::workers::WorkerRow> for WorkerView {
+    fn from(w: crate::store::workers::WorkerRow) -> Self {
+        Self {
+            worker_id: w.id,
+            host: w.host,
+            pid: w.pid,
+            started_at: w.started_at,
+            last_heartbeat_at: w.last_heartbeat,
+            concurrency: w.concurrency,
+            in_flight: w.in_flight,
+        }
+    }
+}

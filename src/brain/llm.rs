@@ -8,6 +8,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use tracing::Instrument;
 
 use serde_json::{Value, json};
 
@@ -392,7 +393,44 @@ impl LlmClient {
         body
     }
 
+    /// One request, in a `chat` span with the GenAI semantic-convention attributes (the
+    /// operation, the endpoint, the requested model, the tokens the answer reports).
     async fn send_once(
+        &self,
+        target: Target<'_>,
+        name: &str,
+        schema: &Value,
+        messages: &[Message],
+        use_schema: bool,
+        usage: &mut Usage,
+    ) -> Result<Sent, (Option<u16>, String)> {
+        let span = tracing::info_span!(
+            "chat",
+            "otel.name" = %format_args!("chat {}", target.model),
+            "gen_ai.operation.name" = "chat",
+            "gen_ai.provider.name" = "openai",
+            "gen_ai.request.model" = %target.model,
+            "gen_ai.request.temperature" = self.cfg.temperature,
+            "gen_ai.request.top_p" = self.cfg.top_p,
+            "gen_ai.usage.input_tokens" = tracing::field::Empty,
+            "gen_ai.usage.output_tokens" = tracing::field::Empty,
+            "server.address" = %target.base_url,
+            "trellis.decision" = name,
+        );
+        let (prompt, completion) = (usage.prompt_tokens, usage.completion_tokens);
+        let sent = self
+            .send_once_unobserved(target, name, schema, messages, use_schema, usage)
+            .instrument(span.clone())
+            .await;
+        span.record("gen_ai.usage.input_tokens", usage.prompt_tokens - prompt);
+        span.record(
+            "gen_ai.usage.output_tokens",
+            usage.completion_tokens - completion,
+        );
+        sent
+    }
+
+    async fn send_once_unobserved(
         &self,
         target: Target<'_>,
         name: &str,

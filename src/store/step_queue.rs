@@ -171,7 +171,9 @@ impl Store {
                  WHERE decisions.id = f.id AND decisions.lease_token = f.token
                    AND decisions.lease_owner = $1 AND decisions.status = 'running'
                  RETURNING 1),
-             w AS (UPDATE workers SET last_heartbeat = now() WHERE id = $1)
+             w AS (UPDATE workers SET last_heartbeat = now(),
+                       in_flight = cardinality($3::uuid[]) + cardinality($5::uuid[])
+                   WHERE id = $1)
              SELECT count(*) FROM s",
         )
         .bind(worker_id)

@@ -10,19 +10,34 @@ pub struct WorkerInfo {
     pub host: String,
     pub pid: i32,
     pub concurrency: i32,
+    /// The worker's lease; its heartbeat renews it well before it runs out.
+    pub lease_secs: f64,
+}
+
+/// A live worker as `GET /api/v1/workers` lists it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct WorkerRow {
+    pub id: Uuid,
+    pub host: String,
+    pub pid: i32,
+    pub concurrency: i32,
+    pub in_flight: i32,
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    pub last_heartbeat: chrono::DateTime<chrono::Utc>,
 }
 
 impl Store {
     pub async fn register_worker(&self, w: &WorkerInfo) -> Result<()> {
         sqlx::query(
-            "INSERT INTO workers (id, host, pid, concurrency) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (id) DO UPDATE SET host = $2, pid = $3, concurrency = $4,
-                 started_at = now(), last_heartbeat = now(), stopped_at = NULL",
+            "INSERT INTO workers (id, host, pid, concurrency, lease_secs) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (id) DO UPDATE SET host = $2, pid = $3, concurrency = $4, lease_secs = $5,
+                 started_at = now(), last_heartbeat = now(), stopped_at = NULL, in_flight = 0",
         )
         .bind(w.id)
         .bind(&w.host)
         .bind(w.pid)
         .bind(w.concurrency)
+        .bind(w.lease_secs)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -34,5 +49,20 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    /// The live fleet: workers not stopped whose last heartbeat is younger than their lease,
+    /// longest running first. Bounded by the fleet's size (stopped and dead rows are skipped by
+    /// the predicate, and the table only grows by one row per worker start).
+    pub async fn live_workers(&self) -> Result<Vec<WorkerRow>> {
+        Ok(sqlx::query_as(
+            "SELECT id, host, pid, concurrency, in_flight, started_at, last_heartbeat
+             FROM workers
+             WHERE stopped_at IS NULL
+               AND last_heartbeat > now() - make_interval(secs => lease_secs)
+             ORDER BY started_at, id",
+        )
+        .fetch_all(&self.pool)
+        .await?)
     }
 }

@@ -6,6 +6,7 @@ use crate::brain;
 use crate::domain::DecisionKind;
 use crate::store::decision_queue::{ClaimedDecision, Lease};
 use crate::store::{Store, StoreError};
+use tracing::Instrument;
 
 /// Run a decision chain to its end outside the worker loop (tests, tools).
 pub async fn run_decision_chain(store: &Store, cfg: &WorkerConfig, first: Option<ClaimedDecision>) {
@@ -24,7 +25,8 @@ pub(super) async fn run(
             .lock()
             .expect("in-flight lock")
             .insert(d.id, Held::Decision(d.fence()));
-        let result = decide_and_apply(store, cfg, &d).await;
+        let span = tracing::info_span!("decision", decision_id = %d.id, kind = %d.kind);
+        let result = decide_and_apply(store, cfg, &d).instrument(span).await;
         in_flight.lock().expect("in-flight lock").remove(&d.id);
         match result {
             Ok(n) => next = n,

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::brain::{self, Brain};
@@ -146,6 +147,7 @@ pub async fn run(
             host: hostname(),
             pid: std::process::id() as i32,
             concurrency: cfg.concurrency as i32,
+            lease_secs: cfg.lease.as_secs_f64(),
         })
         .await?;
     tracing::info!(worker_id = %cfg.id, concurrency = cfg.concurrency, "worker started");
@@ -252,17 +254,19 @@ async fn claim_loop(
         };
         let got = wanted - permits.len();
         drop(permits);
-        match claimed {
-            Err(()) => {
-                tokio::select! {
-                    _ = shutdown.cancelled() => {}
-                    _ = tokio::time::sleep(rt.cfg.poll.min(Duration::from_secs(1))) => {}
-                }
+        let wait = match claimed {
+            Err(()) => Some(rt.cfg.poll.min(Duration::from_secs(1))),
+            Ok(next_due) if got < wanted => Some(idle_for(&rt.cfg, next_due)),
+            Ok(_) => None,
+        };
+        if let Some(wait) = wait {
+            // a step a completion cycle claimed starts at once, not after the wait
+            tokio::select! {
+                _ = shutdown.cancelled() => {}
+                Some((step, permit)) = handoffs.recv() => spawn_step(rt, running, step, permit),
+                _ = wake.notify.notified(), if claimed.is_ok() => {}
+                _ = tokio::time::sleep(wait) => {}
             }
-            Ok(next_due) if got < wanted => {
-                idle_wait(&rt.cfg, next_due, &wake.notify, shutdown).await;
-            }
-            Ok(_) => {}
         }
     }
 }
@@ -285,10 +289,14 @@ async fn claim_decisions(
                     .pop()
                     .expect("claimed at most one decision per permit");
                 let rt = rt.clone();
-                running.spawn(async move {
-                    decisions::run(&rt.store, &rt.cfg, &rt.in_flight, Some(d)).await;
-                    drop(permit);
-                });
+                let span = tracing::info_span!("task", task_id = %d.task_id);
+                running.spawn(
+                    async move {
+                        decisions::run(&rt.store, &rt.cfg, &rt.in_flight, Some(d)).await;
+                        drop(permit);
+                    }
+                    .instrument(span),
+                );
             }
             Ok(())
         }
@@ -343,13 +351,22 @@ fn spawn_step(
     permit: OwnedSemaphorePermit,
 ) {
     let rt = rt.clone();
-    running.spawn(async move {
-        let id = step.id;
-        let (next, permit) = execute::execute(&rt, step, permit).await;
-        rt.in_flight.lock().expect("in-flight lock").remove(&id);
-        decisions::run(&rt.store, &rt.cfg, &rt.in_flight, next).await;
-        drop(permit);
-    });
+    // task → step → attempt: what the step logs (and the LLM calls of the decisions its
+    // outcome leads to) carries all three
+    let task = tracing::info_span!("task", task_id = %step.task_id);
+    let step_span =
+        tracing::info_span!(parent: &task, "step", step_id = %step.step_key, tool = %step.tool);
+    let attempt = tracing::info_span!(parent: &step_span, "attempt", attempt = step.attempt);
+    running.spawn(
+        async move {
+            let id = step.id;
+            let (next, permit) = execute::execute(&rt, step, permit).await;
+            rt.in_flight.lock().expect("in-flight lock").remove(&id);
+            decisions::run(&rt.store, &rt.cfg, &rt.in_flight, next).await;
+            drop(permit);
+        }
+        .instrument(attempt),
+    );
 }
 
 /// Give running work `shutdown_grace` to finish; release what is left (no attempt burnt).
@@ -389,22 +406,14 @@ async fn release_in_flight(store: &Store, worker_id: Uuid, in_flight: &InFlight)
     }
 }
 
-/// Sleep until a notification, the next retry falls due (`next_due` ms), the poll period
-/// ends, or shutdown.
-async fn idle_wait(
-    cfg: &WorkerConfig,
-    next_due: Option<f64>,
-    wake: &Notify,
-    shutdown: &CancellationToken,
-) {
-    let mut wait = cfg.poll;
-    if let Some(ms) = next_due {
-        wait = wait.min(Duration::from_millis(ms.max(1.0).ceil() as u64));
-    }
-    tokio::select! {
-        _ = shutdown.cancelled() => {}
-        _ = wake.notified() => {}
-        _ = tokio::time::sleep(wait) => {}
+/// How long an idle claim loop waits (unless a notification, a handed-off step or shutdown
+/// comes first): until the next retry falls due (`next_due` ms), at most the poll period.
+fn idle_for(cfg: &WorkerConfig, next_due: Option<f64>) -> Duration {
+    match next_due {
+        Some(ms) => cfg
+            .poll
+            .min(Duration::from_millis(ms.max(1.0).ceil() as u64)),
+        None => cfg.poll,
     }
 }
 

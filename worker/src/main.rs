@@ -8,7 +8,17 @@ use trellis::config::Settings;
 use trellis::startup::{cancel_on_signal, run_worker};
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> std::process::ExitCode {
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            trellis::telemetry::report_exit_error(&e, trellis::telemetry::format_or_env());
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> anyhow::Result<()> {
     if let Some(arg) = std::env::args().nth(1) {
         if arg == "-h" || arg == "--help" {
             println!(
@@ -18,8 +28,8 @@ async fn main() -> anyhow::Result<()> {
         }
         anyhow::bail!("unknown argument {arg:?}");
     }
-    trellis::init_tracing();
     let settings = Settings::load().context("loading configuration")?;
+    trellis::telemetry::init(settings.log.format);
     let stop = CancellationToken::new();
     cancel_on_signal(stop.clone());
     run_worker(&settings, stop).await
