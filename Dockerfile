@@ -5,7 +5,7 @@ COPY . .
 RUN cargo build --release -p trellis-api -p trellis-worker
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates && rm -rf /var/lib/apt/lists/*
+RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates curl && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/target/release/trellis-api /src/target/release/trellis-worker /usr/local/bin/
 EXPOSE 8080
 CMD ["trellis-api"]

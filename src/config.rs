@@ -266,6 +266,11 @@ pub struct WorkerSettings {
     pub max_rescues: u32,
     /// How often leases are renewed (default: `lease_secs / 3`); must be below `lease_secs`.
     pub heartbeat_secs: Option<f64>,
+    /// Port of the worker's own `GET /metrics` (Prometheus); 0: not served.
+    pub metrics_port: u16,
+    /// Address the metrics listener binds (default `127.0.0.1`; `0.0.0.0` for a scraper on
+    /// another host).
+    pub metrics_host: String,
 }
 
 #[derive(Clone, Default, Deserialize)]
@@ -435,6 +440,8 @@ impl Default for WorkerSettings {
             rescue_interval_ms: 2000,
             max_rescues: 3,
             heartbeat_secs: None,
+            metrics_port: 0,
+            metrics_host: "127.0.0.1".into(),
         }
     }
 }
@@ -590,6 +597,9 @@ impl Settings {
             && uuid::Uuid::parse_str(id).is_err()
         {
             return bad("worker.id must be a UUID");
+        }
+        if w.metrics_host.parse::<std::net::IpAddr>().is_err() {
+            return bad("worker.metrics_host must be an IP address");
         }
         if self.database.max_connections.is_some_and(|n| n < 2) {
             return bad("database.max_connections must be at least 2");

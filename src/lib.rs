@@ -12,7 +12,7 @@
 //! - [`api`]: the REST router and the JSON views;
 //! - [`startup`]: the application both binaries and the test harness build;
 //! - [`config`], [`devpg`], [`net`], [`telemetry`]: configuration, a throwaway PostgreSQL,
-//!   outbound HTTP helpers, logs and metrics; `testkit` (feature
+//!   outbound HTTP helpers, logs; `testkit` (feature
 //!   `testing`): a fresh database per test.
 
 pub mod api;
@@ -20,6 +20,7 @@ pub mod brain;
 pub mod config;
 pub mod devpg;
 pub mod domain;
+pub mod metrics;
 pub mod net;
 pub mod startup;
 pub mod store;

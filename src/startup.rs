@@ -151,6 +151,16 @@ pub async fn run_worker(settings: &Settings, stop: CancellationToken) -> anyhow:
         .context("connecting to PostgreSQL and applying migrations")?;
     let cfg = WorkerConfig::from_settings(settings);
     crate::telemetry::notice(&format!("worker {} started", cfg.id));
+    let w = &settings.worker;
+    if w.metrics_port != 0 {
+        let addr: std::net::SocketAddr = format!("{}:{}", w.metrics_host, w.metrics_port)
+            .parse()
+            .context("worker.metrics_host must be an IP address")?;
+        let bound = crate::metrics::serve(addr, stop.clone())
+            .await
+            .with_context(|| format!("serving metrics on {addr}"))?;
+        crate::telemetry::notice(&format!("metrics on http://{bound}/metrics"));
+    }
     worker::run(store.clone(), cfg, stop)
         .await
         .context("worker")?;

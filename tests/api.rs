@@ -417,6 +417,7 @@ async fn openapi_document_covers_every_route() {
         ("delete", "/api/v1/tools/{id}"),
         ("get", "/api/v1/stats"),
         ("get", "/api/v1/stats/recovery"),
+        ("get", "/api/v1/workers"),
         ("post", "/api/v1/keys"),
         ("get", "/api/v1/keys"),
         ("delete", "/api/v1/keys/{id}"),

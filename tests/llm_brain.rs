@@ -319,13 +319,26 @@ async fn a_description_only_task_is_planned_recovered_and_scored() {
         .text()
         .await
         .unwrap();
-    for line in [
-        "trellis_llm_calls_total{name=\"plan\",ok=\"true\"} 1",
-        "trellis_llm_calls_total{name=\"step_reflection\",ok=\"false\"} 0",
-        "trellis_llm_tokens_total{name=\"evaluation\",kind=\"completion\"} 20",
-    ] {
-        assert!(metrics.contains(line), "{line} in {metrics}");
-    }
+    // the in-process worker records into this process's recorder, shared by the tests that
+    // run at the same time: at least this task's calls
+    let counter = |name: &str, labels: &[&str]| -> f64 {
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(name) && labels.iter().all(|x| l.contains(x)))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    assert!(
+        counter("trellis_llm_calls_total", &["name=\"plan\"", "ok=\"true\""]) >= 1.0,
+        "{metrics}"
+    );
+    assert!(
+        counter(
+            "trellis_llm_tokens_total",
+            &["name=\"evaluation\"", "kind=\"completion\""]
+        ) >= 20.0,
+        "{metrics}"
+    );
     w.stop().await;
 }
 

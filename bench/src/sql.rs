@@ -9,7 +9,6 @@ pub(crate) trait BenchSql {
     async fn start_latencies_ms(&self) -> Result<Vec<f64>>;
     async fn retry_gaps_ms(&self) -> Result<Vec<f64>>;
     async fn task_durations_ms(&self) -> Result<Vec<f64>>;
-    async fn load_history(&self, tasks: i64, steps_per_task: i64) -> Result<()>;
     async fn count_all_steps(&self) -> Result<i64>;
     async fn apalis_done(&self) -> Result<i64>;
     async fn enable_statement_stats(&self) -> Result<()>;
@@ -58,59 +57,6 @@ impl BenchSql for Store {
         )
         .fetch_all(self.pool())
         .await?)
-    }
-
-    /// Preload finished history: `tasks` succeeded tasks of `steps_per_task` echo steps each,
-    /// with their plans, attempts and events, as a long-running deployment would hold.
-    async fn load_history(&self, tasks: i64, steps_per_task: i64) -> Result<()> {
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(
-            "INSERT INTO tasks (id, description, status, plan_version, max_step_retries,
-                 max_single_step_repairs, max_task_replans, max_consecutive_failures,
-                 max_reflection_rounds, max_concurrent_steps, final_score, event_seq,
-                 created_at, updated_at, finished_at)
-             SELECT gen_random_uuid(), 'history ' || i, 'succeeded', 1, 3, 1, 1, 3, 5, 8, 100, 2,
-                    now() - interval '1 day', now() - interval '1 day', now() - interval '1 day'
-             FROM generate_series(1, $1) AS i",
-        )
-        .bind(tasks)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO plans (task_id, version, origin, steps)
-             SELECT id, 1, 'initial', '[]'::jsonb FROM tasks WHERE status = 'succeeded'",
-        )
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO steps (id, task_id, plan_version, step_key, position, tool, status, attempts,
-                                output, finished_at, created_at, updated_at)
-             SELECT gen_random_uuid(), t.id, 1, 's' || k, k, 'echo', 'succeeded', 1, '{}'::jsonb,
-                    t.finished_at, t.created_at, t.finished_at
-             FROM tasks t CROSS JOIN generate_series(1, $1) AS k
-             WHERE t.status = 'succeeded'",
-        )
-        .bind(steps_per_task)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, status,
-                                   output, started_at, finished_at)
-             SELECT task_id, id, step_key, 1, 1, 'echo', 'succeeded', '{}'::jsonb, finished_at, finished_at
-             FROM steps WHERE status = 'succeeded'",
-        )
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO events (task_id, seq, kind, payload, at)
-             SELECT id, s, CASE s WHEN 1 THEN 'task_submitted' ELSE 'task_succeeded' END, '{}'::jsonb, finished_at
-             FROM tasks CROSS JOIN generate_series(1, 2) AS s WHERE status = 'succeeded'",
-        )
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        sqlx::query("ANALYZE").execute(self.pool()).await?;
-        Ok(())
     }
 
     /// Steps in the tables (any status).

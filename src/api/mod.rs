@@ -185,10 +185,32 @@ fn request_log(router: Router) -> Router {
             },
         )
         .on_failure(());
+    crate::metrics::handle();
     router
+        .layer(axum::middleware::from_fn(record_request))
         .layer(PropagateRequestIdLayer::new(X_REQUEST_ID))
         .layer(trace)
         .layer(SetRequestIdLayer::new(X_REQUEST_ID, MakeRequestUuid))
+}
+
+/// Counts every answer by method and status and times it by method (`trellis_http_…`).
+async fn record_request(req: Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::http::Method;
+    let method = match *req.method() {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        _ => "other",
+    };
+    let began = std::time::Instant::now();
+    let res = next.run(req).await;
+    metrics::histogram!(crate::metrics::HTTP_SECONDS, "method" => method)
+        .record(began.elapsed().as_secs_f64());
+    metrics::counter!(crate::metrics::HTTP_REQUESTS, "method" => method,
+        "status" => res.status().as_u16().to_string())
+    .increment(1);
+    res
 }
 
 /// `Json<T>` whose rejections are our JSON errors.

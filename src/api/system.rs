@@ -65,30 +65,75 @@ pub(super) async fn ready(State(st): State<AppState>) -> Response {
     }
 }
 
-/// Prometheus text exposition of task and step counts by status.
+/// Prometheus text: what this process recorded (the request histogram; in `--dev`, the
+/// in-process worker's histograms and counters too — a worker process serves its own on
+/// `[worker] metrics_port`), then the gauges of [`crate::store::Store::metrics_gauges`], one
+/// bounded statement whatever the history holds.
 pub(super) async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
-    let (tasks, steps) = st.store.stats().await?;
-    let mut out =
-        String::from("# HELP trellis_tasks Tasks by status.\n# TYPE trellis_tasks gauge\n");
-    for (s, n) in &tasks {
-        out.push_str(&format!("trellis_tasks{{status=\"{s}\"}} {n}\n"));
+    let rows = st.store.metrics_gauges().await?;
+    let mut out = crate::metrics::render();
+    out.push_str(&gauges_text(&rows));
+    Ok(([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], out).into_response())
+}
+
+/// The database gauges: every unfinished task status (zero when none), ready and running
+/// steps per tool, the oldest ready step's wait per tool, the live workers and what they hold.
+fn gauges_text(rows: &[crate::store::reads::GaugeRow]) -> String {
+    use crate::domain::status::TaskStatus;
+    use std::fmt::Write;
+    let mut out = String::new();
+    let mut tasks: std::collections::BTreeMap<&str, i64> = TaskStatus::ALL
+        .iter()
+        .filter(|s| !s.is_terminal())
+        .map(|s| (s.as_str(), 0))
+        .collect();
+    let (mut steps, mut oldest, mut workers) = (String::new(), String::new(), (0, 0.0));
+    for r in rows {
+        match r.family.as_str() {
+            "tasks" => {
+                tasks.insert(r.status.as_str(), r.n);
+            }
+            "steps" => {
+                let tool = escape(&r.tool);
+                let _ = writeln!(
+                    steps,
+                    "trellis_steps{{status=\"{}\",tool=\"{tool}\"}} {}",
+                    r.status, r.n
+                );
+                if r.status == "ready" {
+                    let _ = writeln!(
+                        oldest,
+                        "trellis_ready_oldest_seconds{{tool=\"{tool}\"}} {:.3}",
+                        r.oldest_secs
+                    );
+                }
+            }
+            "workers" => workers = (r.n, r.oldest_secs),
+            _ => {}
+        }
     }
-    out.push_str("# HELP trellis_steps Steps by status.\n# TYPE trellis_steps gauge\n");
-    for (s, n) in &steps {
-        out.push_str(&format!("trellis_steps{{status=\"{s}\"}} {n}\n"));
+    out.push_str("# HELP trellis_tasks Unfinished tasks by status.\n# TYPE trellis_tasks gauge\n");
+    for (s, n) in tasks {
+        let _ = writeln!(out, "trellis_tasks{{status=\"{s}\"}} {n}");
     }
-    let llm = st.store.llm_totals().await?;
-    out.push_str("# HELP trellis_llm_calls_total LLM calls by decision and outcome.\n# TYPE trellis_llm_calls_total counter\n");
-    for (name, ok, failed, _, _) in &llm {
-        out.push_str(&format!(
-            "trellis_llm_calls_total{{name=\"{name}\",ok=\"true\"}} {ok}\ntrellis_llm_calls_total{{name=\"{name}\",ok=\"false\"}} {failed}\n"
-        ));
-    }
-    out.push_str("# HELP trellis_llm_tokens_total LLM tokens by decision and kind.\n# TYPE trellis_llm_tokens_total counter\n");
-    for (name, _, _, prompt, completion) in &llm {
-        out.push_str(&format!(
-            "trellis_llm_tokens_total{{name=\"{name}\",kind=\"prompt\"}} {prompt}\ntrellis_llm_tokens_total{{name=\"{name}\",kind=\"completion\"}} {completion}\n"
-        ));
-    }
-    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response())
+    out.push_str(
+        "# HELP trellis_steps Ready and running steps by tool.\n# TYPE trellis_steps gauge\n",
+    );
+    out.push_str(&steps);
+    out.push_str("# HELP trellis_ready_oldest_seconds How long the oldest ready step of each tool has waited.\n# TYPE trellis_ready_oldest_seconds gauge\n");
+    out.push_str(&oldest);
+    let _ = write!(
+        out,
+        "# HELP trellis_workers Live workers.\n# TYPE trellis_workers gauge\ntrellis_workers {}\n\
+         # HELP trellis_workers_in_flight Steps and decisions the live workers hold.\n# TYPE trellis_workers_in_flight gauge\ntrellis_workers_in_flight {}\n",
+        workers.0, workers.1
+    );
+    out
+}
+
+/// A Prometheus label value: backslash, quote and newline escaped.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }

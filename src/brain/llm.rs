@@ -8,9 +8,9 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use tracing::Instrument;
 
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 use crate::config::LlmSettings;
 pub use crate::domain::decision::Usage;

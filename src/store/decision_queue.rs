@@ -196,13 +196,17 @@ impl Store {
     ) -> Result<DecisionContext> {
         let task = self.get_task(d.task_id).await?;
         let steps = self.live_steps(task.id, task.plan_version).await?;
+        // the decision's step is nearly always live in the current version: no round trip
         let step: Option<StepRow> = match d.step_id {
-            Some(id) => {
-                sqlx::query_as("SELECT * FROM steps WHERE id = $1")
-                    .bind(id)
-                    .fetch_optional(&self.pool)
-                    .await?
-            }
+            Some(id) => match steps.iter().find(|s| s.id == id) {
+                Some(s) => Some(s.clone()),
+                None => {
+                    sqlx::query_as("SELECT * FROM steps WHERE id = $1")
+                        .bind(id)
+                        .fetch_optional(&self.pool)
+                        .await?
+                }
+            },
             None => None,
         };
         let attempts = self.list_attempts(task.id, super::Page::ALL).await?;

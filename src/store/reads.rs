@@ -201,13 +201,28 @@ impl Store {
         .await?)
     }
 
-    /// LLM usage over all tasks by json_schema name: (name, ok calls, failed calls, prompt
-    /// tokens, completion tokens), for `/metrics`.
-    pub async fn llm_totals(&self) -> Result<Vec<(String, i64, i64, i64, i64)>> {
+    /// What `/metrics` reads from the database, in one statement whose cost follows the live
+    /// work, not the history: unfinished tasks by status (through the status index), ready and
+    /// running steps by tool (through their partial indexes) with the oldest ready step's wait,
+    /// and the live workers with the steps they hold.
+    pub async fn metrics_gauges(&self) -> Result<Vec<GaugeRow>> {
         Ok(sqlx::query_as(
-            "SELECT name, count(*) FILTER (WHERE ok), count(*) FILTER (WHERE NOT ok),
-                    coalesce(sum(prompt_tokens), 0)::bigint, coalesce(sum(completion_tokens), 0)::bigint
-             FROM llm_calls GROUP BY name ORDER BY name",
+            "SELECT 'tasks' AS family, status, '' AS tool, count(*) AS n, 0::float8 AS oldest_secs
+             FROM tasks
+             WHERE status IN ('pending', 'planning', 'running', 'reflecting', 'replanning',
+                              'evaluating', 'needs_intervention')
+             GROUP BY status
+             UNION ALL
+             SELECT 'steps', 'ready', coalesce(tool_override, tool), count(*),
+                    coalesce(extract(epoch FROM max(now() - run_after)), 0)::float8
+             FROM steps WHERE status = 'ready' GROUP BY 3
+             UNION ALL
+             SELECT 'steps', 'running', coalesce(tool_override, tool), count(*), 0
+             FROM steps WHERE status = 'running' GROUP BY 3
+             UNION ALL
+             SELECT 'workers', '', '', count(*), coalesce(sum(in_flight), 0)::float8
+             FROM workers
+             WHERE stopped_at IS NULL AND last_heartbeat > now() - make_interval(secs => lease_secs)",
         )
         .fetch_all(&self.pool)
         .await?)
@@ -224,4 +239,16 @@ impl Store {
         .await?
         .ok_or_else(|| StoreError::NotFound(format!("task {id}")))
     }
+}
+
+/// One row of [`Store::metrics_gauges`]: `family` is `tasks` (by `status`), `steps` (by
+/// `status` and `tool`; `oldest_secs` is how long the oldest ready step has waited) or
+/// `workers` (`n` live workers, `oldest_secs` the steps and decisions they hold).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct GaugeRow {
+    pub family: String,
+    pub status: String,
+    pub tool: String,
+    pub n: i64,
+    pub oldest_secs: f64,
 }

@@ -127,6 +127,9 @@ pub struct ClaimedStep {
     pub attempt: i32,
     pub lease_token: i64,
     pub started_at: DateTime<Utc>,
+    /// When the step was due: it became ready (dependencies done, or submitted ready) or its
+    /// retry backoff ended. `started_at - due_at` is its queue lag (database clock).
+    pub due_at: DateTime<Utc>,
     /// The task's metadata with its runtime metadata overlaid.
     pub metadata: Value,
     /// The task's `context` (`${context.…}` placeholders).
@@ -150,7 +153,7 @@ macro_rules! claim_lease_and_log {
         WHERE s.id = ANY(ARRAY(SELECT id FROM picked)) AND s.status IN {from}
         RETURNING s.id, s.task_id, s.plan_version, s.step_key, coalesce(s.tool_override, s.tool) AS tool,
                   s.parameters, s.param_overrides, s.actions, s.attempts + 1 AS attempt,
-                  s.lease_token, s.started_at, s.dependencies
+                  s.lease_token, s.started_at, s.run_after, s.dependencies
     ), ev AS (
         SELECT c.task_id, p.ord,
                row_number() OVER (PARTITION BY c.task_id ORDER BY p.ord) AS rn,
@@ -178,7 +181,8 @@ macro_rules! claim_result {
         r#"
     )
     SELECT c.id, c.task_id, c.plan_version, c.step_key, c.tool, c.parameters, c.param_overrides,
-           c.actions, c.attempt, c.lease_token, c.started_at, b.metadata, b.context,
+           c.actions, c.attempt, c.lease_token, c.started_at, c.run_after AS due_at, b.metadata,
+           b.context,
            CASE WHEN cardinality(c.dependencies) = 0 THEN '{}'::jsonb ELSE
            (SELECT coalesce(jsonb_object_agg(d.step_key, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb)
             FROM steps d

@@ -27,7 +27,15 @@ pub struct WorkerRow {
 }
 
 impl Store {
+    /// Register (or re-register) a worker, and forget workers gone for more than a day, so the
+    /// registry stays the size of the recent fleet.
     pub async fn register_worker(&self, w: &WorkerInfo) -> Result<()> {
+        sqlx::query(
+            "DELETE FROM workers
+             WHERE coalesce(stopped_at, last_heartbeat) < now() - interval '1 day'",
+        )
+        .execute(&self.pool)
+        .await?;
         sqlx::query(
             "INSERT INTO workers (id, host, pid, concurrency, lease_secs) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (id) DO UPDATE SET host = $2, pid = $3, concurrency = $4, lease_secs = $5,
@@ -52,8 +60,8 @@ impl Store {
     }
 
     /// The live fleet: workers not stopped whose last heartbeat is younger than their lease,
-    /// longest running first. Bounded by the fleet's size (stopped and dead rows are skipped by
-    /// the predicate, and the table only grows by one row per worker start).
+    /// longest running first. The table holds the fleet of the last day (see
+    /// [`Store::register_worker`]).
     pub async fn live_workers(&self) -> Result<Vec<WorkerRow>> {
         Ok(sqlx::query_as(
             "SELECT id, host, pid, concurrency, in_flight, started_at, last_heartbeat

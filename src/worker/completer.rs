@@ -98,6 +98,7 @@ async fn cycle(store: &Store, cfg: &CompleterConfig, batch: Vec<Item>) {
         permits.push(p);
         replies.push(r);
     }
+    metrics::histogram!(crate::metrics::COMPLETION_BATCH).record(items.len() as f64);
     let available = permits.iter().filter(|p| p.is_some()).count() as i64;
     let claim = (available > 0 && !cfg.shutdown.is_cancelled()).then_some(Claim {
         worker_id: cfg.worker_id,

@@ -4,6 +4,7 @@
 use super::{Held, InFlight, WorkerConfig, with_retries};
 use crate::brain;
 use crate::domain::DecisionKind;
+use crate::domain::decision::{DecisionOutcome, LlmCallRecord};
 use crate::store::decision_queue::{ClaimedDecision, Lease};
 use crate::store::{Store, StoreError};
 use tracing::Instrument;
@@ -26,7 +27,10 @@ pub(super) async fn run(
             .expect("in-flight lock")
             .insert(d.id, Held::Decision(d.fence()));
         let span = tracing::info_span!("decision", decision_id = %d.id, kind = %d.kind);
+        let began = std::time::Instant::now();
         let result = decide_and_apply(store, cfg, &d).instrument(span).await;
+        metrics::histogram!(crate::metrics::DECISION_SECONDS, "kind" => d.kind.as_str())
+            .record(began.elapsed().as_secs_f64());
         in_flight.lock().expect("in-flight lock").remove(&d.id);
         match result {
             Ok(n) => next = n,
@@ -60,8 +64,55 @@ async fn decide_and_apply(
     };
     let fence = d.fence();
     let calls = ctx.meter.take();
+    record_metrics(&outcome, &calls);
     if let Err(e) = with_retries(|| store.record_llm_calls(&fence, &calls)).await {
         tracing::error!(decision = %d.id, error = %e, calls = calls.len(), "could not record LLM usage");
     }
     with_retries(|| store.apply_decision(&fence, &outcome, &cfg.policy, lease)).await
+}
+
+/// The recovery decision taken and the LLM calls made, as counters.
+fn record_metrics(outcome: &DecisionOutcome, calls: &[LlmCallRecord]) {
+    use crate::metrics::{LLM_CALLS, LLM_TOKENS, RECOVERIES};
+    if let Some((tier, strategy)) = recovery_label(outcome) {
+        metrics::counter!(RECOVERIES, "tier" => tier, "strategy" => strategy).increment(1);
+    }
+    for c in calls {
+        let name = c.name.clone();
+        let ok = if c.ok { "true" } else { "false" };
+        metrics::counter!(LLM_CALLS, "name" => name.clone(), "ok" => ok).increment(1);
+        metrics::counter!(LLM_TOKENS, "name" => name.clone(), "kind" => "prompt")
+            .increment(c.usage.prompt_tokens);
+        metrics::counter!(LLM_TOKENS, "name" => name, "kind" => "completion")
+            .increment(c.usage.completion_tokens);
+    }
+}
+
+/// Tier and strategy of a recovery decision's outcome: tier 1 the step reflection's suggested
+/// action, tier 2 a repair (or its failure), tier 3 the overall reflection's strategy (or
+/// `stop`). Plans, replans and evaluations are not recoveries.
+fn recovery_label(outcome: &DecisionOutcome) -> Option<(&'static str, &'static str)> {
+    use crate::domain::recovery::StepAction;
+    match outcome {
+        DecisionOutcome::StepReflection { reflection, .. } => Some((
+            "1",
+            match reflection.suggested_action {
+                StepAction::RetryWithParams(_) => "retry_with_params",
+                StepAction::RetryWithTool(_) => "retry_with_tool",
+                StepAction::TriggerOverallReflection(_) => "trigger_overall_reflection",
+            },
+        )),
+        DecisionOutcome::Repair(r) => {
+            Some(("2", if r.is_ok() { "repair" } else { "repair_failed" }))
+        }
+        DecisionOutcome::Overall { reflection, .. } => Some((
+            "3",
+            match (&reflection.replanning_strategy, reflection.should_replan) {
+                (Some(s), true) => s.name(),
+                (None, true) => "full_replan",
+                (_, false) => "stop",
+            },
+        )),
+        _ => None,
+    }
 }

@@ -42,7 +42,16 @@ pub(super) async fn execute(
     permit: OwnedSemaphorePermit,
 ) -> (Option<ClaimedDecision>, Option<OwnedSemaphorePermit>) {
     let (store, cfg) = (&rt.store, &rt.cfg);
+    let began = std::time::Instant::now();
     let ran = run_step(rt, &step).await;
+    let outcome = match &ran.result {
+        Ok(_) => "succeeded".to_string(),
+        Err(f) => crate::metrics::outcome_label(&f.category).to_string(),
+    };
+    metrics::histogram!(crate::metrics::STEP_SECONDS, "tool" => ran.tool.clone())
+        .record(began.elapsed().as_secs_f64());
+    metrics::counter!(crate::metrics::ATTEMPTS, "tool" => ran.tool.clone(), "outcome" => outcome)
+        .increment(1);
     let fence = step.fence();
     let mut permit = Some(permit);
     let outcome = match ran.result {

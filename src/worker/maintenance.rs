@@ -171,6 +171,7 @@ async fn rescue_loop(store: Store, cfg: WorkerConfig, wake: Wake, stop: Cancella
             Ok(0) => {}
             Ok(n) => {
                 tracing::warn!(rescued = n, "re-queued steps of lost workers");
+                metrics::counter!(crate::metrics::RESCUES, "what" => "step").increment(n);
                 wake.notify.notify_one();
             }
             Err(e) => tracing::warn!(error = %e, "rescue scan failed"),
@@ -184,6 +185,7 @@ async fn rescue_loop(store: Store, cfg: WorkerConfig, wake: Wake, stop: Cancella
             Ok(0) => {}
             Ok(n) => {
                 tracing::warn!(rescued = n, "re-queued decisions of lost workers");
+                metrics::counter!(crate::metrics::RESCUES, "what" => "decision").increment(n);
                 wake.decisions();
             }
             Err(e) => tracing::warn!(error = %e, "decision rescue scan failed"),

@@ -141,6 +141,7 @@ pub async fn run(
     cfg: WorkerConfig,
     shutdown: CancellationToken,
 ) -> Result<(), StoreError> {
+    crate::metrics::handle();
     store
         .register_worker(&WorkerInfo {
             id: cfg.id,
@@ -323,8 +324,14 @@ async fn claim_steps(
         lease_secs: rt.cfg.lease.as_secs_f64(),
         max_running_tasks: rt.cfg.max_running_tasks,
     };
-    match rt.store.claim_steps_or_next_due(&claim).await {
+    let began = std::time::Instant::now();
+    let claimed = rt.store.claim_steps_or_next_due(&claim).await;
+    metrics::histogram!(crate::metrics::CLAIM_SECONDS).record(began.elapsed().as_secs_f64());
+    match claimed {
         Ok((steps, next_due)) => {
+            if !steps.is_empty() {
+                metrics::histogram!(crate::metrics::CLAIM_BATCH).record(steps.len() as f64);
+            }
             for step in steps {
                 let permit = permits.pop().expect("claimed at most one step per permit");
                 rt.in_flight
@@ -351,6 +358,11 @@ fn spawn_step(
     permit: OwnedSemaphorePermit,
 ) {
     let rt = rt.clone();
+    let lag = (step.started_at - step.due_at)
+        .num_microseconds()
+        .unwrap_or(0) as f64
+        / 1e6;
+    metrics::histogram!(crate::metrics::QUEUE_LAG_SECONDS).record(lag.max(0.0));
     // task → step → attempt: what the step logs (and the LLM calls of the decisions its
     // outcome leads to) carries all three
     let task = tracing::info_span!("task", task_id = %step.task_id);

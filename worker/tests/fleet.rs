@@ -161,3 +161,66 @@ async fn the_worker_prints_json_lines_with_task_step_attempt_spans() {
     assert_eq!(spans[1]["step_id"], "s1");
     assert_eq!(spans[2]["attempt"], 1);
 }
+
+/// Acceptance 3, the worker's side: `[worker] metrics_port` serves the worker's own
+/// histograms (claim, queue lag, step duration by tool, completion batch, decision by kind)
+/// and counters (attempts by tool and outcome, recoveries by tier and strategy).
+#[tokio::test]
+async fn a_worker_serves_its_histograms_and_counters() {
+    let app = common::spawn_app().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _w = WorkerProc::start(&app.db, &[("APP_WORKER__METRICS_PORT", &port.to_string())]);
+    let id = app
+        .submit(
+            json!({"description": "fails once, then runs a second step", "plan": {"steps": [
+            {"id": "f", "tool": "flaky", "parameters": {"fail_times": 1}},
+            {"id": "e", "tool": "echo", "dependencies": ["f"]}]}}),
+        )
+        .await;
+    let done = app.wait_done(id, Duration::from_secs(60)).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let text = wait_for("the worker's metrics", Duration::from_secs(30), || async {
+        let r = app.http.get(&url).send().await.ok()?;
+        let text = r.text().await.ok()?;
+        // the evaluation decision is the last thing the worker records
+        text.contains("trellis_attempts_total").then_some(text)
+    })
+    .await;
+    let families: BTreeSet<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with("trellis_"))
+        .collect();
+    assert!(families.len() >= 8, "{families:?}");
+    let has = |name: &str, labels: &[&str]| {
+        text.lines()
+            .any(|l| l.starts_with(name) && labels.iter().all(|x| l.contains(x)))
+    };
+    for (name, labels) in [
+        ("trellis_claim_duration_seconds_bucket", &[][..]),
+        ("trellis_queue_lag_seconds_count", &[]),
+        ("trellis_step_duration_seconds_bucket", &["tool=\"flaky\""]),
+        ("trellis_completion_batch_size_count", &[]),
+        (
+            "trellis_decision_duration_seconds_bucket",
+            &["kind=\"step_reflection\""],
+        ),
+        (
+            "trellis_attempts_total",
+            &["tool=\"flaky\"", "outcome=\"tool_error\""],
+        ),
+        (
+            "trellis_attempts_total",
+            &["tool=\"echo\"", "outcome=\"succeeded\""],
+        ),
+        ("trellis_recoveries_total", &["tier=\"1\""]),
+    ] {
+        assert!(has(name, labels), "{name} {labels:?} in\n{text}");
+    }
+}

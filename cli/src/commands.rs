@@ -1,0 +1,411 @@
+//! One function per command: call the API, print the answer.
+
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+
+use crate::client::{CliError, Client};
+use crate::files::{read_document, submit_body};
+use crate::render::{event_line, table, table_of_objects};
+use crate::watch::watch;
+use crate::{Cli, Command, Keys, Registry};
+
+pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    let c = Client::new(&cli.url, cli.api_key.clone())?;
+    let json = cli.json;
+    match cli.command {
+        Command::Submit {
+            file,
+            watch: w,
+            description,
+            priority,
+            idempotency_key,
+        } => {
+            let mut body = submit_body(&file, read_document(&file)?)?;
+            if let Some(d) = description {
+                body["description"] = json!(d);
+            }
+            if let Some(p) = priority {
+                body["priority"] = json!(p);
+            }
+            if let Some(k) = idempotency_key {
+                body["idempotency_key"] = json!(k);
+            }
+            let v = c.post("/api/v1/tasks", &body).await?;
+            started(&c, &v, w, json, "submitted").await
+        }
+        Command::Watch { id } => watch(&c, &id, json).await,
+        Command::Tasks {
+            status,
+            limit,
+            before,
+        } => tasks(&c, status, limit, before, json).await,
+        Command::Show { id } => show(&c, &id, json).await,
+        Command::Result { id } => {
+            let v = c.get(&format!("/api/v1/tasks/{id}/result")).await?;
+            print_json(&v);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Events { id, after } => {
+            let v = c
+                .get(&format!(
+                    "/api/v1/tasks/{id}/events?after={after}&limit=10000"
+                ))
+                .await?;
+            if json {
+                print_json(&v);
+            } else {
+                for e in v.as_array().into_iter().flatten() {
+                    println!("{:>5} {}", e["seq"], event_line(e));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Cancel { id } => {
+            let v = c
+                .post(&format!("/api/v1/tasks/{id}/cancel"), &json!({}))
+                .await?;
+            say(
+                json,
+                &v,
+                &format!("task {id}: {}", v["status"].as_str().unwrap_or("cancelled")),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Resume {
+            id,
+            overrides,
+            watch: w,
+        } => {
+            let body = match overrides {
+                None => json!({}),
+                Some(f) => resume_body(read_document(&f)?),
+            };
+            let v = c.post(&format!("/api/v1/tasks/{id}/resume"), &body).await?;
+            started(&c, &with_id(v, &id), w, json, "resumed").await
+        }
+        Command::Rerun {
+            id,
+            from,
+            overrides,
+            watch: w,
+        } => {
+            let step_overrides = match overrides {
+                None => json!({}),
+                Some(f) => read_document(&f)?,
+            };
+            let body = json!({"from_step": from, "step_overrides": step_overrides});
+            let v = c.post(&format!("/api/v1/tasks/{id}/rerun"), &body).await?;
+            started(&c, &with_id(v, &id), w, json, "rerun").await
+        }
+        Command::Tools(r) => registry(&c, "tools", r, json).await,
+        Command::Templates(r) => registry(&c, "templates", r, json).await,
+        Command::Keys(k) => keys(&c, k, json).await,
+        Command::Workers => {
+            let v = c.get("/api/v1/workers").await?;
+            list_or_json(
+                json,
+                &v,
+                &[
+                    ("worker", "worker_id"),
+                    ("host", "host"),
+                    ("pid", "pid"),
+                    ("concurrency", "concurrency"),
+                    ("in flight", "in_flight"),
+                    ("last heartbeat", "last_heartbeat_at"),
+                    ("started", "started_at"),
+                ],
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Stats => stats(&c, json).await,
+    }
+}
+
+fn print_json(v: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+    );
+}
+
+/// `--json`: the answer; otherwise one line.
+fn say(json: bool, v: &Value, line: &str) {
+    if json {
+        print_json(v);
+    } else {
+        println!("{line}");
+    }
+}
+
+fn list_or_json(json: bool, v: &Value, columns: &[(&str, &str)]) {
+    if json {
+        print_json(v);
+    } else {
+        let rows = v.as_array().cloned().unwrap_or_default();
+        if rows.is_empty() {
+            println!("(none)");
+        } else {
+            println!("{}", table(&rows, columns));
+        }
+    }
+}
+
+fn with_id(mut v: Value, id: &str) -> Value {
+    if v.get("task_id").is_none() && v.is_object() {
+        v["task_id"] = json!(id);
+    }
+    v
+}
+
+/// After a submit, resume or rerun: print the task id, and follow it with `--watch`.
+async fn started(
+    c: &Client,
+    v: &Value,
+    watch_it: bool,
+    json: bool,
+    what: &str,
+) -> Result<ExitCode, CliError> {
+    let id = v["task_id"].as_str().unwrap_or_default().to_string();
+    if json {
+        // the API's answer first; with --watch the events follow, one per line
+        println!("{v}");
+    } else {
+        let status = v["status"].as_str().unwrap_or_default();
+        println!("{what} task {id} ({status})");
+    }
+    if watch_it {
+        watch(c, &id, json).await
+    } else {
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// A resume overrides file: a whole body (`plan` or `step_overrides`), or the overrides map.
+fn resume_body(doc: Value) -> Value {
+    if doc.get("plan").is_some() || doc.get("step_overrides").is_some() {
+        doc
+    } else {
+        json!({"step_overrides": doc})
+    }
+}
+
+async fn tasks(
+    c: &Client,
+    status: Option<String>,
+    limit: u32,
+    before: Option<String>,
+    json: bool,
+) -> Result<ExitCode, CliError> {
+    let mut path = format!("/api/v1/tasks?limit={limit}");
+    if let Some(s) = status {
+        path.push_str(&format!("&status={}", encode(&s)));
+    }
+    if let Some(b) = before {
+        path.push_str(&format!("&before={}", encode(&b)));
+    }
+    let v = c.get(&path).await?;
+    list_or_json(
+        json,
+        &v,
+        &[
+            ("task", "task_id"),
+            ("status", "status"),
+            ("description", "description"),
+            ("created", "created_at"),
+            ("updated", "updated_at"),
+        ],
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Query-string encoding of one value.
+fn encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+async fn show(c: &Client, id: &str, json: bool) -> Result<ExitCode, CliError> {
+    let task = c.get(&format!("/api/v1/tasks/{id}")).await?;
+    let plan = c.get(&format!("/api/v1/tasks/{id}/plan")).await?;
+    if json {
+        print_json(&json!({"task": task, "plan": plan}));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let s = &task["steps"];
+    let k = &task["counters"];
+    println!("task        {}", task["task_id"].as_str().unwrap_or(id));
+    println!(
+        "status      {}",
+        task["status"].as_str().unwrap_or_default()
+    );
+    println!(
+        "round       {}   plan version {} ({})",
+        task["round"],
+        task["plan_version"],
+        plan["origin"].as_str().unwrap_or_default()
+    );
+    println!(
+        "steps       {} total: {} succeeded, {} failed, {} running, {} ready, {} blocked, {} skipped",
+        s["total"],
+        s["succeeded"],
+        s["failed"],
+        s["running"],
+        s["ready"],
+        s["blocked"],
+        s["skipped"]
+    );
+    println!(
+        "recovery    {} replans, {} repairs, {} consecutive failures",
+        k["task_replan_count"], k["single_step_repair_count"], k["consecutive_failures"]
+    );
+    println!(
+        "created     {}",
+        task["created_at"].as_str().unwrap_or_default()
+    );
+    if let Some(err) = task.get("error").filter(|e| !e.is_null()) {
+        println!("error       {err}");
+    }
+    let steps = plan["steps"].as_array().cloned().unwrap_or_default();
+    println!(
+        "{}",
+        table(
+            &steps,
+            &[
+                ("step", "id"),
+                ("tool", "tool"),
+                ("status", "status"),
+                ("retries", "retry_count"),
+                ("depends on", "dependencies"),
+            ]
+        )
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn registry(c: &Client, kind: &str, r: Registry, json: bool) -> Result<ExitCode, CliError> {
+    let base = format!("/api/v1/{kind}");
+    match r {
+        Registry::Ls => {
+            let v = c.get(&base).await?;
+            let columns: &[(&str, &str)] = if kind == "tools" {
+                &[
+                    ("id", "id"),
+                    ("name", "name"),
+                    ("endpoint", "endpoint"),
+                    ("timeout ms", "timeout_ms"),
+                    ("max concurrency", "max_concurrency"),
+                    ("alternatives", "alternatives"),
+                ]
+            } else {
+                &[
+                    ("id", "id"),
+                    ("description", "description"),
+                    ("input schema", "input_schema"),
+                ]
+            };
+            list_or_json(json, &v, columns);
+        }
+        Registry::Add { file } => {
+            let doc = read_document(&file)?;
+            let entries = match doc {
+                Value::Array(items) => items,
+                one => vec![one],
+            };
+            for e in entries {
+                let v = c.post(&base, &e).await?;
+                let id = v["id"].as_str().unwrap_or_default();
+                say(json, &v, &format!("registered {} {id}", singular(kind)));
+            }
+        }
+        Registry::Rm { id } => {
+            let v = c.delete(&format!("{base}/{}", encode(&id))).await?;
+            say(json, &v, &format!("removed {} {id}", singular(kind)));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn singular(kind: &str) -> &str {
+    kind.strip_suffix('s').unwrap_or(kind)
+}
+
+async fn keys(c: &Client, k: Keys, json: bool) -> Result<ExitCode, CliError> {
+    match k {
+        Keys::Create { name, role } => {
+            let v = c
+                .post("/api/v1/keys", &json!({"name": name, "role": role}))
+                .await?;
+            if json {
+                print_json(&v);
+            } else {
+                println!(
+                    "created {} key {} ({})",
+                    v["role"].as_str().unwrap_or_default(),
+                    v["name"].as_str().unwrap_or_default(),
+                    v["id"].as_str().unwrap_or_default()
+                );
+                println!("key: {}", v["key"].as_str().unwrap_or_default());
+                println!("(shown this once: only its hash is stored)");
+            }
+        }
+        Keys::Ls => {
+            let v = c.get("/api/v1/keys").await?;
+            list_or_json(
+                json,
+                &v,
+                &[
+                    ("id", "id"),
+                    ("name", "name"),
+                    ("role", "role"),
+                    ("prefix", "key_prefix"),
+                    ("created", "created_at"),
+                    ("revoked", "revoked_at"),
+                ],
+            );
+        }
+        Keys::Revoke { id } => {
+            let v = c.delete(&format!("/api/v1/keys/{}", encode(&id))).await?;
+            say(json, &v, &format!("revoked key {id}"));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn stats(c: &Client, json: bool) -> Result<ExitCode, CliError> {
+    let counts = c.get("/api/v1/stats").await?;
+    let recovery = c.get("/api/v1/stats/recovery").await?;
+    if json {
+        print_json(&json!({"stats": counts, "recovery": recovery}));
+        return Ok(ExitCode::SUCCESS);
+    }
+    for what in ["tasks", "steps"] {
+        let rows: Vec<Value> = counts[what]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(s, n)| json!({"status": s, "count": n}))
+            .collect();
+        println!("{what}");
+        println!(
+            "{}",
+            table(&rows, &[("status", "status"), ("count", "count")])
+        );
+    }
+    for (name, rows) in recovery.as_object().into_iter().flatten() {
+        println!("{name}");
+        println!(
+            "{}",
+            table_of_objects(rows.as_array().map(Vec::as_slice).unwrap_or(&[]))
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,167 @@
+//! `trellis`: the command line for a Trellis server.
+//!
+//! Talks to the REST API only (`TRELLIS_URL`, `TRELLIS_API_KEY`), so it works against any
+//! deployment. Every command prints a human view (tables, a progress bar) or, with `--json`,
+//! the API's own JSON. Exit codes: 0 success; 1 the API refused the request, or a watched task
+//! ended without succeeding; 2 a usage error, an unreadable file or no connection.
+
+mod client;
+mod commands;
+mod files;
+mod render;
+mod watch;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// The command line for a Trellis server: submit and watch tasks, inspect plans and
+/// recoveries, manage tools, templates and keys.
+#[derive(Debug, Parser)]
+#[command(name = "trellis", version, about, long_about = None)]
+pub struct Cli {
+    /// The API's base address.
+    #[arg(
+        long,
+        global = true,
+        env = "TRELLIS_URL",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    url: String,
+    /// The API key (sent as `Authorization: Bearer …`).
+    #[arg(long, global = true, env = "TRELLIS_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// Print the API's JSON instead of tables (watching: one event per line).
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Submit a task from a JSON or YAML file: a whole submit body, or a bare plan
+    /// (`{"steps": [...]}`).
+    Submit {
+        file: PathBuf,
+        /// Follow the task until it ends (exit 0 when it succeeds, 1 otherwise).
+        #[arg(long)]
+        watch: bool,
+        /// The task's description (default: the body's, or the file's name).
+        #[arg(long)]
+        description: Option<String>,
+        /// Priority (higher runs first).
+        #[arg(long)]
+        priority: Option<i32>,
+        /// Idempotency key: submitting it again returns the first task.
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// Follow a task until it ends: exit 0 when it succeeds, 1 otherwise.
+    Watch { id: String },
+    /// List tasks, newest first.
+    Tasks {
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        /// Only tasks older than this task id or RFC 3339 time (the next page).
+        #[arg(long)]
+        before: Option<String>,
+    },
+    /// A task's status, counters and the steps of its current plan.
+    Show { id: String },
+    /// A task's result: status, score and outputs.
+    Result { id: String },
+    /// A task's event log.
+    Events {
+        id: String,
+        /// Only events after this sequence number.
+        #[arg(long, default_value_t = 0)]
+        after: i64,
+    },
+    /// Cancel a task.
+    Cancel { id: String },
+    /// Resume a task that needs intervention.
+    Resume {
+        id: String,
+        /// JSON or YAML: `{"step_3": {"parameters": {...}, "tool": "..."}}`, or a whole resume
+        /// body (`{"plan": ...}` or `{"step_overrides": ...}`).
+        #[arg(long)]
+        overrides: Option<PathBuf>,
+        #[arg(long)]
+        watch: bool,
+    },
+    /// Run an ended task again from one step (kept steps are not called again).
+    Rerun {
+        id: String,
+        #[arg(long = "from")]
+        from: String,
+        /// JSON or YAML: `{"step_3": {"parameters": {...}, "tool": "..."}}`.
+        #[arg(long)]
+        overrides: Option<PathBuf>,
+        #[arg(long)]
+        watch: bool,
+    },
+    /// The tool registry.
+    #[command(subcommand)]
+    Tools(Registry),
+    /// The workflow template registry.
+    #[command(subcommand)]
+    Templates(Registry),
+    /// API keys.
+    #[command(subcommand)]
+    Keys(Keys),
+    /// The live worker fleet.
+    Workers,
+    /// Task and step counts, and the recovery statistics.
+    Stats,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Registry {
+    /// List the entries.
+    Ls,
+    /// Register from a JSON or YAML file (one entry, or a list of entries).
+    Add { file: PathBuf },
+    /// Remove an entry.
+    Rm { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Keys {
+    /// Create a key (shown this once).
+    Create {
+        #[arg(long)]
+        name: String,
+        /// admin, operator or reader
+        #[arg(long)]
+        role: String,
+    },
+    /// List keys (never the key itself).
+    Ls,
+    /// Revoke a key at once.
+    Revoke { id: String },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: could not start: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match rt.block_on(commands::run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
