@@ -11,8 +11,8 @@
 //! - [`worker`]: the claim/run/complete loop;
 //! - [`api`]: the REST router and the JSON views;
 //! - [`startup`]: the application both binaries and the test harness build;
-//! - [`config`], [`devpg`], [`net`], [`telemetry`]: configuration, a throwaway PostgreSQL,
-//!   outbound HTTP helpers, logs; `testkit` (feature
+//! - [`config`], [`devpg`], [`net`], [`telemetry`], [`metrics`]: configuration, a throwaway
+//!   PostgreSQL, outbound HTTP helpers, logs, Prometheus metrics; `testkit` (feature
 //!   `testing`): a fresh database per test.
 
 pub mod api;
