@@ -82,7 +82,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 Some(f) => resume_body(read_document(&f)?),
             };
             let v = c.post(&format!("/api/v1/tasks/{id}/resume"), &body).await?;
-            started(&c, &with_id(v, &id), w, json, "resumed").await
+            started(&c, &v, w, json, "resumed").await
         }
         Command::Rerun {
             id,
@@ -96,7 +96,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
             };
             let body = json!({"from_step": from, "step_overrides": step_overrides});
             let v = c.post(&format!("/api/v1/tasks/{id}/rerun"), &body).await?;
-            started(&c, &with_id(v, &id), w, json, "rerun").await
+            started(&c, &v, w, json, "rerun").await
         }
         Command::Tools(r) => registry(&c, "tools", r, json).await,
         Command::Templates(r) => registry(&c, "templates", r, json).await,
@@ -149,13 +149,6 @@ fn list_or_json(json: bool, v: &Value, columns: &[(&str, &str)]) {
             println!("{}", table(&rows, columns));
         }
     }
-}
-
-fn with_id(mut v: Value, id: &str) -> Value {
-    if v.get("task_id").is_none() && v.is_object() {
-        v["task_id"] = json!(id);
-    }
-    v
 }
 
 /// After a submit, resume or rerun: print the task id, and follow it with `--watch`.
@@ -219,18 +212,9 @@ async fn tasks(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Query-string encoding of one value.
+/// One query value or path segment, percent-encoded.
 fn encode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
 async fn show(c: &Client, id: &str, json: bool) -> Result<ExitCode, CliError> {

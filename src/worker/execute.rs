@@ -48,10 +48,10 @@ pub(super) async fn execute(
         Ok(_) => "succeeded".to_string(),
         Err(f) => crate::metrics::outcome_label(&f.category).to_string(),
     };
-    metrics::histogram!(crate::metrics::STEP_SECONDS, "tool" => ran.tool.clone())
+    let tool = ran.tool.clone();
+    metrics::histogram!(crate::metrics::STEP_SECONDS, "tool" => tool.clone())
         .record(began.elapsed().as_secs_f64());
-    metrics::counter!(crate::metrics::ATTEMPTS, "tool" => ran.tool.clone(), "outcome" => outcome)
-        .increment(1);
+    metrics::counter!(crate::metrics::ATTEMPTS, "tool" => tool, "outcome" => outcome).increment(1);
     let fence = step.fence();
     let mut permit = Some(permit);
     let outcome = match ran.result {
