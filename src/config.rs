@@ -216,7 +216,9 @@ impl DatabaseSettings {
     /// A worker's pool: one connection for claims, one for completion cycles, one each for
     /// the rescue and retention loops, and room for failures and decisions recorded by the
     /// steps running at once (half the concurrency, at most 32). The heartbeat and LISTEN
-    /// have their own connections.
+    /// have their own connections. The hot path (claims, completions, failures, decisions)
+    /// runs on a second pool of this size with generic plans (`Store::with_generic_plans`),
+    /// so the first only ever opens the few connections the maintenance loops use.
     pub fn worker_pool_size(&self, concurrency: u32) -> u32 {
         self.max_connections
             .unwrap_or_else(|| (concurrency / 2).clamp(2, 32) + 4)

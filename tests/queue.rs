@@ -325,3 +325,50 @@ async fn a_handed_off_step_does_not_wait_for_the_poll() {
     .await;
     w.stop().await;
 }
+
+/// The hot path plans its statements once per session: on a worker's generic-plans handle every
+/// session starts with the mode; on an ordinary handle the claim's `SET LOCAL` ends with its
+/// transaction and leaves the session as it was.
+#[tokio::test]
+async fn hot_transactions_use_generic_plans_without_leaking_the_setting() {
+    let db = fresh_db().await;
+    submit_many(&db.store, 2, 1).await;
+    let mode = |store: Store| async move {
+        let v: String = sqlx::query_scalar("SHOW plan_cache_mode")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        v
+    };
+    // one connection, so the claim and the SHOW share the session
+    let plain = db.store.dedicated(1).await.unwrap();
+    assert_eq!(
+        plain
+            .claim_steps(&claim(Uuid::now_v7(), 1))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        mode(plain.clone()).await,
+        "auto",
+        "SET LOCAL ended with the claim"
+    );
+
+    let hot = plain.with_generic_plans().await.unwrap();
+    assert_eq!(mode(hot.clone()).await, "force_generic_plan");
+    assert_eq!(
+        hot.claim_steps(&claim(Uuid::now_v7(), 1))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(mode(hot).await, "force_generic_plan");
+    assert_eq!(
+        mode(plain).await,
+        "auto",
+        "the original handle is unchanged"
+    );
+}

@@ -34,10 +34,11 @@ pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// Request body cap of `POST /tasks/batch` (up to 1000 submit bodies).
 pub const MAX_BATCH_BODY_BYTES: usize = 8 * 1024 * 1024;
 
+/// What every handler gets; cloned for each request, so everything in it is cheap to clone.
 #[derive(Debug, Clone)]
 pub struct AppState {
     pub store: Store,
-    pub settings: Settings,
+    pub settings: std::sync::Arc<Settings>,
     announcer: Announcer,
     auth: auth::Auth,
     outbound: crate::net::Outbound,
@@ -51,7 +52,7 @@ impl AppState {
         let outbound = crate::net::Outbound::from_settings(&settings.tools);
         Self {
             store,
-            settings,
+            settings: std::sync::Arc::new(settings),
             announcer,
             auth,
             outbound,
@@ -208,9 +209,33 @@ async fn record_request(req: Request, next: axum::middleware::Next) -> axum::res
     metrics::histogram!(crate::metrics::HTTP_SECONDS, "method" => method)
         .record(began.elapsed().as_secs_f64());
     metrics::counter!(crate::metrics::HTTP_REQUESTS, "method" => method,
-        "status" => res.status().as_u16().to_string())
+        "status" => status_label(res.status()))
     .increment(1);
     res
+}
+
+/// A status as a metric label: the codes this API answers with need no allocation.
+fn status_label(status: axum::http::StatusCode) -> metrics::SharedString {
+    let code: &'static str = match status.as_u16() {
+        200 => "200",
+        201 => "201",
+        202 => "202",
+        204 => "204",
+        400 => "400",
+        401 => "401",
+        403 => "403",
+        404 => "404",
+        405 => "405",
+        409 => "409",
+        413 => "413",
+        415 => "415",
+        422 => "422",
+        429 => "429",
+        500 => "500",
+        503 => "503",
+        other => return metrics::SharedString::from(other.to_string()),
+    };
+    metrics::SharedString::const_str(code)
 }
 
 /// `Json<T>` whose rejections are our JSON errors.

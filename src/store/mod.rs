@@ -32,11 +32,19 @@ use crate::domain::records::TaskRow;
 /// commit when it is `Ok`, roll back at once when it is `Err` ([`finish`]). The only way this
 /// crate opens a transaction.
 ///
-/// `in_tx!(hot pool, |tx| …)` opens it with [`BEGIN_HOT`] instead: the claim, completion,
-/// failure and decision transactions, whose statements run thousands of times per connection.
+/// `in_tx!(hot store, |tx| …)` is for the claim, completion, failure and decision
+/// transactions, whose statements run thousands of times per connection: they run with generic
+/// plans. On a [`Store::with_generic_plans`] handle every session already has them (a plain
+/// `BEGIN`); on any other it opens with [`BEGIN_HOT`].
 macro_rules! in_tx {
-    (hot $pool:expr, |$tx:ident| $body:expr) => {{
-        let owned: $crate::store::Tx = $pool.begin_with($crate::store::BEGIN_HOT).await?;
+    (hot $store:expr, |$tx:ident| $body:expr) => {{
+        let store: &$crate::store::Store = &$store;
+        let begin = if store.generic_plans {
+            "BEGIN"
+        } else {
+            $crate::store::BEGIN_HOT
+        };
+        let owned: $crate::store::Tx = store.pool.begin_with(begin).await?;
         in_tx!(@run owned, |$tx| $body)
     }};
     ($pool:expr, |$tx:ident| $body:expr) => {{
@@ -60,6 +68,11 @@ macro_rules! in_tx {
 /// custom plans' by a little), and planning the claim's CTEs took longer than running them:
 /// 0.18 + 0.68 ms of planning against 0.07 + 0.34 ms of execution per idle claim. Their
 /// parameters are ids, limits and flags whose values do not change which plan is good.
+///
+/// The `SET LOCAL` costs no round trip, but it is one more statement per transaction in
+/// `pg_stat_statements`; a worker therefore runs its hot path on a [`Store::with_generic_plans`]
+/// handle, whose sessions start with the mode as a startup parameter, and uses this only where
+/// it shares a pool with the API (`trellis-api --dev`).
 pub const BEGIN_HOT: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
 
 pub mod apply;
@@ -182,6 +195,8 @@ impl Default for PoolConfig {
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: PgPool,
+    /// Every session of `pool` plans with `plan_cache_mode = force_generic_plan`.
+    generic_plans: bool,
 }
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -229,7 +244,10 @@ impl Store {
             .acquire_timeout(c.acquire_timeout)
             .connect_with(options)
             .await?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            generic_plans: false,
+        })
     }
 
     /// A second handle on the same database with its own small pool, so that what runs on it
@@ -241,7 +259,31 @@ impl Store {
             .acquire_timeout(Duration::from_secs(5))
             .connect_with(options)
             .await?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            generic_plans: self.generic_plans,
+        })
+    }
+
+    /// A handle for a worker's hot path (claims, completions, failures, decisions), with a pool
+    /// of its own as large as this one's, whose sessions start with
+    /// `plan_cache_mode = force_generic_plan` ([`BEGIN_HOT`] says why). Its statements are
+    /// keyed by ids and leases; the maintenance sweeps, whose time predicates do favour custom
+    /// plans, stay on `self`.
+    pub async fn with_generic_plans(&self) -> Result<Self> {
+        // appended to the session options this handle's pool already starts with
+        let options = (*self.pool.connect_options())
+            .clone()
+            .options([("plan_cache_mode", "force_generic_plan")]);
+        let pool = PgPoolOptions::new()
+            .max_connections(self.pool.options().get_max_connections())
+            .acquire_timeout(self.pool.options().get_acquire_timeout())
+            .connect_with(options)
+            .await?;
+        Ok(Self {
+            pool,
+            generic_plans: true,
+        })
     }
 
     pub fn pool(&self) -> &PgPool {

@@ -113,7 +113,7 @@ impl Store {
     /// The commit is asynchronous: losing it in a crash loses only the claim (ARCHITECTURE.md,
     /// "The step queue").
     pub async fn claim_steps(&self, c: &Claim) -> Result<Vec<ClaimedStep>> {
-        in_tx!(hot self.pool, |tx| claim_in(tx, c, true).await)
+        in_tx!(hot self, |tx| claim_in(tx, c, true).await)
     }
 
     /// [`Store::claim_steps`]; when it claimed fewer than asked, also the milliseconds until
@@ -123,7 +123,7 @@ impl Store {
         &self,
         c: &Claim,
     ) -> Result<(Vec<ClaimedStep>, Option<f64>)> {
-        in_tx!(hot self.pool, |tx| {
+        in_tx!(hot self, |tx| {
             let claimed = claim_in(tx, c, true).await?;
             let due = if (claimed.len() as i64) < c.limit {
                 next_due(&mut **tx).await?
@@ -248,7 +248,7 @@ impl Store {
             failure: &f.failure,
             require_expired: false,
         };
-        in_tx!(hot self.pool, |tx| fail_locked(tx, input, policy).await)
+        in_tx!(hot self, |tx| fail_locked(tx, input, policy).await)
     }
 
     /// Give a step back without burning an attempt (graceful shutdown). Fenced.
@@ -507,7 +507,7 @@ impl Store {
     /// Record completions and claim the next steps in one transaction (one commit): see
     /// [`Store::complete_steps`] for the completions and [`Store::claim_steps`] for the claim.
     pub async fn complete_and_claim(&self, c: &Cycle<'_>) -> Result<CycleDone> {
-        in_tx!(hot self.pool, |tx| {
+        in_tx!(hot self, |tx| {
             let (completed, any_ready) = complete_batch(tx, c).await?;
             let started = completed
                 .iter()

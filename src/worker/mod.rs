@@ -161,9 +161,11 @@ pub async fn run(
     };
     let in_flight: InFlight = Arc::default();
     let mut helpers = maintenance::spawn(&store, &cfg, &wake, &in_flight, &background).await?;
+    // the claims, completions, failures and decisions: planned once per session
+    let hot = store.with_generic_plans().await?;
     let (handoff, mut handoffs) = mpsc::unbounded_channel();
     let (completer, completer_task) = Completer::start(
-        store.clone(),
+        hot.clone(),
         completer::CompleterConfig {
             worker_id: cfg.id,
             lease_secs: cfg.lease.as_secs_f64(),
@@ -181,7 +183,7 @@ pub async fn run(
         },
     );
     let rt = Runtime {
-        store: store.clone(),
+        store: hot.clone(),
         cfg: cfg.clone(),
         runner: ToolRunner::new(cfg.outbound.clone()),
         completer,
@@ -200,6 +202,7 @@ pub async fn run(
     let _ = completer_task.await;
     // a cycle that was committing when the drain gave up may have claimed steps since
     release_in_flight(&store, cfg.id, &in_flight).await;
+    hot.pool().close().await;
     store.stop_worker(cfg.id).await?;
     tracing::info!(worker_id = %cfg.id, drained, "worker stopped");
     Ok(())

@@ -67,7 +67,7 @@ impl Store {
         policy: &FailurePolicy,
         lease: Lease,
     ) -> Result<Option<ClaimedDecision>> {
-        in_tx!(hot self.pool, |tx| {
+        in_tx!(hot self, |tx| {
             let task = lock_task(tx, f.task_id).await?;
             let d = lock_decision(tx, f).await?;
             let fresh = is_fresh(&d, &task);
