@@ -160,9 +160,9 @@ pub async fn run(
         decisions: Arc::new(AtomicBool::new(true)),
     };
     let in_flight: InFlight = Arc::default();
-    let mut helpers = maintenance::spawn(&store, &cfg, &wake, &in_flight, &background).await?;
     // the claims, completions, failures and decisions: planned once per session
     let hot = store.with_generic_plans().await?;
+    let mut helpers = maintenance::spawn(&store, &cfg, &wake, &in_flight, &background).await?;
     let (handoff, mut handoffs) = mpsc::unbounded_channel();
     let (completer, completer_task) = Completer::start(
         hot.clone(),
