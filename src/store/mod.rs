@@ -254,15 +254,13 @@ impl Store {
     /// (a worker's heartbeat) never waits behind the main pool.
     pub async fn dedicated(&self, max_connections: u32) -> Result<Self> {
         let options = (*self.pool.connect_options()).clone();
-        let pool = PgPoolOptions::new()
-            .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(5))
-            .connect_with(options)
-            .await?;
-        Ok(Self {
-            pool,
-            generic_plans: self.generic_plans,
-        })
+        self.sibling(
+            options,
+            max_connections,
+            Duration::from_secs(5),
+            self.generic_plans,
+        )
+        .await
     }
 
     /// A handle for a worker's hot path (claims, completions, failures, decisions), with a pool
@@ -275,14 +273,32 @@ impl Store {
         let options = (*self.pool.connect_options())
             .clone()
             .options([("plan_cache_mode", "force_generic_plan")]);
+        let pool = self.pool.options();
+        self.sibling(
+            options,
+            pool.get_max_connections(),
+            pool.get_acquire_timeout(),
+            true,
+        )
+        .await
+    }
+
+    /// A handle with a pool of its own on `options`.
+    async fn sibling(
+        &self,
+        options: PgConnectOptions,
+        max_connections: u32,
+        acquire_timeout: Duration,
+        generic_plans: bool,
+    ) -> Result<Self> {
         let pool = PgPoolOptions::new()
-            .max_connections(self.pool.options().get_max_connections())
-            .acquire_timeout(self.pool.options().get_acquire_timeout())
+            .max_connections(max_connections)
+            .acquire_timeout(acquire_timeout)
             .connect_with(options)
             .await?;
         Ok(Self {
             pool,
-            generic_plans: true,
+            generic_plans,
         })
     }
 

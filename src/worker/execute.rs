@@ -48,7 +48,8 @@ pub(super) async fn execute(
         Ok(_) => "succeeded".to_string(),
         Err(f) => crate::metrics::outcome_label(&f.category).to_string(),
     };
-    let tool = ran.tool.clone();
+    // one copy of the name, shared by both labels
+    let tool = metrics::SharedString::from_shared(std::sync::Arc::from(ran.tool.as_str()));
     metrics::histogram!(crate::metrics::STEP_SECONDS, "tool" => tool.clone())
         .record(began.elapsed().as_secs_f64());
     metrics::counter!(crate::metrics::ATTEMPTS, "tool" => tool, "outcome" => outcome).increment(1);
