@@ -372,3 +372,112 @@ async fn hot_transactions_use_generic_plans_without_leaking_the_setting() {
         "the original handle is unchanged"
     );
 }
+
+/// The inline evaluation of a completion batch is set-based: three tasks finished by one batch
+/// are evaluated together, and each takes its own way out — above its threshold it succeeds,
+/// below it reflects again (auto reflection) or fails — with its `evaluations` row, final
+/// score and events in order, as one evaluation decision each would have left them.
+#[tokio::test]
+async fn one_batch_evaluates_its_finished_tasks_each_to_its_own_outcome() {
+    use trellis::domain::decision::DecisionContext;
+    use trellis::domain::recovery::{Dimensions, Evaluation};
+    use trellis::store::step_queue::{Cycle, InlineEvaluation};
+
+    fn seventy(_: &DecisionContext) -> Evaluation {
+        Evaluation {
+            overall_score: 70.0,
+            is_successful: true,
+            dimensions: Dimensions {
+                completeness: 70.0,
+                correctness: 70.0,
+                efficiency: 70.0,
+                reliability: 70.0,
+            },
+            successes: vec!["ran".into()],
+            failures: vec![],
+            improvement_suggestions: vec![],
+        }
+    }
+    let db = fresh_db().await;
+    let store = &db.store;
+    let mut ids = Vec::new();
+    // (threshold, auto reflection): succeeds, reflects, fails
+    for (threshold, reflect) in [(60.0, false), (90.0, true), (90.0, false)] {
+        let mut t = common::new_task(json!([{"id": "a", "tool": "echo"}]));
+        t.limits.success_threshold = threshold;
+        t.limits.auto_reflection = reflect;
+        ids.push(store.submit_task(&t).await.unwrap().task_id);
+    }
+    let w = Uuid::now_v7();
+    let held = store.claim_steps(&claim(w, 10)).await.unwrap();
+    assert_eq!(held.len(), 3);
+    let items: Vec<StepSuccess> = held
+        .iter()
+        .map(|s| StepSuccess {
+            fence: s.fence(),
+            worker_id: w,
+            tool: "echo".into(),
+            parameters: json!({}),
+            output: json!({}),
+            output_params: Default::default(),
+        })
+        .collect();
+    let done = store
+        .complete_and_claim(&Cycle {
+            items: &items,
+            lease_secs: 30.0,
+            inline: Some(InlineEvaluation {
+                evaluate: seventy,
+                policy: POLICY,
+            }),
+            claim: None,
+        })
+        .await
+        .unwrap();
+    let by_task = |id: Uuid| {
+        let i = held.iter().position(|s| s.task_id == id).unwrap();
+        done.completed[i].as_ref().unwrap().clone()
+    };
+    assert!(by_task(ids[0]).is_none());
+    let reflection = by_task(ids[1]).expect("the reflecting task's decision, leased to us");
+    assert_eq!(reflection.task_id, ids[1]);
+    assert!(by_task(ids[2]).is_none());
+    let expected = [
+        ("succeeded", "task_succeeded"),
+        ("reflecting", "evaluation_completed"),
+        ("failed", "task_failed"),
+    ];
+    for (id, (status, last)) in ids.iter().zip(expected) {
+        let task = store.get_task(*id).await.unwrap();
+        assert_eq!(task.status.as_str(), status, "{id}");
+        assert_eq!(task.final_score, Some(70.0), "{id}");
+        let events: Vec<(i64, String, chrono::DateTime<chrono::Utc>, Value)> =
+            store.list_events(*id, 0, 100).await.unwrap();
+        let kinds: Vec<&str> = events.iter().map(|e| e.1.as_str()).collect();
+        let at = kinds
+            .iter()
+            .position(|k| *k == "evaluation_completed")
+            .expect("an evaluation_completed event");
+        assert_eq!(kinds.last(), Some(&last), "{id}: {kinds:?}");
+        if status != "reflecting" {
+            assert_eq!(
+                at,
+                kinds.len() - 2,
+                "the evaluation, then the end: {kinds:?}"
+            );
+        }
+        assert_eq!(events[at].3["is_successful"], json!(status == "succeeded"));
+    }
+    let rows: Vec<(Uuid, f64, bool, Value)> = sqlx::query_as(
+        "SELECT task_id, overall_score, is_successful, successes FROM evaluations ORDER BY task_id",
+    )
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 3);
+    for (id, score, ok, successes) in rows {
+        assert_eq!(score, 70.0);
+        assert_eq!(ok, id == ids[0]);
+        assert_eq!(successes, json!(["ran"]));
+    }
+}

@@ -10,12 +10,12 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::apply::apply_evaluation_inline;
+use super::apply::{Evaluated, apply_evaluations_inline};
 use super::decision_queue::{ClaimedDecision, Lease, create_decision};
 use super::lifecycle::{fail_task, record_recovery, start_evaluation};
 use super::transitions::{
     DoneStep, FailedRun, Success, claim_ready, claim_ready_plain, complete_running, fail_running,
-    move_task, promote_and_count, release_running,
+    move_tasks, promote_and_count, release_running,
 };
 use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task, notify_ready};
 use crate::domain::decision::{DecisionContext, DecisionInput};
@@ -709,14 +709,9 @@ async fn advance_tasks(
             worker_id,
             lease_secs: c.lease_secs,
         };
-        let next = match &c.inline {
-            None => start_evaluation(tx, *task_id, Some(lease)).await?,
-            Some(_) => {
-                move_task(tx, *task_id, TaskMove::Evaluate).await?;
-                None
-            }
-        };
-        if let Some(d) = next {
+        if c.inline.is_none()
+            && let Some(d) = start_evaluation(tx, *task_id, Some(lease)).await?
+        {
             decisions.insert(*task_id, d);
         }
     }
@@ -732,8 +727,9 @@ async fn advance_tasks(
     Ok((decisions, any_ready))
 }
 
-/// Evaluate the finished tasks (now `evaluating`) with the pure evaluation and apply each
-/// outcome, as the evaluation decision would have been: three reads for the whole batch.
+/// Move the finished tasks to `evaluating` (one statement, which also reads them), evaluate
+/// each with the pure evaluation and apply the outcomes as the evaluation decisions would have
+/// been, set-based: five statements for the whole batch when every task succeeds.
 async fn evaluate_inline(
     tx: &mut Tx,
     inline: &InlineEvaluation,
@@ -742,14 +738,11 @@ async fn evaluate_inline(
     done: &DoneItems<'_>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Vec<(Uuid, ClaimedDecision)>> {
-    let tasks: Vec<TaskRow> = sqlx::query_as("SELECT * FROM tasks WHERE id = ANY($1)")
-        .bind(finished)
-        .fetch_all(&mut **tx)
-        .await?;
+    let tasks = move_tasks(tx, finished, TaskMove::Evaluate).await?;
     let mut steps = live_steps_of(tx, &tasks).await?;
     let mut attempts = attempts_of(tx, &tasks).await?;
-    let mut next = Vec::new();
-    for task in tasks {
+    let mut evaluated = Vec::with_capacity(tasks.len());
+    for task in &tasks {
         let worker_id = done
             .iter()
             .rev()
@@ -769,22 +762,25 @@ async fn evaluate_inline(
             evidence: HashMap::new(),
             templates: vec![],
             repaired_versions: vec![],
-            task,
+            task: task.clone(),
         };
-        let evaluation = (inline.evaluate)(&ctx);
         let lease = Lease {
             worker_id,
             lease_secs,
         };
-        let task_id = ctx.task.id;
-        if let Some(d) =
-            apply_evaluation_inline(tx, &ctx.task, &evaluation, &inline.policy, lease, events)
-                .await?
-        {
-            next.push((task_id, d));
-        }
+        evaluated.push(((inline.evaluate)(&ctx), lease));
     }
-    Ok(next)
+    let items: Vec<Evaluated<'_>> = tasks
+        .iter()
+        .zip(&evaluated)
+        .map(|(task, (evaluation, lease))| Evaluated {
+            task,
+            evaluation,
+            raw: None,
+            lease: *lease,
+        })
+        .collect();
+    apply_evaluations_inline(tx, &items, &inline.policy, events).await
 }
 
 /// Live steps of each task's current plan version, by task, in plan order.

@@ -15,6 +15,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::{Result, StoreError, Tx};
+use crate::domain::records::TaskRow;
 use crate::domain::status::DecisionKind;
 use crate::domain::transitions::{DecisionMove, StepMove, TaskMove};
 
@@ -57,27 +58,63 @@ async fn exec_for(tx: &mut Tx, sql: &'static str, id: Uuid) -> Result<u64> {
 // ---------------------------------------------------------------------------------------------
 // Tasks
 
-fn task_move_sql(m: TaskMove) -> &'static str {
-    static ALL: LazyLock<Vec<(TaskMove, String)>> = LazyLock::new(|| {
+/// The statement of a task move: one task (`id = $1`), or with `many` a set (`id = ANY($1)`)
+/// returning the moved rows.
+fn task_move_sql(m: TaskMove, many: bool) -> &'static str {
+    static ALL: LazyLock<Vec<(TaskMove, bool, String)>> = LazyLock::new(|| {
         TaskMove::ALL
             .iter()
-            .map(|m| {
+            .flat_map(|m| [(*m, false), (*m, true)])
+            .map(|(m, many)| {
                 let from: Vec<&str> = m.from().iter().map(|s| s.as_str()).collect();
+                let (which, returning) = if many {
+                    ("id = ANY($1)", " RETURNING *")
+                } else {
+                    ("id = $1", "")
+                };
                 let sql = render(
-                    "UPDATE tasks SET status = {to}, updated_at = now(), state_version = state_version + 1,
-                            finished_at = CASE WHEN {to} IN ('succeeded', 'failed', 'cancelled') THEN now() END
-                     WHERE id = $1 AND status IN {from}",
+                    &format!(
+                        "UPDATE tasks SET status = {{to}}, updated_at = now(), state_version = state_version + 1,
+                                finished_at = CASE WHEN {{to}} IN ('succeeded', 'failed', 'cancelled') THEN now() END
+                         WHERE {which} AND status IN {{from}}{returning}"
+                    ),
                     m.to().as_str(),
                     &from,
                 );
-                (*m, sql)
+                (m, many, sql)
             })
             .collect()
     });
     ALL.iter()
-        .find(|(k, _)| *k == m)
-        .map(|(_, s)| s.as_str())
-        .expect("every move has its statement")
+        .find(|(k, n, _)| *k == m && *n == many)
+        .map(|(_, _, s)| s.as_str())
+        .expect("every move has its statements")
+}
+
+/// Move every task of `task_ids` (distinct ids) in one statement; their rows after the move.
+/// Every one must be in one of the move's source statuses; otherwise the move is an error
+/// (the transaction is rolled back).
+pub(crate) async fn move_tasks(
+    tx: &mut Tx,
+    task_ids: &[Uuid],
+    m: TaskMove,
+) -> Result<Vec<TaskRow>> {
+    if task_ids.is_empty() {
+        return Ok(vec![]);
+    }
+    let rows: Vec<TaskRow> = sqlx::query_as(task_move_sql(m, true))
+        .bind(task_ids)
+        .fetch_all(&mut **tx)
+        .await?;
+    if rows.len() != task_ids.len() {
+        return Err(StoreError::Corrupt(format!(
+            "{m:?} (to {}) moved {} of {} tasks: the others are not in its source statuses",
+            m.to(),
+            rows.len(),
+            task_ids.len()
+        )));
+    }
+    Ok(rows)
 }
 
 /// Move a task (and bump `state_version`, which fences task decisions). The task must be in
@@ -99,7 +136,7 @@ pub(crate) async fn try_move_task(
     task_id: Uuid,
     m: TaskMove,
 ) -> Result<bool> {
-    let n = sqlx::query(task_move_sql(m))
+    let n = sqlx::query(task_move_sql(m, false))
         .bind(task_id)
         .execute(db)
         .await?
@@ -827,13 +864,15 @@ mod tests {
         assert!(SKIP.contains("status IN ('blocked', 'ready')"));
         assert!(SUPERSEDE_OPEN.contains("status IN ('blocked', 'ready', 'failed')"));
         assert!(CANCEL_OPEN.contains("status IN ('pending', 'running')"));
-        for m in TaskMove::ALL {
-            let sql = task_move_sql(*m);
+        for (m, many) in TaskMove::ALL.iter().flat_map(|m| [(m, false), (m, true)]) {
+            let sql = task_move_sql(*m, many);
             assert!(sql.contains(&format!("SET status = '{}'", m.to())), "{m:?}");
             for f in m.from() {
                 assert!(sql.contains(&format!("'{f}'")), "{m:?} from {f}");
             }
             assert!(!sql.contains('{'), "{m:?} left a placeholder: {sql}");
+            assert_eq!(sql.contains("id = ANY($1)"), many, "{sql}");
+            assert_eq!(sql.ends_with("RETURNING *"), many, "{sql}");
         }
     }
 }

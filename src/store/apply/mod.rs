@@ -21,6 +21,8 @@ use crate::domain::status::{DecisionKind, StepStatus, TaskStatus};
 mod step;
 mod task;
 
+pub(crate) use task::Evaluated;
+
 /// What every outcome is applied with: the locked task, the decision's input, the policy, and
 /// the lease any follow-up decision is created with.
 #[derive(Clone, Copy)]
@@ -89,24 +91,16 @@ impl Store {
     }
 }
 
-/// Apply a pure evaluation of a task the caller has locked and moved to `evaluating` (the
-/// completion that finished its plan), as an evaluation decision's outcome would be applied.
-pub(crate) async fn apply_evaluation_inline(
+/// Apply pure evaluations of tasks the caller has locked and moved to `evaluating` (the
+/// completion that finished their plans), as evaluation decisions' outcomes would be applied,
+/// set-based ([`task::apply_evaluations`]). The follow-up decisions, by task.
+pub(crate) async fn apply_evaluations_inline(
     tx: &mut Tx,
-    task: &TaskRow,
-    evaluation: &crate::domain::recovery::Evaluation,
+    items: &[Evaluated<'_>],
     policy: &FailurePolicy,
-    lease: Lease,
     events: &mut Vec<NewEvent>,
-) -> Result<Option<ClaimedDecision>> {
-    let input = DecisionInput::default();
-    let c = Applying {
-        task,
-        input: &input,
-        policy,
-        lease,
-    };
-    task::apply_evaluation(tx, &c, evaluation, None, events).await
+) -> Result<Vec<(Uuid, ClaimedDecision)>> {
+    task::apply_evaluations(tx, items, policy, events).await
 }
 
 /// Lock the decision if it still carries this lease, and the step it concerns.

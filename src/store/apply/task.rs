@@ -9,15 +9,15 @@ use crate::domain::decision::{Answer, DecisionInput, Planned, ToolSelection};
 use crate::domain::event_kind;
 use crate::domain::records::{StepRow, TaskRow};
 use crate::domain::recovery::{
-    self, AfterEvaluation, AfterOverall, Carry, Evaluation, OverallReflection, RecoveryAction,
-    Strategy, Trigger,
+    self, AfterEvaluation, AfterOverall, Carry, Evaluation, FailurePolicy, OverallReflection,
+    RecoveryAction, Strategy, Trigger,
 };
 use crate::domain::status::DecisionKind;
 use crate::domain::transitions::TaskMove;
 use crate::store::decision_queue::{ClaimedDecision, Lease, create_decision};
 use crate::store::lifecycle::{fail_task, record_recovery, start_evaluation, start_overall};
 use crate::store::plans::{insert_plan, insert_steps_for_version, replace_plan};
-use crate::store::transitions::{move_task, try_move_task};
+use crate::store::transitions::{move_task, move_tasks, try_move_task};
 use crate::store::{NewEvent, Result, Tx, known_tools, notify_ready};
 
 pub(super) async fn apply_overall(
@@ -214,78 +214,123 @@ pub(super) async fn apply_evaluation(
     raw: Option<&str>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
-    let (task, policy, lease) = (c.task, c.policy, c.lease);
-    let successful = e.overall_score >= task.success_threshold;
-    insert_evaluation(tx, c, e, successful, raw).await?;
-    events.push(NewEvent::new(
-        task.id,
-        event_kind::EVALUATION_COMPLETED,
-        json!({"round": task.round, "overall_score": e.overall_score, "is_successful": successful,
-               "dimensions": e.dimensions}),
-    ));
-    let counters = task.counters(None, policy.max_rescues);
-    match recovery::after_evaluation(&counters, e, task.success_threshold, task.auto_reflection) {
-        AfterEvaluation::Succeed => {
-            move_task(tx, task.id, TaskMove::Succeed).await?;
-            events.push(NewEvent::new(
-                task.id,
-                event_kind::TASK_SUCCEEDED,
-                json!({"plan_version": task.plan_version, "final_score": e.overall_score, "round": task.round}),
-            ));
-            Ok(None)
-        }
-        AfterEvaluation::Reflect => {
-            let input = DecisionInput {
-                trigger: Some(Trigger::Evaluation),
-                summary: Some(format!(
-                    "evaluation scored {:.1}, below {:.1}",
-                    e.overall_score, task.success_threshold
-                )),
-                evaluation: Some(e.clone()),
-                ..Default::default()
-            };
-            start_overall(tx, task.id, None, input, lease).await
-        }
-        AfterEvaluation::Fail { reason } => {
-            let error = json!({"reason": reason, "final_score": e.overall_score});
-            fail_task(tx, task.id, error, events).await?;
-            Ok(None)
-        }
-    }
+    let item = Evaluated {
+        task: c.task,
+        evaluation: e,
+        raw,
+        lease: c.lease,
+    };
+    let mut next = apply_evaluations(tx, &[item], c.policy, events).await?;
+    Ok(next.pop().map(|(_, d)| d))
 }
 
-/// The `evaluations` row, and the task's `final_score`.
-async fn insert_evaluation(
+/// One evaluation to apply: the task (locked by the caller, `evaluating`), the evaluation, the
+/// raw answer it was parsed from, and the lease a follow-up decision is created with.
+pub(crate) struct Evaluated<'a> {
+    pub task: &'a TaskRow,
+    pub evaluation: &'a Evaluation,
+    pub raw: Option<&'a str>,
+    pub lease: Lease,
+}
+
+/// Apply evaluations that end their tasks' rounds: every `evaluations` row and final score in
+/// one statement, the tasks that succeed moved in one more; a task below its threshold
+/// reflects again or fails ([`recovery::after_evaluation`]). The follow-up decisions, by task.
+pub(super) async fn apply_evaluations(
     tx: &mut Tx,
-    c: &Applying<'_>,
-    e: &Evaluation,
-    successful: bool,
-    raw: Option<&str>,
-) -> Result<()> {
-    let task = c.task;
-    let d = &e.dimensions;
+    items: &[Evaluated<'_>],
+    policy: &FailurePolicy,
+    events: &mut Vec<NewEvent>,
+) -> Result<Vec<(Uuid, ClaimedDecision)>> {
+    record_evaluations(tx, items).await?;
+    let (mut succeeded, mut next) = (Vec::new(), Vec::new());
+    for item in items {
+        let (task, e) = (item.task, item.evaluation);
+        let successful = e.overall_score >= task.success_threshold;
+        events.push(NewEvent::new(
+            task.id,
+            event_kind::EVALUATION_COMPLETED,
+            json!({"round": task.round, "overall_score": e.overall_score, "is_successful": successful,
+                   "dimensions": e.dimensions}),
+        ));
+        let counters = task.counters(None, policy.max_rescues);
+        match recovery::after_evaluation(&counters, e, task.success_threshold, task.auto_reflection)
+        {
+            AfterEvaluation::Succeed => {
+                succeeded.push(task.id);
+                events.push(NewEvent::new(
+                    task.id,
+                    event_kind::TASK_SUCCEEDED,
+                    json!({"plan_version": task.plan_version, "final_score": e.overall_score, "round": task.round}),
+                ));
+            }
+            AfterEvaluation::Reflect => {
+                let input = DecisionInput {
+                    trigger: Some(Trigger::Evaluation),
+                    summary: Some(format!(
+                        "evaluation scored {:.1}, below {:.1}",
+                        e.overall_score, task.success_threshold
+                    )),
+                    evaluation: Some(e.clone()),
+                    ..Default::default()
+                };
+                if let Some(d) = start_overall(tx, task.id, None, input, item.lease).await? {
+                    next.push((task.id, d));
+                }
+            }
+            AfterEvaluation::Fail { reason } => {
+                let error = json!({"reason": reason, "final_score": e.overall_score});
+                fail_task(tx, task.id, error, events).await?;
+            }
+        }
+    }
+    move_tasks(tx, &succeeded, TaskMove::Succeed).await?;
+    Ok(next)
+}
+
+/// The `evaluations` rows, and each task's `final_score`, in one statement.
+async fn record_evaluations(tx: &mut Tx, items: &[Evaluated<'_>]) -> Result<()> {
+    let col = |f: fn(&Evaluated<'_>) -> f64| items.iter().map(f).collect::<Vec<f64>>();
+    let list = |f: fn(&Evaluation) -> &Vec<String>| {
+        items
+            .iter()
+            .map(|i| json!(f(i.evaluation)))
+            .collect::<Vec<_>>()
+    };
     sqlx::query(
         "WITH e AS (
              INSERT INTO evaluations (task_id, round, plan_version, overall_score, completeness,
                      correctness, efficiency, reliability, is_successful, successes, failures,
                      improvement_suggestions, raw)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+             SELECT * FROM unnest($1::uuid[], $2::int[], $3::int[], $4::float8[], $5::float8[],
+                                  $6::float8[], $7::float8[], $8::float8[], $9::bool[],
+                                  $10::jsonb[], $11::jsonb[], $12::jsonb[], $13::text[])
              RETURNING task_id, overall_score)
          UPDATE tasks t SET final_score = e.overall_score FROM e WHERE t.id = e.task_id",
     )
-    .bind(task.id)
-    .bind(task.round)
-    .bind(task.plan_version)
-    .bind(e.overall_score.clamp(0.0, 100.0))
-    .bind(d.completeness)
-    .bind(d.correctness)
-    .bind(d.efficiency)
-    .bind(d.reliability)
-    .bind(successful)
-    .bind(json!(e.successes))
-    .bind(json!(e.failures))
-    .bind(json!(e.improvement_suggestions))
-    .bind(raw)
+    .bind(items.iter().map(|i| i.task.id).collect::<Vec<_>>())
+    .bind(items.iter().map(|i| i.task.round).collect::<Vec<_>>())
+    .bind(
+        items
+            .iter()
+            .map(|i| i.task.plan_version)
+            .collect::<Vec<_>>(),
+    )
+    .bind(col(|i| i.evaluation.overall_score.clamp(0.0, 100.0)))
+    .bind(col(|i| i.evaluation.dimensions.completeness))
+    .bind(col(|i| i.evaluation.dimensions.correctness))
+    .bind(col(|i| i.evaluation.dimensions.efficiency))
+    .bind(col(|i| i.evaluation.dimensions.reliability))
+    .bind(
+        items
+            .iter()
+            .map(|i| i.evaluation.overall_score >= i.task.success_threshold)
+            .collect::<Vec<_>>(),
+    )
+    .bind(list(|e| &e.successes))
+    .bind(list(|e| &e.failures))
+    .bind(list(|e| &e.improvement_suggestions))
+    .bind(items.iter().map(|i| i.raw).collect::<Vec<_>>())
     .execute(&mut **tx)
     .await?;
     Ok(())
