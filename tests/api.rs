@@ -392,6 +392,13 @@ async fn openapi_document_covers_every_route() {
     let (s, doc) = app.get("/api/v1/openapi.json").await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(doc["openapi"], "3.1.0");
+    // no planning brain here: the served document asks a task for a plan (or a template), as
+    // the server does; with one, a description alone is enough
+    let submit =
+        |d: &Value| d["components"]["schemas"]["SubmitTask"]["anyOf"][1]["required"].clone();
+    assert_eq!(submit(&doc), json!(["description", "plan"]));
+    let with_planner: Value = serde_json::from_str(trellis::api::OPENAPI).unwrap();
+    assert_eq!(submit(&with_planner), json!(["description"]));
     let id = app.submit(valid_task()).await;
     let routes = [
         ("post", "/api/v1/tasks"),

@@ -36,9 +36,28 @@ pub(super) async fn workers(
 /// The OpenAPI document (docs/openapi.json, compiled in).
 pub const OPENAPI: &str = include_str!("../../docs/openapi.json");
 
-pub(super) async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+pub(super) async fn openapi(State(st): State<AppState>) -> Response {
+    let doc = if st.settings.llm.enabled() {
+        OPENAPI.to_owned()
+    } else {
+        OPENAPI_WITHOUT_PLANNER.clone()
+    };
+    ([(header::CONTENT_TYPE, "application/json")], doc).into_response()
 }
+
+/// The document as a server without a planning brain serves it: a task there needs a plan or
+/// a template (a description alone is a 422 `plan_required`), so a request the document
+/// describes as valid is one this server accepts.
+static OPENAPI_WITHOUT_PLANNER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let mut doc: Value = serde_json::from_str(OPENAPI).expect("docs/openapi.json is JSON");
+    if let Some(submit) = doc.pointer_mut("/components/schemas/SubmitTask") {
+        submit["anyOf"] = json!([
+            {"required": ["template"]},
+            {"required": ["description", "plan"], "not": {"required": ["input"]}}
+        ]);
+    }
+    doc.to_string()
+});
 
 pub(super) async fn health() -> Json<Value> {
     Json(json!({"status": "ok"}))
