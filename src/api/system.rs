@@ -37,10 +37,10 @@ pub(super) async fn workers(
 pub const OPENAPI: &str = include_str!("../../docs/openapi.json");
 
 pub(super) async fn openapi(State(st): State<AppState>) -> Response {
-    let doc = if st.settings.llm.enabled() {
-        OPENAPI.to_owned()
+    let doc: &'static str = if st.settings.llm.enabled() {
+        OPENAPI
     } else {
-        OPENAPI_WITHOUT_PLANNER.clone()
+        OPENAPI_WITHOUT_PLANNER.as_str()
     };
     ([(header::CONTENT_TYPE, "application/json")], doc).into_response()
 }

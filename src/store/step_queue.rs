@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::apply::{Evaluated, apply_evaluations_inline};
+use super::apply::{Evaluated, apply_evaluations};
 use super::decision_queue::{ClaimedDecision, Lease, create_decision};
 use super::lifecycle::{fail_task, record_recovery, start_evaluation};
 use super::transitions::{
@@ -697,34 +697,40 @@ async fn advance_tasks(
             finished.push(p.task_id);
         }
     }
-    for task_id in &finished {
-        // the worker that finished the plan runs (or applies) its evaluation
-        let worker_id = done
-            .iter()
-            .rev()
-            .find(|(_, d)| d.task_id == *task_id)
-            .map(|(s, _)| s.worker_id)
-            .expect("an active task has a completed step");
-        let lease = Lease {
-            worker_id,
-            lease_secs: c.lease_secs,
-        };
-        if c.inline.is_none()
-            && let Some(d) = start_evaluation(tx, *task_id, Some(lease)).await?
-        {
-            decisions.insert(*task_id, d);
+    match &c.inline {
+        _ if finished.is_empty() => {}
+        None => {
+            for task_id in &finished {
+                let lease = finisher_lease(done, *task_id, c.lease_secs);
+                if let Some(d) = start_evaluation(tx, *task_id, Some(lease)).await? {
+                    decisions.insert(*task_id, d);
+                }
+            }
         }
-    }
-    if let Some(inline) = &c.inline
-        && !finished.is_empty()
-    {
-        for (task_id, d) in
-            evaluate_inline(tx, inline, &finished, c.lease_secs, done, events).await?
-        {
-            decisions.insert(task_id, d);
+        Some(inline) => {
+            for (task_id, d) in
+                evaluate_inline(tx, inline, &finished, c.lease_secs, done, events).await?
+            {
+                decisions.insert(task_id, d);
+            }
         }
     }
     Ok((decisions, any_ready))
+}
+
+/// The lease a finished task's evaluation is taken or applied under: the worker that
+/// completed its last step in this batch runs it.
+fn finisher_lease(done: &DoneItems<'_>, task_id: Uuid, lease_secs: f64) -> Lease {
+    let worker_id = done
+        .iter()
+        .rev()
+        .find(|(_, d)| d.task_id == task_id)
+        .map(|(s, _)| s.worker_id)
+        .expect("a finished task has a completed step");
+    Lease {
+        worker_id,
+        lease_secs,
+    }
 }
 
 /// Move the finished tasks to `evaluating` (one statement, which also reads them), evaluate
@@ -743,12 +749,6 @@ async fn evaluate_inline(
     let mut attempts = attempts_of(tx, &tasks).await?;
     let mut evaluated = Vec::with_capacity(tasks.len());
     for task in &tasks {
-        let worker_id = done
-            .iter()
-            .rev()
-            .find(|(_, d)| d.task_id == task.id)
-            .map(|(s, _)| s.worker_id)
-            .expect("a finished task has a completed step");
         let ctx = DecisionContext {
             steps: steps.remove(&task.id).unwrap_or_default(),
             step: None,
@@ -764,10 +764,7 @@ async fn evaluate_inline(
             repaired_versions: vec![],
             task: task.clone(),
         };
-        let lease = Lease {
-            worker_id,
-            lease_secs,
-        };
+        let lease = finisher_lease(done, task.id, lease_secs);
         evaluated.push(((inline.evaluate)(&ctx), lease));
     }
     let items: Vec<Evaluated<'_>> = tasks
@@ -780,7 +777,7 @@ async fn evaluate_inline(
             lease: *lease,
         })
         .collect();
-    apply_evaluations_inline(tx, &items, &inline.policy, events).await
+    apply_evaluations(tx, &items, &inline.policy, events).await
 }
 
 /// Live steps of each task's current plan version, by task, in plan order.

@@ -21,7 +21,7 @@ use crate::domain::status::{DecisionKind, StepStatus, TaskStatus};
 mod step;
 mod task;
 
-pub(crate) use task::Evaluated;
+pub(crate) use task::{Evaluated, apply_evaluations};
 
 /// What every outcome is applied with: the locked task, the decision's input, the policy, and
 /// the lease any follow-up decision is created with.
@@ -89,18 +89,6 @@ impl Store {
             Ok(next)
         })
     }
-}
-
-/// Apply pure evaluations of tasks the caller has locked and moved to `evaluating` (the
-/// completion that finished their plans), as evaluation decisions' outcomes would be applied,
-/// set-based ([`task::apply_evaluations`]). The follow-up decisions, by task.
-pub(crate) async fn apply_evaluations_inline(
-    tx: &mut Tx,
-    items: &[Evaluated<'_>],
-    policy: &FailurePolicy,
-    events: &mut Vec<NewEvent>,
-) -> Result<Vec<(Uuid, ClaimedDecision)>> {
-    task::apply_evaluations(tx, items, policy, events).await
 }
 
 /// Lock the decision if it still carries this lease, and the step it concerns.

@@ -236,7 +236,8 @@ pub(crate) struct Evaluated<'a> {
 /// Apply evaluations that end their tasks' rounds: every `evaluations` row and final score in
 /// one statement, the tasks that succeed moved in one more; a task below its threshold
 /// reflects again or fails ([`recovery::after_evaluation`]). The follow-up decisions, by task.
-pub(super) async fn apply_evaluations(
+/// Also how a completion applies pure evaluations (the rules brain's) of the tasks it finished.
+pub(crate) async fn apply_evaluations(
     tx: &mut Tx,
     items: &[Evaluated<'_>],
     policy: &FailurePolicy,
