@@ -385,6 +385,79 @@ async fn health_ready_and_metrics_via_oneshot() {
     assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
 }
 
+/// Swagger UI at `/docs`: its page, settings and scripts come from the binary and need no key,
+/// as does the copy of the OpenAPI document it reads; the page loads nothing from elsewhere.
+#[tokio::test]
+async fn swagger_ui_is_served_at_docs_without_a_key() {
+    let app = spawn_app().await;
+    let bare = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let get = |path: &str| bare.get(app.url(path)).send();
+    let r = get("/docs").await.unwrap();
+    assert_eq!(r.status().as_u16(), 308);
+    assert_eq!(r.headers()["location"], "/docs/");
+
+    let r = get("/docs/").await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let page = r.text().await.unwrap();
+    for asset in [
+        "swagger-ui.css",
+        "swagger-ui-bundle.js",
+        "swagger-initializer.js",
+    ] {
+        assert!(
+            page.contains(&format!("./{asset}")),
+            "the page loads {asset}"
+        );
+        let r = get(&format!("/docs/{asset}")).await.unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{asset}");
+        assert!(r.bytes().await.unwrap().len() > 100, "{asset} has content");
+    }
+    // every script and style the page names is one of its own files
+    for attr in ["src=\"", "href=\""] {
+        for (i, _) in page.match_indices(attr) {
+            let target = &page[i + attr.len()..];
+            let local = !(target.starts_with('/') || target.contains("://"));
+            assert!(local, "the page loads {}", &target[..40.min(target.len())]);
+        }
+    }
+    let init = get("/docs/swagger-initializer.js")
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(init.contains("\"./openapi.json\""), "{init}");
+    assert!(
+        init.contains("\"validatorUrl\": \"none\"") || init.contains("\"validatorUrl\":\"none\""),
+        "{init}"
+    );
+
+    // the document the page reads is the one the API serves, which needs a key there
+    let r = get("/docs/openapi.json").await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let doc: Value = r.json().await.unwrap();
+    let (_, served) = app.get("/api/v1/openapi.json").await;
+    assert_eq!(doc, served);
+    assert_eq!(
+        get("/api/v1/openapi.json").await.unwrap().status().as_u16(),
+        401
+    );
+
+    let r = get("/docs/no-such-file.js").await.unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "not_found");
+}
+
 /// The OpenAPI document is served and names every route the API answers.
 #[tokio::test]
 async fn openapi_document_covers_every_route() {

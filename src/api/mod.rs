@@ -17,6 +17,7 @@ use crate::domain::Limits;
 use crate::store::Store;
 
 pub mod auth;
+mod docs;
 mod error;
 mod events;
 pub mod input;
@@ -145,6 +146,10 @@ pub fn app(state: AppState) -> Router {
         .route("/health", get(system::health))
         .route("/ready", get(system::ready))
         .route("/metrics", get(system::metrics))
+        .route("/docs", get(docs::redirect))
+        .route("/docs/", get(docs::index))
+        .route("/docs/openapi.json", get(system::openapi))
+        .route("/docs/{file}", get(docs::asset))
         .fallback(not_found)
         .layer(axum::middleware::from_fn(input::reject_nul_in_uri))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
