@@ -45,6 +45,22 @@ pub struct LogSettings {
     /// `text` (default) or `json`: one JSON object per line, on stderr (logs) and stdout (the
     /// few notices a binary prints, such as the address the API listens on).
     pub format: LogFormat,
+    /// OpenTelemetry export, off unless set: the base URL of an OTLP/HTTP collector
+    /// (`http://collector:4318`); spans (request → task → step → attempt → LLM call, the
+    /// LLM calls with GenAI semantic-convention attributes) go to `{otlp_endpoint}/v1/traces`
+    /// as protobuf, batched.
+    pub otlp_endpoint: Option<String>,
+    /// The `service.name` the spans carry (default: the binary's name).
+    pub otlp_service_name: Option<String>,
+}
+
+impl LogSettings {
+    /// The OTLP endpoint when export is on (an empty value means off).
+    pub fn otlp(&self) -> Option<&str> {
+        self.otlp_endpoint
+            .as_deref()
+            .filter(|e| !e.trim().is_empty())
+    }
 }
 
 /// The shape of every line a binary prints.
@@ -643,6 +659,21 @@ impl Settings {
                 crate::domain::MAX_TASK_TIMEOUT_SECS
             ));
         }
+        if let Some(e) = self.log.otlp() {
+            let ok = url::Url::parse(e)
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+            if !ok {
+                return bad("log.otlp_endpoint must be an http:// or https:// URL");
+            }
+        }
+        if self
+            .log
+            .otlp_service_name
+            .as_deref()
+            .is_some_and(|n| n.trim().is_empty())
+        {
+            return bad("log.otlp_service_name must not be empty");
+        }
         self.llm.validate()
     }
 
@@ -826,6 +857,13 @@ mod tests {
                 "llm.fallback_base_url",
             ),
             (
+                "APP_LOG__OTLP_ENDPOINT",
+                "collector:4318",
+                "log.otlp_endpoint",
+            ),
+            ("APP_LOG__OTLP_ENDPOINT", "ftp://x", "log.otlp_endpoint"),
+            ("APP_LOG__OTLP_SERVICE_NAME", " ", "log.otlp_service_name"),
+            (
                 "APP_ORCHESTRATOR__TASK_TIMEOUT_SECS",
                 "99999999",
                 "task_timeout_secs",
@@ -837,6 +875,9 @@ mod tests {
         // an empty base_url means "no LLM"
         let s = Settings::load_from(&dir, &env(&[("APP_LLM__BASE_URL", "")])).unwrap();
         assert!(!s.llm.enabled());
+        // and an empty otlp_endpoint means no export
+        let s = Settings::load_from(&dir, &env(&[("APP_LOG__OTLP_ENDPOINT", "")])).unwrap();
+        assert_eq!(s.log.otlp(), None);
     }
 
     /// Seed-style names load: `max_task_replanning_attempts` is `max_task_replans`, and

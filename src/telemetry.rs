@@ -6,40 +6,106 @@ use std::sync::OnceLock;
 
 use serde_json::json;
 
-use crate::config::LogFormat;
+use crate::config::{LogFormat, LogSettings};
 
 static FORMAT: OnceLock<LogFormat> = OnceLock::new();
 
 /// Install the tracing subscriber. JSON lines carry `timestamp`, `level`, `target`, the event's
 /// fields (`message` among them) at the top level and the fields of the spans it happened in
 /// (`request_id`, `task_id`, `step_id`, …) under `spans`. A panic is logged as one such line.
-pub fn init(format: LogFormat) {
+///
+/// With `[log] otlp_endpoint` the spans are also exported over OTLP/HTTP (protobuf, batched on
+/// the SDK's own thread) as `service` (or `[log] otlp_service_name`); keep the returned
+/// [`Telemetry`] alive until the binary ends: dropping it sends what is still buffered.
+pub fn init(log: &LogSettings, service: &str) -> Result<Telemetry, OtlpError> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let format = log.format;
     let _ = FORMAT.set(format);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => {
-            let _ = builder.try_init();
-        }
-        LogFormat::Json => {
-            let _ = builder
-                .json()
-                .flatten_event(true)
-                .with_current_span(false)
-                .with_span_list(true)
-                .try_init();
-            std::panic::set_hook(Box::new(|info| {
-                let at = info
-                    .location()
-                    .map(|l| format!("{}:{}", l.file(), l.line()))
-                    .unwrap_or_default();
-                tracing::error!(panic = %info, at, "panicked");
-            }));
+    let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let lines = match format {
+        LogFormat::Text => lines.boxed(),
+        LogFormat::Json => lines
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(true)
+            .boxed(),
+    };
+    let provider = match log.otlp() {
+        Some(endpoint) => Some(otlp_provider(
+            endpoint,
+            log.otlp_service_name.as_deref().unwrap_or(service),
+        )?),
+        None => None,
+    };
+    let spans = provider.as_ref().map(|p| {
+        use opentelemetry::trace::TracerProvider as _;
+        tracing_opentelemetry::layer().with_tracer(p.tracer("trellis"))
+    });
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(lines)
+        .with(spans)
+        .try_init();
+    if format == LogFormat::Json {
+        std::panic::set_hook(Box::new(|info| {
+            let at = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            tracing::error!(panic = %info, at, "panicked");
+        }));
+    }
+    if let Some(endpoint) = log.otlp() {
+        tracing::info!(endpoint = %endpoint, "exporting spans over OTLP");
+    }
+    Ok(Telemetry { provider })
+}
+
+/// The OTLP exporter could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("starting the OTLP span exporter: {0}")]
+pub struct OtlpError(String);
+
+/// Keeps the OTLP export running; dropping it flushes the spans still buffered and stops it.
+#[must_use = "dropping it stops the span export"]
+pub struct Telemetry {
+    provider: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        if let Some(p) = self.provider.take()
+            && let Err(e) = p.shutdown()
+        {
+            eprintln!("flushing the OTLP spans failed: {e}");
         }
     }
+}
+
+fn otlp_provider(
+    endpoint: &str,
+    service: &str,
+) -> Result<opentelemetry_sdk::trace::SdkTracerProvider, OtlpError> {
+    use opentelemetry_otlp::WithExportConfig;
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_endpoint(format!("{}/v1/traces", endpoint.trim_end_matches('/')))
+        .with_timeout(std::time::Duration::from_secs(10))
+        .build()
+        .map_err(|e| OtlpError(e.to_string()))?;
+    let resource = opentelemetry_sdk::Resource::builder()
+        .with_service_name(service.to_string())
+        .build();
+    Ok(opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource)
+        .build())
 }
 
 /// The format [`init`] installed (text before it ran).

@@ -39,7 +39,8 @@ async fn run() -> anyhow::Result<()> {
         "--no-worker only applies to --dev\n{USAGE}"
     );
     let mut settings = Settings::load().context("loading configuration")?;
-    trellis::telemetry::init(settings.log.format);
+    let _telemetry = trellis::telemetry::init(&settings.log, "trellis-api")
+        .context("starting the span export")?;
     if dev {
         dev_defaults(&mut settings);
     }

@@ -649,7 +649,7 @@ async fn main() -> Result<()> {
             bulk_batches: 30,
         }
     };
-    trellis::telemetry::init(trellis::config::LogFormat::Text);
+    let _telemetry = trellis::telemetry::init(&Default::default(), "trellis-bench")?;
     let mut _cluster = None;
     let admin = match std::env::var("DATABASE_URL") {
         Ok(u) if !u.is_empty() => u,

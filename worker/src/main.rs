@@ -29,7 +29,8 @@ async fn run() -> anyhow::Result<()> {
         anyhow::bail!("unknown argument {arg:?}");
     }
     let settings = Settings::load().context("loading configuration")?;
-    trellis::telemetry::init(settings.log.format);
+    let _telemetry = trellis::telemetry::init(&settings.log, "trellis-worker")
+        .context("starting the span export")?;
     let stop = CancellationToken::new();
     cancel_on_signal(stop.clone());
     run_worker(&settings, stop).await
