@@ -82,7 +82,8 @@ impl Drop for Telemetry {
         if let Some(p) = self.provider.take()
             && let Err(e) = p.shutdown()
         {
-            eprintln!("flushing the OTLP spans failed: {e}");
+            // through the log subscriber, so a JSON deployment still prints only JSON lines
+            tracing::warn!(error = %e, "flushing the OTLP spans failed");
         }
     }
 }

@@ -28,9 +28,10 @@ static CONFIG: LazyLock<Arc<Config<'static>>> = LazyLock::new(|| {
     )
 });
 
-/// `GET /docs`: the UI's files are addressed relative to `/docs/`.
+/// `GET /docs`: the UI's files are addressed relative to `/docs/` (a relative redirect, so a
+/// proxy that mounts Trellis under a prefix keeps it).
 pub(super) async fn redirect() -> Redirect {
-    Redirect::permanent("/docs/")
+    Redirect::permanent("docs/")
 }
 
 /// `GET /docs/`: the UI's page.
