@@ -2,8 +2,6 @@
 //! `trellis-api --dev` process (debug logging on), not in an event, not in an error body —
 //! even when the model server echoes the key back in its error messages.
 
-use std::io::Read;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -11,6 +9,8 @@ use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use serde_json::{Value, json};
+
+mod common;
 
 const KEY: &str = "sk-live-Qx7fTr9-never-show-me";
 
@@ -53,44 +53,18 @@ async fn text(http: &reqwest::Client, url: String) -> String {
 #[tokio::test]
 async fn the_api_key_is_in_no_log_line_event_or_error_body() {
     let (model, seen) = echoing_model().await;
-    let dir = std::env::temp_dir().join(format!("trellis-key-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out_path = dir.join("stdout.log");
-    let err_path = dir.join("stderr.log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_trellis-api"))
-        .arg("--dev")
-        .current_dir(&dir)
-        .env_remove("DATABASE_URL")
-        .env_remove("APP_DATABASE__URL")
-        .env("APP_SERVER__PORT", "0")
-        .env("APP_WORKER__POLL_MS", "100")
-        .env("APP_LLM__BASE_URL", &model)
-        .env("APP_LLM__API_KEY", KEY)
-        .env("APP_LLM__MAX_RETRIES", "1")
-        .env("APP_LLM__RETRY_BACKOFF_MS", "10")
-        .env("RUST_LOG", "debug")
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out_path).unwrap())
-        .stderr(std::fs::File::create(&err_path).unwrap())
-        .spawn()
-        .expect("start trellis-api --dev");
-    let start = Instant::now();
-    let base = loop {
-        let out = std::fs::read_to_string(&out_path).unwrap_or_default();
-        if let Some(line) = out.lines().find(|l| l.starts_with("listening on ")) {
-            break line.trim_start_matches("listening on ").to_string();
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "trellis-api exited: {}",
-            std::fs::read_to_string(&err_path).unwrap_or_default()
-        );
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "no listening line"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let api = common::DevApi::start(
+        "key",
+        &[
+            ("APP_LLM__BASE_URL", &model),
+            ("APP_LLM__API_KEY", KEY),
+            ("APP_LLM__MAX_RETRIES", "1"),
+            ("APP_LLM__RETRY_BACKOFF_MS", "10"),
+            ("RUST_LOG", "debug"),
+        ],
+    )
+    .await;
+    let base = api.base.clone();
     let http = reqwest::Client::new();
     let submit = |body: Value| {
         let http = http.clone();
@@ -164,24 +138,7 @@ async fn the_api_key_is_in_no_log_line_event_or_error_body() {
         .await,
     );
 
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "api did not exit"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let mut logs = String::new();
-    for p in [&out_path, &err_path] {
-        std::fs::File::open(p)
-            .unwrap()
-            .read_to_string(&mut logs)
-            .unwrap();
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    let logs = api.stop().await;
 
     // the key was used ...
     let auths = seen.lock().unwrap().clone();

@@ -4,7 +4,6 @@
 //! with the GenAI semantic-convention attributes. Without it nothing is sent (every other test).
 
 use std::collections::HashMap;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -17,6 +16,8 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
 use prost::Message;
 use serde_json::{Value, json};
+
+mod common;
 
 const MODEL: &str = "otlp-test-model";
 
@@ -88,43 +89,18 @@ async fn spans_reach_an_otlp_collector_with_genai_attributes() {
     ))
     .await;
 
-    let dir = std::env::temp_dir().join(format!("trellis-otlp-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out_path = dir.join("stdout.log");
-    let err_path = dir.join("stderr.log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_trellis-api"))
-        .arg("--dev")
-        .current_dir(&dir)
-        .env_remove("DATABASE_URL")
-        .env_remove("APP_DATABASE__URL")
-        .env("APP_SERVER__PORT", "0")
-        .env("APP_WORKER__POLL_MS", "100")
-        .env("APP_LLM__BASE_URL", format!("{model}/v1"))
-        .env("APP_LLM__MODEL", MODEL)
-        .env("APP_LLM__MAX_RETRIES", "0")
-        .env("APP_LOG__OTLP_ENDPOINT", &collector)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out_path).unwrap())
-        .stderr(std::fs::File::create(&err_path).unwrap())
-        .spawn()
-        .expect("start trellis-api --dev");
-    let start = Instant::now();
-    let base = loop {
-        let out = std::fs::read_to_string(&out_path).unwrap_or_default();
-        if let Some(line) = out.lines().find(|l| l.starts_with("listening on ")) {
-            break line.trim_start_matches("listening on ").to_string();
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "trellis-api exited: {}",
-            std::fs::read_to_string(&err_path).unwrap_or_default()
-        );
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "no listening line"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let model_base = format!("{model}/v1");
+    let api = common::DevApi::start(
+        "otlp",
+        &[
+            ("APP_LLM__BASE_URL", &model_base),
+            ("APP_LLM__MODEL", MODEL),
+            ("APP_LLM__MAX_RETRIES", "0"),
+            ("APP_LOG__OTLP_ENDPOINT", &collector),
+        ],
+    )
+    .await;
+    let base = api.base.clone();
 
     // a description-only task: its plan decision calls the model, which refuses
     let http = reqwest::Client::new();
@@ -158,17 +134,7 @@ async fn spans_reach_an_otlp_collector_with_genai_attributes() {
     }
 
     // a clean stop sends what is still buffered
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "api did not exit"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    api.stop().await;
 
     let bodies = bodies.lock().unwrap().clone();
     assert!(!bodies.is_empty(), "the collector received nothing");
