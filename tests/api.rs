@@ -458,6 +458,24 @@ async fn swagger_ui_is_served_at_docs_without_a_key() {
     assert_eq!(body["error"]["code"], "not_found");
 }
 
+/// `docs/openapi.json` is the document the handlers' types generate (what a server with a
+/// planning brain serves). `TRELLIS_WRITE_OPENAPI=1 cargo test -p trellis --test api
+/// openapi_file` rewrites it.
+#[test]
+fn openapi_file_is_the_generated_document() {
+    let generated = trellis::api::openapi_document(true);
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/openapi.json");
+    if std::env::var_os("TRELLIS_WRITE_OPENAPI").is_some() {
+        std::fs::write(path, generated).unwrap();
+    }
+    let file = std::fs::read_to_string(path).unwrap();
+    assert!(
+        file == generated,
+        "docs/openapi.json is not the generated document; rewrite it with \
+         TRELLIS_WRITE_OPENAPI=1 cargo test -p trellis --test api openapi_file"
+    );
+}
+
 /// The OpenAPI document is served and names every route the API answers.
 #[tokio::test]
 async fn openapi_document_covers_every_route() {
@@ -470,7 +488,7 @@ async fn openapi_document_covers_every_route() {
     let submit =
         |d: &Value| d["components"]["schemas"]["SubmitTask"]["anyOf"][1]["required"].clone();
     assert_eq!(submit(&doc), json!(["description", "plan"]));
-    let with_planner: Value = serde_json::from_str(trellis::api::OPENAPI).unwrap();
+    let with_planner: Value = serde_json::from_str(trellis::api::openapi_document(true)).unwrap();
     assert_eq!(submit(&with_planner), json!(["description"]));
     let id = app.submit(valid_task()).await;
     let routes = [

@@ -9,9 +9,11 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::Value;
 use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
 
+use super::openapi::{BadBody, BadUri, Guarded, Missing};
+use super::views::KeyView;
 use super::{ApiError, ApiJson, AppState, views};
 use crate::domain::auth::{Role, required_role};
 use crate::store::keys::NewKey;
@@ -117,14 +119,21 @@ pub(super) async fn require_key(
     next.run(req).await
 }
 
-#[derive(Debug, Deserialize)]
+/// `POST /keys`.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct KeyInput {
+    #[schema(min_length = 1, max_length = 200)]
     name: String,
+    #[schema(schema_with = super::openapi::role)]
     role: String,
 }
 
-/// `POST /keys`: the key is in this answer and nowhere else.
+/// Create an API key (admin); the key is shown in this answer only.
+#[utoipa::path(post, path = "/keys", tag = "keys", security(("bearer" = [])),
+    request_body = KeyInput,
+    responses((status = 201, description = "created", body = KeyView), BadBody, Guarded),
+)]
 pub(super) async fn create(
     State(st): State<AppState>,
     ApiJson(k): ApiJson<KeyInput>,
@@ -146,18 +155,25 @@ pub(super) async fn create(
         })
         .await?;
     let mut v = views::key(&row);
-    v["key"] = Value::String(key);
+    v.key = Some(key);
     Ok((StatusCode::CREATED, Json(v)).into_response())
 }
 
-/// `GET /keys`: every key, revoked ones included, never the key itself.
-pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<Value>>, ApiError> {
+/// Every key, revoked ones included (admin); never the key itself.
+#[utoipa::path(get, path = "/keys", tag = "keys", security(("bearer" = [])),
+    responses((status = 200, description = "keys", body = Vec<KeyView>), Guarded),
+)]
+pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<KeyView>>, ApiError> {
     Ok(Json(
         st.store.list_keys().await?.iter().map(views::key).collect(),
     ))
 }
 
-/// `DELETE /keys/{id}`: revoked at once.
+/// Revoke a key (admin), at once on every API process.
+#[utoipa::path(delete, path = "/keys/{id}", tag = "keys", security(("bearer" = [])),
+    params(("id" = Uuid, Path, description = "a key id")),
+    responses((status = 204, description = "revoked"), Missing, BadUri, Guarded),
+)]
 pub(super) async fn revoke(
     State(st): State<AppState>,
     axum::extract::Path(raw): axum::extract::Path<String>,

@@ -4,7 +4,6 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 use crate::domain::plan::PlanError;
 use crate::store::StoreError;
@@ -42,13 +41,30 @@ impl ApiError {
     }
 }
 
+/// The body of every error answer.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = Error)]
+pub struct ErrorBody {
+    #[schema(inline)]
+    pub error: ErrorDetail,
+}
+
+/// What went wrong: a stable `code` (CONTRACT.md) and a message for people.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    pub code: &'static str,
+    pub message: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.status,
-            Json(json!({"error": {"code": self.code, "message": self.message}})),
-        )
-            .into_response()
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code,
+                message: self.message,
+            },
+        };
+        (self.status, Json(body)).into_response()
     }
 }
 

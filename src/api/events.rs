@@ -5,21 +5,38 @@ use axum::extract::{Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
+use utoipa::IntoParams;
 use uuid::Uuid;
+
+use super::openapi::{BadUri, Guarded, LastEventId, Missing};
 
 use super::views::EventView;
 use super::{ApiError, AppState, TaskId};
 use crate::store::Store;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(super) struct EventsQuery {
+    /// Only events with a larger seq (default 0).
+    #[param(schema_with = super::openapi::event_seq)]
     after: Option<i64>,
+    /// At most this many events (default 1000).
+    #[param(minimum = 1, maximum = 10000)]
     limit: Option<i64>,
 }
 
 /// Events after `after` (or `Last-Event-ID`): a JSON list, or with `Accept: text/event-stream`
 /// a live Server-Sent Events stream (`id` = seq, `event` = kind) that ends once the task is
 /// finished and every event has been sent.
+#[utoipa::path(get, path = "/tasks/{id}/events", tag = "tasks", operation_id = "task_events",
+    summary = "Events after a sequence number; live Server-Sent Events with Accept: text/event-stream (resumable with Last-Event-ID)",
+    security(("bearer" = [])), params(super::tasks::TaskPath, EventsQuery, LastEventId),
+    responses(
+        (status = 200, description = "events, oldest first",
+            content((Vec<EventView> = "application/json"), (String = "text/event-stream"))),
+        Missing, BadUri, Guarded,
+    ),
+)]
 pub(super) async fn list_or_stream(
     State(st): State<AppState>,
     TaskId(id): TaskId,

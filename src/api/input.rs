@@ -56,10 +56,15 @@ pub fn require_json(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
 }
 
 /// `?limit=&offset=` of a per-task history list: at most [`MAX_PAGE`] rows a call.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct PageQuery {
+    /// At most this many rows (default 1000).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<i64>,
+    /// Skip this many rows first.
+    #[param(minimum = 0, maximum = 1000000)]
     offset: Option<i64>,
 }
 

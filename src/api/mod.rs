@@ -7,7 +7,7 @@
 //! changes nothing; store errors become JSON errors without SQL text ([`ApiError`]).
 
 use axum::extract::{DefaultBodyLimit, FromRequest, Request};
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
@@ -21,6 +21,7 @@ mod docs;
 mod error;
 mod events;
 pub mod input;
+pub mod openapi;
 mod system;
 mod tasks;
 mod templates;
@@ -28,7 +29,7 @@ mod tools;
 pub mod views;
 
 pub use error::ApiError;
-pub use system::OPENAPI;
+pub use openapi::document as openapi_document;
 pub use tasks::{RerunRequest, ResumeRequest, StepOverrideInput};
 
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
@@ -111,41 +112,10 @@ impl Announcer {
 
 pub fn app(state: AppState) -> Router {
     use axum::middleware::from_fn_with_state;
-    let v1 = Router::new()
-        .route("/tasks", post(tasks::submit).get(tasks::list))
-        .route(
-            "/tasks/batch",
-            post(tasks::submit_batch).layer(DefaultBodyLimit::max(MAX_BATCH_BODY_BYTES)),
-        )
-        .route("/tasks/{id}", get(tasks::get))
-        .route("/tasks/{id}/result", get(tasks::result))
-        .route("/tasks/{id}/plan", get(tasks::plan))
-        .route("/tasks/{id}/attempts", get(tasks::attempts))
-        .route("/tasks/{id}/events", get(events::list_or_stream))
-        .route("/tasks/{id}/cancel", post(tasks::cancel))
-        .route("/tasks/{id}/resume", post(tasks::resume))
-        .route("/tasks/{id}/rerun", post(tasks::rerun))
-        .route("/tasks/{id}/reflections", get(tasks::reflections))
-        .route("/tasks/{id}/evaluations", get(tasks::evaluations))
-        .route("/tools", post(tools::create).get(tools::list))
-        .route("/tools/{id}", get(tools::get).delete(tools::delete))
-        .route("/templates", post(templates::create).get(templates::list))
-        .route(
-            "/templates/{id}",
-            get(templates::get).delete(templates::delete),
-        )
-        .route("/stats", get(system::stats))
-        .route("/stats/recovery", get(system::recovery_stats))
-        .route("/workers", get(system::workers))
-        .route("/keys", post(auth::create).get(auth::list))
-        .route("/keys/{id}", axum::routing::delete(auth::revoke))
-        .route("/openapi.json", get(system::openapi))
-        .layer(from_fn_with_state(state.clone(), auth::require_key));
-    let router = Router::new()
-        .nest("/api/v1", v1)
-        .route("/health", get(system::health))
-        .route("/ready", get(system::ready))
-        .route("/metrics", get(system::metrics))
+    let (v1, root) = openapi::routes();
+    let v1 = v1.layer(from_fn_with_state(state.clone(), auth::require_key));
+    let (router, _) = openapi::assemble(v1, root).split_for_parts();
+    let router = router
         .route("/docs", get(docs::redirect))
         .route("/docs/", get(docs::index))
         .route("/docs/openapi.json", get(system::openapi))

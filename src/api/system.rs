@@ -4,68 +4,74 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
 
+use super::openapi::{Guarded, Internal, NotReady};
+use super::views::{Health, RecoveryStatsView, StatsView, WorkerView};
 use super::{ApiError, AppState};
 
-pub(super) async fn stats(State(st): State<AppState>) -> Result<Json<Value>, ApiError> {
+/// Task and step counts by status.
+#[utoipa::path(get, path = "/stats", tag = "system", security(("bearer" = [])),
+    responses((status = 200, description = "counts", body = StatsView), Guarded),
+)]
+pub(super) async fn stats(State(st): State<AppState>) -> Result<Json<StatsView>, ApiError> {
     let (tasks, steps) = st.store.stats().await?;
-    Ok(Json(json!({"tasks": tasks, "steps": steps})))
+    Ok(Json(StatsView { tasks, steps }))
 }
 
-/// The four recovery-statistics views (docs/sql-reporting.md).
-pub(super) async fn recovery_stats(State(st): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let mut out = serde_json::Map::new();
-    for view in crate::store::reports::ReportView::ALL {
-        out.insert(
-            view.name().into(),
-            Value::Array(st.store.report(view).await?),
-        );
-    }
-    Ok(Json(Value::Object(out)))
-}
-
-/// The live worker fleet: workers not stopped whose heartbeat is younger than their lease.
-pub(super) async fn workers(
+/// The recovery views (docs/sql-reporting.md).
+#[utoipa::path(get, path = "/stats/recovery", tag = "system", security(("bearer" = [])),
+    responses((status = 200, description = "views", body = RecoveryStatsView), Guarded),
+)]
+pub(super) async fn recovery_stats(
     State(st): State<AppState>,
-) -> Result<Json<Vec<super::views::WorkerView>>, ApiError> {
+) -> Result<Json<RecoveryStatsView>, ApiError> {
+    use crate::store::reports::ReportView;
+    let mut out = RecoveryStatsView::default();
+    for view in ReportView::ALL {
+        let rows = st.store.report(view).await?;
+        match view {
+            ReportView::RecoveryByTool => out.recovery_by_tool = rows,
+            ReportView::RecoveryByCategory => out.recovery_by_category = rows,
+            ReportView::RecoveryByTier => out.recovery_by_tier = rows,
+            ReportView::TaskOutcomes => out.task_outcomes = rows,
+        }
+    }
+    Ok(Json(out))
+}
+
+/// The live worker fleet: workers not stopped whose last heartbeat is younger than their lease.
+#[utoipa::path(get, path = "/workers", tag = "system", security(("bearer" = [])),
+    responses((status = 200, description = "workers, longest running first", body = Vec<WorkerView>), Internal, Guarded),
+)]
+pub(super) async fn workers(State(st): State<AppState>) -> Result<Json<Vec<WorkerView>>, ApiError> {
     let rows = st.store.live_workers().await?;
     Ok(Json(rows.into_iter().map(Into::into).collect()))
 }
 
-/// The OpenAPI document (docs/openapi.json, compiled in).
-pub const OPENAPI: &str = include_str!("../../docs/openapi.json");
-
+/// This document.
+#[utoipa::path(get, path = "/openapi.json", tag = "system", security(("bearer" = [])),
+    responses((status = 200, description = "the OpenAPI 3.1 document", body = Object), Guarded),
+)]
 pub(super) async fn openapi(State(st): State<AppState>) -> Response {
-    let doc: &'static str = if st.settings.llm.enabled() {
-        OPENAPI
-    } else {
-        OPENAPI_WITHOUT_PLANNER.as_str()
-    };
+    let doc = super::openapi::document(st.settings.llm.enabled());
     ([(header::CONTENT_TYPE, "application/json")], doc).into_response()
 }
 
-/// The document as a server without a planning brain serves it: a task there needs a plan or
-/// a template (a description alone is a 422 `plan_required`), so a request the document
-/// describes as valid is one this server accepts.
-static OPENAPI_WITHOUT_PLANNER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let mut doc: Value = serde_json::from_str(OPENAPI).expect("docs/openapi.json is JSON");
-    if let Some(submit) = doc.pointer_mut("/components/schemas/SubmitTask") {
-        submit["anyOf"] = json!([
-            {"required": ["template"]},
-            {"required": ["description", "plan"], "not": {"required": ["input"]}}
-        ]);
-    }
-    doc.to_string()
-});
-
-pub(super) async fn health() -> Json<Value> {
-    Json(json!({"status": "ok"}))
+/// Liveness.
+#[utoipa::path(get, path = "/health", tag = "system",
+    responses((status = 200, description = "ok", body = Health)),
+)]
+pub(super) async fn health() -> Json<Health> {
+    Json(Health { status: "ok" })
 }
 
+/// Readiness: database reachable, migrations applied.
+#[utoipa::path(get, path = "/ready", tag = "system",
+    responses((status = 200, description = "ready", body = Health), NotReady),
+)]
 pub(super) async fn ready(State(st): State<AppState>) -> Response {
     match st.store.ready().await {
-        Ok(true) => Json(json!({"status": "ready"})).into_response(),
+        Ok(true) => Json(Health { status: "ready" }).into_response(),
         Ok(false) => ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "not_ready",
@@ -84,10 +90,15 @@ pub(super) async fn ready(State(st): State<AppState>) -> Response {
     }
 }
 
+/// Prometheus metrics.
+///
 /// Prometheus text: what this process recorded (the request histogram; in `--dev`, the
 /// in-process worker's histograms and counters too — a worker process serves its own on
-/// `[worker] metrics_port`), then the gauges of [`crate::store::Store::metrics_gauges`], one
-/// bounded statement whatever the history holds.
+/// `[worker] metrics_port`), then the gauges of one bounded statement whatever the history
+/// holds.
+#[utoipa::path(get, path = "/metrics", tag = "system",
+    responses((status = 200, description = "text exposition", content_type = "text/plain", body = String)),
+)]
 pub(super) async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
     let rows = st.store.metrics_gauges().await?;
     let mut out = crate::metrics::render();

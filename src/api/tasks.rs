@@ -11,9 +11,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use utoipa::{IntoParams, ToSchema};
+
 use super::input::{self, PageQuery};
+use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::views::{
-    self, EvaluationView, LlmUsageView, PlanView, PlanWithHistory, ReflectionView, TaskSummaryView,
+    self, Accepted, AttemptView, EvaluationView, LlmUsageView, PlanView, PlanWithHistory,
+    ReflectionView, Submitted, SubmittedBatch, TaskResultView, TaskSummaryView, TaskView,
 };
 use super::{ApiError, ApiJson, AppState, KnownTask, TaskId};
 use crate::domain::plan;
@@ -26,44 +30,69 @@ use crate::store::submit::{NewTask, Resume, StepOverride};
 
 const MAX_LIMIT_VALUE: i32 = 100;
 
-#[derive(Debug, Deserialize)]
+/// `POST /tasks`: a task with its plan, a template with its input, or (with an LLM
+/// configured) a description alone to be planned.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct SubmitTask {
-    /// Required, except with a template (its description is the default).
+    /// Required unless `template` is given (the template's description is then the default).
     #[serde(default)]
+    #[schema(min_length = 1, pattern = "\\S")]
     description: String,
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     metadata: Option<Value>,
+    /// The caller's context, given to every brain prompt and readable as `${context.key}`.
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     context: Option<Value>,
+    /// A second submit with the same key returns the first task (200, `created` false).
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 255)]
     idempotency_key: Option<String>,
+    /// Higher runs first.
     #[serde(default)]
+    #[schema(minimum = -1000, maximum = 1000)]
     priority: Option<i32>,
     #[serde(default)]
     limits: Option<LimitsInput>,
+    /// Optional only when an LLM is configured (`[llm] base_url`): the task is then planned
+    /// from its description (status pending → planning → running); otherwise a missing plan
+    /// is a 422 `plan_required`.
     #[serde(default)]
     plan: Option<PlanSpec>,
-    /// A workflow template's id, instead of `plan`.
+    /// A workflow template's id, instead of `plan`: its plan with `input` put in its
+    /// `${input.key}` placeholders becomes version 1 (origin `template:<id>`).
     #[serde(default)]
     template: Option<String>,
-    /// The template's input (checked against its `input_schema`).
+    /// The template's input, checked against its `input_schema`; only with `template`.
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     input: Option<Value>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// Limits for one task, over the configured defaults (`[limits]`).
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = Limits)]
 pub(super) struct LimitsInput {
+    #[schema(minimum = 0, maximum = 100)]
     max_step_retries: Option<i32>,
+    #[schema(minimum = 0, maximum = 100)]
     max_single_step_repairs: Option<i32>,
+    #[schema(minimum = 0, maximum = 100)]
     max_task_replans: Option<i32>,
+    #[schema(minimum = 0, maximum = 100)]
     max_consecutive_failures: Option<i32>,
-    /// Cap on LLM calls for this task.
+    /// Cap on LLM calls for this task; past it decisions take their fallbacks.
+    #[schema(minimum = 0, maximum = 10000)]
     max_llm_calls: Option<i32>,
-    /// Wall-time budget from submission in seconds (0: none).
+    /// Wall-time budget from submission in seconds (0: none); past it the task fails with
+    /// `error.code` `deadline_exceeded`.
+    #[schema(minimum = 0, maximum = 31622400)]
     task_timeout_secs: Option<i32>,
-    /// Cap on LLM tokens for this task.
+    /// Cap on LLM tokens for this task; past it decisions take their fallbacks.
+    #[schema(minimum = 0, maximum = 1000000000)]
     max_llm_tokens: Option<i64>,
 }
 
@@ -285,6 +314,22 @@ fn unknown_tools(t: &NewTask, missing: &[String]) -> Option<ApiError> {
     plan::validate(plan, &known).err().map(ApiError::from)
 }
 
+/// Submit a task.
+#[utoipa::path(post, path = "/tasks", tag = "tasks", security(("bearer" = [])),
+    request_body = SubmitTask,
+    responses(
+        (status = 202, description = "accepted", body = Submitted, links(
+            ("status" = (operation_id = "task_status", parameters(("id" = "$response.body#/task_id")))),
+            ("result" = (operation_id = "task_result", parameters(("id" = "$response.body#/task_id")))),
+            ("plan" = (operation_id = "task_plan", parameters(("id" = "$response.body#/task_id")))),
+            ("attempts" = (operation_id = "task_attempts", parameters(("id" = "$response.body#/task_id")))),
+            ("events" = (operation_id = "task_events", parameters(("id" = "$response.body#/task_id")))),
+            ("cancel" = (operation_id = "cancel_task", parameters(("id" = "$response.body#/task_id")))),
+        )),
+        (status = 200, description = "idempotency_key already used: the existing task", body = Submitted),
+        BadBody, Guarded,
+    ),
+)]
 pub(super) async fn submit(
     State(st): State<AppState>,
     ApiJson(body): ApiJson<SubmitTask>,
@@ -314,7 +359,11 @@ pub(super) async fn submit(
     };
     Ok((
         status,
-        Json(json!({"task_id": submitted.task_id, "status": submitted.status, "created": submitted.created})),
+        Json(Submitted {
+            task_id: submitted.task_id,
+            status: submitted.status,
+            created: submitted.created,
+        }),
     )
         .into_response())
 }
@@ -322,9 +371,11 @@ pub(super) async fn submit(
 /// At most this many tasks per `POST /tasks/batch`.
 pub const MAX_BATCH: usize = 1000;
 
-#[derive(Debug, Deserialize)]
+/// `POST /tasks/batch`: up to 1000 submit bodies.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct SubmitBatch {
+    #[schema(value_type = Vec<SubmitTask>, min_items = 1, max_items = 1000)]
     tasks: Vec<Value>,
 }
 
@@ -336,7 +387,15 @@ fn at(i: usize) -> impl Fn(ApiError) -> ApiError {
     }
 }
 
-/// `POST /tasks/batch`: every task or none, in one statement; results in request order.
+/// Submit up to 1000 tasks at once, all or nothing.
+///
+/// One transaction. Results are in request order; an idempotency key already used gives that
+/// task with `created` false. Any invalid item: 422 naming its index (`tasks[i]`) and nothing
+/// is stored.
+#[utoipa::path(post, path = "/tasks/batch", tag = "tasks", security(("bearer" = [])),
+    request_body = SubmitBatch,
+    responses((status = 202, description = "accepted", body = SubmittedBatch), BadBody, Guarded),
+)]
 pub(super) async fn submit_batch(
     State(st): State<AppState>,
     ApiJson(body): ApiJson<SubmitBatch>,
@@ -376,17 +435,26 @@ pub(super) async fn submit_batch(
             }));
         }
     };
-    let out: Vec<Value> = submitted
+    let tasks = submitted
         .iter()
-        .map(|s| json!({"task_id": s.task_id, "status": s.status, "created": s.created}))
+        .map(|s| Submitted {
+            task_id: s.task_id,
+            status: s.status,
+            created: s.created,
+        })
         .collect();
-    Ok((StatusCode::ACCEPTED, Json(json!({ "tasks": out }))).into_response())
+    Ok((StatusCode::ACCEPTED, Json(SubmittedBatch { tasks })).into_response())
 }
 
+/// Task status.
+#[utoipa::path(get, path = "/tasks/{id}", tag = "tasks", operation_id = "task_status",
+    security(("bearer" = [])), params(TaskPath),
+    responses((status = 200, description = "status", body = TaskView), Missing, BadUri, Guarded),
+)]
 pub(super) async fn get(
     State(st): State<AppState>,
     TaskId(id): TaskId,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TaskView>, ApiError> {
     let t = st.store.get_task(id).await?;
     let counts = st.store.step_counts(id, t.plan_version).await?;
     let steps = st.store.list_steps(id).await?;
@@ -398,16 +466,26 @@ pub(super) async fn get(
     Ok(Json(views::task(&t, &counts, &current, usage)))
 }
 
+/// Task result.
+#[utoipa::path(get, path = "/tasks/{id}/result", tag = "tasks", operation_id = "task_result",
+    security(("bearer" = [])), params(TaskPath),
+    responses((status = 200, description = "result", body = TaskResultView), Missing, BadUri, Guarded),
+)]
 pub(super) async fn result(
     State(st): State<AppState>,
     TaskId(id): TaskId,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TaskResultView>, ApiError> {
     let t = st.store.get_task(id).await?;
     let steps = st.store.list_steps(id).await?;
     let duration_ms = st.store.task_duration_ms(id).await?;
     Ok(Json(views::result(&t, &steps, duration_ms)))
 }
 
+/// Current plan and plan history.
+#[utoipa::path(get, path = "/tasks/{id}/plan", tag = "tasks", operation_id = "task_plan",
+    security(("bearer" = [])), params(TaskPath),
+    responses((status = 200, description = "plan", body = PlanWithHistory), Missing, BadUri, Guarded),
+)]
 pub(super) async fn plan(
     State(st): State<AppState>,
     TaskId(id): TaskId,
@@ -432,40 +510,63 @@ pub(super) async fn plan(
 
 type PageParams = Result<Query<PageQuery>, axum::extract::rejection::QueryRejection>;
 
+/// Every attempt.
+#[utoipa::path(get, path = "/tasks/{id}/attempts", tag = "tasks", operation_id = "task_attempts",
+    security(("bearer" = [])), params(TaskPath, PageQuery),
+    responses((status = 200, description = "attempts", body = Vec<AttemptView>), Missing, BadUri, Guarded),
+)]
 pub(super) async fn attempts(
     State(st): State<AppState>,
     KnownTask(id): KnownTask,
     q: PageParams,
-) -> Result<Json<Vec<Value>>, ApiError> {
+) -> Result<Json<Vec<AttemptView>>, ApiError> {
     let page = input::query(q)?.page()?;
     let rows = st.store.list_attempts(id, page).await?;
     Ok(Json(rows.iter().map(views::attempt).collect()))
 }
 
+/// Cancel unless terminal.
+#[utoipa::path(post, path = "/tasks/{id}/cancel", tag = "tasks", operation_id = "cancel_task",
+    security(("bearer" = [])), params(TaskPath),
+    responses((status = 200, description = "cancelled", body = Accepted), Missing, Conflict, BadBody, BadUri, Guarded),
+)]
 pub(super) async fn cancel(
     State(st): State<AppState>,
     TaskId(id): TaskId,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Accepted>, ApiError> {
     let status = st.store.cancel_task(id).await?;
-    Ok(Json(json!({"task_id": id, "status": status})))
+    Ok(Json(Accepted {
+        task_id: id,
+        status,
+    }))
 }
 
-/// Resume from `needs_intervention`: optional body `{"plan": {...}}` or
+/// Resume from `needs_intervention`: optional body (`null` is none) `{"plan": {...}}` or
 /// `{"step_overrides": {"step_3": {"parameters": {...}, "tool": "..."}}}`; no body retries the
 /// failed steps as they are.
+#[utoipa::path(post, path = "/tasks/{id}/resume", tag = "tasks", operation_id = "resume_task",
+    summary = "Resume from needs_intervention",
+    security(("bearer" = [])), params(TaskPath),
+    request_body(content = Option<ResumeRequest>, description = "optional: no body retries the failed steps as they are"),
+    responses((status = 200, description = "resumed", body = Accepted), Missing, Conflict, BadBody, BadUri, Guarded),
+)]
 pub(super) async fn resume(
     State(st): State<AppState>,
     TaskId(id): TaskId,
     headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Accepted>, ApiError> {
     let req: ResumeRequest = if body.iter().all(|b| b.is_ascii_whitespace()) {
         ResumeRequest::default()
     } else {
         super::input::require_json(&headers)?;
         let v: Value = serde_json::from_slice(&body)
             .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "malformed_json", e.to_string()))?;
-        super::input::typed(v)?
+        if v.is_null() {
+            ResumeRequest::default()
+        } else {
+            super::input::typed(v)?
+        }
     };
     if req.plan.is_some() && !req.step_overrides.is_empty() {
         return Err(ApiError::validation(
@@ -478,12 +579,20 @@ pub(super) async fn resume(
         plan::validate(plan, &known)?;
     }
     let status = st.store.resume_task(id, &req.into()).await?;
-    Ok(Json(json!({"task_id": id, "status": status})))
+    Ok(Json(Accepted {
+        task_id: id,
+        status,
+    }))
 }
 
 /// Rerun an ended task (or one in `needs_intervention`) from a step:
 /// `{"from_step": "step_2", "step_overrides": {"step_2": {"parameters": {...}, "tool": "..."}}}`.
 /// A new plan version (origin `rerun`) keeps every output not downstream of the step.
+#[utoipa::path(post, path = "/tasks/{id}/rerun", tag = "tasks", operation_id = "rerun_task",
+    summary = "Rerun an ended task (or one in needs_intervention) from a step: a new plan version (origin rerun)",
+    security(("bearer" = [])), params(TaskPath), request_body = RerunRequest,
+    responses((status = 202, description = "rerun started", body = Accepted), Missing, Conflict, BadBody, BadUri, Guarded),
+)]
 pub(super) async fn rerun(
     State(st): State<AppState>,
     TaskId(id): TaskId,
@@ -493,11 +602,19 @@ pub(super) async fn rerun(
     st.announcer.ready(false);
     Ok((
         StatusCode::ACCEPTED,
-        Json(json!({"task_id": id, "status": status})),
+        Json(Accepted {
+            task_id: id,
+            status,
+        }),
     )
         .into_response())
 }
 
+/// Step and overall reflections.
+#[utoipa::path(get, path = "/tasks/{id}/reflections", tag = "tasks", operation_id = "task_reflections",
+    security(("bearer" = [])), params(TaskPath, PageQuery),
+    responses((status = 200, description = "reflections, oldest first", body = Vec<ReflectionView>), Missing, BadUri, Guarded),
+)]
 pub(super) async fn reflections(
     State(st): State<AppState>,
     KnownTask(id): KnownTask,
@@ -511,6 +628,11 @@ pub(super) async fn reflections(
     ))
 }
 
+/// Evaluations of finished plans.
+#[utoipa::path(get, path = "/tasks/{id}/evaluations", tag = "tasks", operation_id = "task_evaluations",
+    security(("bearer" = [])), params(TaskPath, PageQuery),
+    responses((status = 200, description = "evaluations, oldest first", body = Vec<EvaluationView>), Missing, BadUri, Guarded),
+)]
 pub(super) async fn evaluations(
     State(st): State<AppState>,
     KnownTask(id): KnownTask,
@@ -524,13 +646,24 @@ pub(super) async fn evaluations(
     ))
 }
 
-#[derive(Debug, Deserialize)]
+/// `GET /tasks`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
+    /// Only tasks in this status; empty: any status.
+    #[param(schema_with = super::openapi::status_filter)]
     status: Option<String>,
+    #[param(minimum = 1, maximum = 500, default = 50)]
     limit: Option<i64>,
+    /// A task id (cursor) or an RFC 3339 timestamp; empty: no cursor.
+    #[param(schema_with = super::openapi::before_cursor)]
     before: Option<String>,
 }
 
+/// List tasks, newest first.
+#[utoipa::path(get, path = "/tasks", tag = "tasks", security(("bearer" = [])), params(ListQuery),
+    responses((status = 200, description = "tasks", body = Vec<TaskSummaryView>), BadUri, Guarded),
+)]
 pub(super) async fn list(
     State(st): State<AppState>,
     q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
@@ -573,20 +706,27 @@ pub(super) async fn list(
 }
 
 /// `POST /tasks/{id}/resume`: a replacement plan, or parameter/tool overrides for steps.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = Resume)]
 pub struct ResumeRequest {
+    /// A replacement plan (a new version, origin `resume`).
     #[serde(default)]
     pub plan: Option<PlanSpec>,
+    /// By step id: parameters merged into the step's, or another tool.
     #[serde(default)]
     pub step_overrides: BTreeMap<String, StepOverrideInput>,
 }
 
 /// Body of `POST /tasks/{id}/rerun`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = Rerun)]
 pub struct RerunRequest {
+    /// The step to start from: it and every step downstream of it run again; other succeeded
+    /// steps keep their outputs.
     pub from_step: String,
+    /// By step id; only `from_step` or its descendants may be named.
     #[serde(default)]
     pub step_overrides: BTreeMap<String, StepOverrideInput>,
 }
@@ -613,14 +753,27 @@ impl From<StepOverrideInput> for StepOverride {
     }
 }
 
-/// Overrides for one step in a [`ResumeRequest`].
-#[derive(Debug, Clone, Default, Deserialize)]
+/// Overrides for one step in a [`ResumeRequest`] or a [`RerunRequest`].
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = StepOverride)]
 pub struct StepOverrideInput {
+    /// Merged into the step's parameters.
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     pub parameters: Option<serde_json::Map<String, Value>>,
+    /// A registered tool id.
     #[serde(default)]
     pub tool: Option<String>,
+}
+
+/// The `{id}` of a task route (documentation only: [`super::TaskId`] reads it).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+pub(super) struct TaskPath {
+    /// A task id.
+    id: Uuid,
 }
 
 impl From<ResumeRequest> for Resume {

@@ -8,24 +8,37 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use utoipa::ToSchema;
+
+use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
 use crate::domain::PlanSpec;
 use crate::domain::plan;
 use crate::domain::template::{self, TemplateDef};
 
-#[derive(Debug, Deserialize)]
+/// `POST /templates`.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct TemplateInput {
+    #[schema(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
     id: String,
+    /// The default description of the tasks made from it.
     #[serde(default)]
     description: String,
-    /// JSON Schema the `input` of a submit must match (default: any object).
+    /// JSON Schema of the submit's input (default `{"type":"object"}`); when it declares
+    /// properties, every `${input.key}` must be one of them.
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     input_schema: Option<Value>,
-    /// A plan whose strings may use `${input.key}`.
+    #[schema(schema_with = super::openapi::template_plan)]
     plan: Value,
 }
 
+/// Register a workflow template (admin).
+#[utoipa::path(post, path = "/templates", tag = "templates", security(("bearer" = [])),
+    request_body = TemplateInput,
+    responses((status = 201, description = "registered", body = TemplateDef), Conflict, BadBody, Guarded),
+)]
 pub(super) async fn create(
     State(st): State<AppState>,
     ApiJson(t): ApiJson<TemplateInput>,
@@ -64,6 +77,11 @@ pub(super) async fn create(
     Ok((StatusCode::CREATED, Json(row)).into_response())
 }
 
+/// Templates in id order (keyset: after, limit).
+#[utoipa::path(get, path = "/templates", tag = "templates", security(("bearer" = [])),
+    params(super::tools::ListQuery),
+    responses((status = 200, description = "templates", body = Vec<TemplateDef>), BadUri, Guarded),
+)]
 pub(super) async fn list(
     State(st): State<AppState>,
     q: Result<
@@ -77,6 +95,11 @@ pub(super) async fn list(
     ))
 }
 
+/// One template.
+#[utoipa::path(get, path = "/templates/{id}", tag = "templates", security(("bearer" = [])),
+    params(super::tools::RegistryPath),
+    responses((status = 200, description = "template", body = TemplateDef), Missing, BadUri, Guarded),
+)]
 pub(super) async fn get(
     State(st): State<AppState>,
     Path(id): Path<String>,
@@ -84,6 +107,11 @@ pub(super) async fn get(
     Ok(Json(st.store.get_template(&id).await?))
 }
 
+/// Delete a template (admin; tasks made from it keep their plans).
+#[utoipa::path(delete, path = "/templates/{id}", tag = "templates", security(("bearer" = [])),
+    params(super::tools::RegistryPath),
+    responses((status = 204, description = "deleted"), Missing, BadUri, Guarded),
+)]
 pub(super) async fn delete(
     State(st): State<AppState>,
     Path(id): Path<String>,

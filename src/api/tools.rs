@@ -6,41 +6,59 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa::{IntoParams, ToSchema};
 
-use super::views;
+use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
+use super::views::{self, ToolView};
 use super::{ApiError, ApiJson, AppState};
 use crate::store::tools::NewTool;
 
-#[derive(Debug, Deserialize)]
+/// `POST /tools`: an HTTP tool (CONTRACT.md "HTTP tools").
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ToolInput {
+    #[schema(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
     id: String,
+    /// Defaults to the id.
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
     description: String,
+    /// An absolute http(s) URL the workers POST the call to.
+    #[schema(format = "uri")]
     endpoint: String,
+    /// Per call (default 30000).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 3600000)]
     timeout_ms: Option<i32>,
+    /// JSON Schema of the call's parameters (default `{"type":"object"}`), checked before
+    /// every call.
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     input_schema: Option<Value>,
-    /// JSON Schema a successful output must match (absent or null: any output).
+    /// JSON Schema a successful output must match (absent or null: any output); a mismatch
+    /// fails the attempt with category `output_mismatch`.
     #[serde(default)]
+    #[schema(schema_with = super::openapi::optional_json_schema)]
     output_schema: Option<Value>,
     #[serde(default)]
     output_params: Vec<String>,
+    /// Tools a retry may switch to.
     #[serde(default)]
     alternatives: Vec<String>,
     #[serde(default)]
     tags: Vec<String>,
     /// At most this many steps of the tool at once, fleet-wide (null: no limit).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 100000)]
     max_concurrency: Option<i32>,
-    /// Steps started per second, fleet-wide (null: no limit).
+    /// Steps started per second, fleet-wide token bucket (null: no limit).
     #[serde(default)]
+    #[schema(exclusive_minimum = 0, maximum = 1000000)]
     rate_limit_per_sec: Option<f64>,
     /// Token-bucket size for `rate_limit_per_sec` (default 1).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 100000)]
     rate_limit_burst: Option<i32>,
 }
 
@@ -88,6 +106,11 @@ pub(super) fn check_id(id: &str) -> Result<(), ApiError> {
     }
 }
 
+/// Register an HTTP tool (admin).
+#[utoipa::path(post, path = "/tools", tag = "tools", security(("bearer" = [])),
+    request_body = ToolInput,
+    responses((status = 201, description = "registered", body = ToolView), Conflict, BadBody, Guarded),
+)]
 pub(super) async fn create(
     State(st): State<AppState>,
     ApiJson(t): ApiJson<ToolInput>,
@@ -148,12 +171,25 @@ pub(super) async fn create(
     Ok((StatusCode::CREATED, Json(views::tool(&row))).into_response())
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// `?after=&limit=` of a registry list, in id order (keyset pagination).
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
-    /// Tools whose id sorts after this one (keyset pagination).
+    /// Only entries whose id sorts after this one.
     after: Option<String>,
+    /// At most this many entries (default 1000).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<i64>,
+}
+
+/// The `{id}` of a registry route (documentation only).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+pub(super) struct RegistryPath {
+    /// A tool or template id.
+    id: String,
 }
 
 impl ListQuery {
@@ -170,22 +206,36 @@ impl ListQuery {
     }
 }
 
+/// All tools (built-in and HTTP), in id order.
+#[utoipa::path(get, path = "/tools", tag = "tools", security(("bearer" = [])), params(ListQuery),
+    responses((status = 200, description = "tools", body = Vec<ToolView>), BadUri, Guarded),
+)]
 pub(super) async fn list(
     State(st): State<AppState>,
     q: Result<axum::extract::Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Vec<Value>>, ApiError> {
+) -> Result<Json<Vec<ToolView>>, ApiError> {
     let (after, limit) = super::input::query(q)?.checked()?;
     let tools = st.store.list_tools(after.as_deref(), limit).await?;
     Ok(Json(tools.iter().map(views::tool).collect()))
 }
 
+/// One tool.
+#[utoipa::path(get, path = "/tools/{id}", tag = "tools", security(("bearer" = [])),
+    params(RegistryPath),
+    responses((status = 200, description = "tool", body = ToolView), Missing, BadUri, Guarded),
+)]
 pub(super) async fn get(
     State(st): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ToolView>, ApiError> {
     Ok(Json(views::tool(&st.store.get_tool(&id).await?)))
 }
 
+/// Delete an HTTP tool (admin; built-ins cannot be deleted).
+#[utoipa::path(delete, path = "/tools/{id}", tag = "tools", security(("bearer" = [])),
+    params(RegistryPath),
+    responses((status = 204, description = "deleted"), Missing, Conflict, BadUri, Guarded),
+)]
 pub(super) async fn delete(
     State(st): State<AppState>,
     Path(id): Path<String>,

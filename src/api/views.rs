@@ -7,13 +7,86 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::domain::records::{AttemptRow, StepRow, TaskRow};
 use crate::domain::secrets::redacted;
-use crate::domain::status::{StepStatus, TaskStatus};
+use crate::domain::status::{AttemptStatus, StepStatus, TaskStatus};
 use crate::domain::tool::ToolDef;
+
+/// `GET /tasks/{id}`.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = TaskStatusView)]
+pub struct TaskView {
+    pub task_id: Uuid,
+    pub status: TaskStatus,
+    pub description: String,
+    pub priority: i32,
+    /// The reflection round (1 until the first evaluation asks for another).
+    pub round: i32,
+    pub plan_version: i32,
+    /// The step to look at: the first failed one, else running, else ready.
+    pub current_step: Option<String>,
+    pub counters: CountersView,
+    pub limits: TaskLimitsView,
+    /// LLM calls spent on this task (zeros with the rules brain).
+    pub llm_usage: LlmUsageView,
+    pub steps: StepCountsView,
+    #[schema(value_type = Object)]
+    pub metadata: Value,
+    /// The caller's context, readable as `${context.key}`.
+    #[schema(value_type = Object)]
+    pub context: Value,
+    #[schema(value_type = Object)]
+    pub runtime_metadata: Value,
+    /// Wall-time deadline (`limits.task_timeout_secs` after submission), if any.
+    pub deadline_at: Option<DateTime<Utc>>,
+    /// Why the task failed, when it did (`code`, `message`).
+    #[schema(value_type = Option<Object>)]
+    pub error: Option<Value>,
+    pub stop_reason: Option<String>,
+    pub final_score: Option<f64>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// The recovery counters of a task (and of its current step).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CountersView {
+    pub step_retry_count: i32,
+    pub task_replan_count: i32,
+    pub single_step_repair_count: i32,
+    pub consecutive_failures: i32,
+}
+
+/// The limits a task runs under (the submit's `limits` over the configured defaults).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TaskLimitsView {
+    pub max_step_retries: i32,
+    pub max_single_step_repairs: i32,
+    pub max_task_replans: i32,
+    pub max_consecutive_failures: i32,
+    pub max_reflection_rounds: i32,
+    pub max_concurrent_steps: i32,
+    pub max_llm_calls: Option<i32>,
+    pub max_llm_tokens: Option<i64>,
+}
+
+/// Steps of the current plan version by status (`total` leaves superseded ones out).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StepCountsView {
+    pub total: i64,
+    pub succeeded: i64,
+    pub failed: i64,
+    pub running: i64,
+    pub ready: i64,
+    pub blocked: i64,
+    pub skipped: i64,
+    pub superseded: i64,
+}
 
 /// `GET /tasks/{id}`.
 pub fn task(
@@ -21,111 +94,157 @@ pub fn task(
     counts: &BTreeMap<StepStatus, i64>,
     current: &[&StepRow],
     usage: LlmUsageView,
-) -> Value {
+) -> TaskView {
     let n = |s: StepStatus| counts.get(&s).copied().unwrap_or(0);
     let focus = current
         .iter()
         .find(|s| s.status == StepStatus::Failed)
         .or_else(|| current.iter().find(|s| s.status == StepStatus::Running))
         .or_else(|| current.iter().find(|s| s.status == StepStatus::Ready));
-    json!({
-        "task_id": t.id,
-        "status": t.status,
-        "description": t.description,
-        "priority": t.priority,
-        "round": t.round,
-        "plan_version": t.plan_version,
-        "current_step": focus.map(|s| s.step_key.clone()),
-        "counters": {
-            "step_retry_count": focus.map(|s| s.retry_count).unwrap_or(0),
-            "task_replan_count": t.task_replan_count,
-            "single_step_repair_count": t.single_step_repair_count,
-            "consecutive_failures": t.consecutive_failures,
+    TaskView {
+        task_id: t.id,
+        status: t.status,
+        description: t.description.clone(),
+        priority: t.priority,
+        round: t.round,
+        plan_version: t.plan_version,
+        current_step: focus.map(|s| s.step_key.clone()),
+        counters: CountersView {
+            step_retry_count: focus.map(|s| s.retry_count).unwrap_or(0),
+            task_replan_count: t.task_replan_count,
+            single_step_repair_count: t.single_step_repair_count,
+            consecutive_failures: t.consecutive_failures,
         },
-        "limits": {
-            "max_step_retries": t.max_step_retries,
-            "max_single_step_repairs": t.max_single_step_repairs,
-            "max_task_replans": t.max_task_replans,
-            "max_consecutive_failures": t.max_consecutive_failures,
-            "max_reflection_rounds": t.max_reflection_rounds,
-            "max_concurrent_steps": t.max_concurrent_steps,
-            "max_llm_calls": t.max_llm_calls,
-            "max_llm_tokens": t.max_llm_tokens,
+        limits: TaskLimitsView {
+            max_step_retries: t.max_step_retries,
+            max_single_step_repairs: t.max_single_step_repairs,
+            max_task_replans: t.max_task_replans,
+            max_consecutive_failures: t.max_consecutive_failures,
+            max_reflection_rounds: t.max_reflection_rounds,
+            max_concurrent_steps: t.max_concurrent_steps,
+            max_llm_calls: t.max_llm_calls,
+            max_llm_tokens: t.max_llm_tokens,
         },
-        "llm_usage": usage,
-        "steps": {
-            "total": counts.values().sum::<i64>() - n(StepStatus::Superseded),
-            "succeeded": n(StepStatus::Succeeded),
-            "failed": n(StepStatus::Failed),
-            "running": n(StepStatus::Running),
-            "ready": n(StepStatus::Ready),
-            "blocked": n(StepStatus::Blocked),
-            "skipped": n(StepStatus::Skipped),
-            "superseded": n(StepStatus::Superseded),
+        llm_usage: usage,
+        steps: StepCountsView {
+            total: counts.values().sum::<i64>() - n(StepStatus::Superseded),
+            succeeded: n(StepStatus::Succeeded),
+            failed: n(StepStatus::Failed),
+            running: n(StepStatus::Running),
+            ready: n(StepStatus::Ready),
+            blocked: n(StepStatus::Blocked),
+            skipped: n(StepStatus::Skipped),
+            superseded: n(StepStatus::Superseded),
         },
-        "metadata": t.metadata,
-        "context": t.context,
-        "runtime_metadata": t.runtime_metadata,
-        "deadline_at": t.deadline_at,
-        "error": t.error,
-        "stop_reason": t.stop_reason,
-        "final_score": t.final_score,
-        "created_at": t.created_at,
-        "updated_at": t.updated_at,
-        "finished_at": t.finished_at,
-    })
+        metadata: t.metadata.clone(),
+        context: t.context.clone(),
+        runtime_metadata: t.runtime_metadata.clone(),
+        deadline_at: t.deadline_at,
+        error: t.error.clone(),
+        stop_reason: t.stop_reason.clone(),
+        final_score: t.final_score,
+        created_at: t.created_at,
+        updated_at: t.updated_at,
+        finished_at: t.finished_at,
+    }
 }
 
 /// `GET /tasks/{id}/result`.
-pub fn result(t: &TaskRow, steps: &[StepRow], duration_ms: i64) -> Value {
-    let outputs: serde_json::Map<String, Value> = steps
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = TaskResult)]
+pub struct TaskResultView {
+    pub task_id: Uuid,
+    pub status: TaskStatus,
+    pub is_success: bool,
+    pub final_score: Option<f64>,
+    pub stop_reason: Option<String>,
+    pub total_rounds: i32,
+    /// Each succeeded step's output of the current plan version, by step id.
+    #[schema(value_type = Object)]
+    pub outputs: serde_json::Map<String, Value>,
+    #[schema(value_type = Option<Object>)]
+    pub error: Option<Value>,
+    pub duration_ms: i64,
+    /// Whether the task has ended (succeeded, failed or cancelled).
+    pub finished: bool,
+}
+
+/// `GET /tasks/{id}/result`.
+pub fn result(t: &TaskRow, steps: &[StepRow], duration_ms: i64) -> TaskResultView {
+    let outputs = steps
         .iter()
         .filter(|s| s.plan_version == t.plan_version && s.status == StepStatus::Succeeded)
         .map(|s| (s.step_key.clone(), s.output.clone().unwrap_or(Value::Null)))
         .collect();
-    json!({
-        "task_id": t.id,
-        "status": t.status,
-        "is_success": t.status == TaskStatus::Succeeded,
-        "final_score": t.final_score,
-        "stop_reason": t.stop_reason,
-        "total_rounds": t.round,
-        "outputs": outputs,
-        "error": t.error,
-        "duration_ms": duration_ms,
-        "finished": t.status.is_terminal(),
-    })
+    TaskResultView {
+        task_id: t.id,
+        status: t.status,
+        is_success: t.status == TaskStatus::Succeeded,
+        final_score: t.final_score,
+        stop_reason: t.stop_reason.clone(),
+        total_rounds: t.round,
+        outputs,
+        error: t.error.clone(),
+        duration_ms,
+        finished: t.status.is_terminal(),
+    }
 }
 
 /// A step of a plan version (`GET /tasks/{id}/plan`).
-pub fn step(s: &StepRow) -> Value {
-    json!({
-        "id": s.step_key,
-        "name": s.name,
-        "tool": s.effective_tool(),
-        "parameters": redacted(&s.parameters),
-        "dependencies": s.dependencies,
-        "expected_output": s.expected_output,
-        "optional": s.optional,
-        "actions": redacted(&s.actions),
-        "status": s.status,
-        "retry_count": s.retry_count,
-        "attempts": s.attempts,
-        "output": s.output,
-        "error": s.error,
-    })
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlanStepView {
+    pub id: String,
+    pub name: String,
+    /// The tool it runs (a recovery may have switched it).
+    pub tool: String,
+    /// Credential-like values are redacted.
+    #[schema(value_type = Object)]
+    pub parameters: Value,
+    pub dependencies: Vec<String>,
+    pub expected_output: String,
+    pub optional: bool,
+    #[schema(value_type = Vec<Object>)]
+    pub actions: Value,
+    pub status: StepStatus,
+    pub retry_count: i32,
+    pub attempts: i32,
+    #[schema(value_type = Option<Object>)]
+    pub output: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub error: Option<Value>,
+}
+
+/// A step of a plan version (`GET /tasks/{id}/plan`).
+pub fn step(s: &StepRow) -> PlanStepView {
+    PlanStepView {
+        id: s.step_key.clone(),
+        name: s.name.clone(),
+        tool: s.effective_tool().to_string(),
+        parameters: redacted(&s.parameters),
+        dependencies: s.dependencies.clone(),
+        expected_output: s.expected_output.clone(),
+        optional: s.optional,
+        actions: redacted(&s.actions),
+        status: s.status,
+        retry_count: s.retry_count,
+        attempts: s.attempts,
+        output: s.output.clone(),
+        error: s.error.clone(),
+    }
 }
 
 /// One plan version with its steps (decoded from a `plans` row; `steps` filled by [`PlanView::with_steps`]).
-#[derive(Debug, Serialize, sqlx::FromRow)]
+#[derive(Debug, Serialize, sqlx::FromRow, ToSchema)]
+#[schema(as = PlanVersion)]
 pub struct PlanView {
     pub version: i32,
+    /// `initial`, `template:<id>`, `repair`, `resume`, `rerun` or `replan:<strategy>`.
     pub origin: String,
     pub reasoning: String,
     pub estimated_duration: Option<i32>,
     pub created_at: DateTime<Utc>,
     #[sqlx(skip)]
-    pub steps: Vec<Value>,
+    pub steps: Vec<PlanStepView>,
 }
 
 impl PlanView {
@@ -141,7 +260,8 @@ impl PlanView {
 }
 
 /// `GET /tasks/{id}/plan`: the current version, and the others as history.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = PlanView)]
 pub struct PlanWithHistory {
     pub task_id: Uuid,
     #[serde(flatten)]
@@ -150,30 +270,55 @@ pub struct PlanWithHistory {
 }
 
 /// An attempt (`GET /tasks/{id}/attempts`).
-pub fn attempt(a: &AttemptRow) -> Value {
-    json!({
-        "step_id": a.step_key,
-        "plan_version": a.plan_version,
-        "attempt": a.attempt,
-        "tool": a.tool,
-        "parameters": redacted(&a.parameters),
-        "status": a.status,
-        "output": a.output,
-        "error": a.error,
-        "worker_id": a.worker_id,
-        "started_at": a.started_at,
-        "finished_at": a.finished_at,
-        "duration_ms": a.duration_ms,
-    })
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Attempt)]
+pub struct AttemptView {
+    pub step_id: String,
+    pub plan_version: i32,
+    pub attempt: i32,
+    pub tool: String,
+    /// Credential-like values are redacted.
+    #[schema(value_type = Object)]
+    pub parameters: Value,
+    pub status: AttemptStatus,
+    #[schema(value_type = Option<Object>)]
+    pub output: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub error: Option<Value>,
+    pub worker_id: Option<Uuid>,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    pub duration_ms: Option<i64>,
+}
+
+/// An attempt (`GET /tasks/{id}/attempts`).
+pub fn attempt(a: &AttemptRow) -> AttemptView {
+    AttemptView {
+        step_id: a.step_key.clone(),
+        plan_version: a.plan_version,
+        attempt: a.attempt,
+        tool: a.tool.clone(),
+        parameters: redacted(&a.parameters),
+        status: a.status,
+        output: a.output.clone(),
+        error: a.error.clone(),
+        worker_id: a.worker_id,
+        started_at: a.started_at,
+        finished_at: a.finished_at,
+        duration_ms: a.duration_ms,
+    }
 }
 
 /// An event (`GET /tasks/{id}/events`, and the data of a Server-Sent Event).
-#[derive(Debug, Serialize, sqlx::FromRow)]
+#[derive(Debug, Serialize, sqlx::FromRow, ToSchema)]
+#[schema(as = Event)]
 pub struct EventView {
     pub seq: i64,
     pub kind: String,
     pub at: DateTime<Utc>,
+    /// Credential-like values are redacted.
     #[serde(serialize_with = "serialize_redacted")]
+    #[schema(value_type = Object)]
     pub payload: Value,
 }
 
@@ -182,20 +327,26 @@ fn serialize_redacted<S: serde::Serializer>(v: &Value, s: S) -> Result<S::Ok, S:
 }
 
 /// `GET /tasks/{id}/reflections`.
-#[derive(Debug, Serialize, sqlx::FromRow)]
+#[derive(Debug, Serialize, sqlx::FromRow, ToSchema)]
+#[schema(as = Reflection)]
 pub struct ReflectionView {
+    /// `step` or `overall`.
     pub level: String,
     pub step_key: Option<String>,
     pub plan_version: i32,
     pub round: i32,
+    /// Whether the rules brain decided because the LLM could not.
     pub is_fallback: bool,
+    /// The decision: tier, strategy, reasoning and its parameters.
+    #[schema(value_type = Object)]
     pub body: Value,
     pub raw: Option<String>,
     pub created_at: DateTime<Utc>,
 }
 
 /// `GET /tasks/{id}/evaluations`.
-#[derive(Debug, Serialize, sqlx::FromRow)]
+#[derive(Debug, Serialize, sqlx::FromRow, ToSchema)]
+#[schema(as = Evaluation)]
 pub struct EvaluationView {
     pub round: i32,
     pub plan_version: i32,
@@ -205,14 +356,18 @@ pub struct EvaluationView {
     pub efficiency: f64,
     pub reliability: f64,
     pub is_successful: bool,
+    #[schema(value_type = Vec<Object>)]
     pub successes: Value,
+    #[schema(value_type = Vec<Object>)]
     pub failures: Value,
+    #[schema(value_type = Vec<Object>)]
     pub improvement_suggestions: Value,
     pub created_at: DateTime<Utc>,
 }
 
 /// One line of `GET /tasks`.
-#[derive(Debug, Serialize, sqlx::FromRow)]
+#[derive(Debug, Serialize, sqlx::FromRow, ToSchema)]
+#[schema(as = TaskSummary)]
 pub struct TaskSummaryView {
     #[sqlx(rename = "id")]
     pub task_id: Uuid,
@@ -223,7 +378,7 @@ pub struct TaskSummaryView {
 }
 
 /// A task's LLM usage.
-#[derive(Debug, Serialize, sqlx::FromRow)]
+#[derive(Debug, Serialize, sqlx::FromRow, ToSchema)]
 pub struct LlmUsageView {
     pub calls: i64,
     pub failed_calls: i64,
@@ -234,41 +389,141 @@ pub struct LlmUsageView {
 }
 
 /// A tool of the registry (`/tools`).
-pub fn tool(t: &ToolDef) -> Value {
-    json!({
-        "id": t.id,
-        "name": t.name,
-        "description": t.description,
-        "kind": t.kind,
-        "endpoint": t.endpoint.as_deref().map(crate::net::redact_url_text),
-        "timeout_ms": t.timeout_ms,
-        "input_schema": t.input_schema,
-        "output_schema": t.output_schema,
-        "output_params": t.output_params,
-        "alternatives": t.alternatives,
-        "tags": t.tags,
-        "max_concurrency": t.max_concurrency,
-        "rate_limit_per_sec": t.rate_limit_per_sec,
-        "rate_limit_burst": t.rate_limit_burst,
-        "created_at": t.created_at,
-        "updated_at": t.updated_at,
-    })
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Tool)]
+pub struct ToolView {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// `builtin` or `http`.
+    #[schema(schema_with = super::openapi::tool_kind)]
+    pub kind: String,
+    /// Credentials in the URL are redacted; null for a built-in.
+    pub endpoint: Option<String>,
+    pub timeout_ms: i32,
+    #[schema(value_type = Object)]
+    pub input_schema: Value,
+    /// JSON Schema a successful output must match (null: any output); a mismatch fails the
+    /// attempt with category `output_mismatch`.
+    #[schema(schema_with = super::openapi::optional_json_schema)]
+    pub output_schema: Option<Value>,
+    pub output_params: Vec<String>,
+    pub alternatives: Vec<String>,
+    pub tags: Vec<String>,
+    /// At most this many steps of the tool run at once, fleet-wide (null: no limit).
+    pub max_concurrency: Option<i32>,
+    /// Steps started per second, fleet-wide token bucket (null: no limit).
+    pub rate_limit_per_sec: Option<f64>,
+    /// Token-bucket size for `rate_limit_per_sec`.
+    pub rate_limit_burst: i32,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A tool of the registry (`/tools`).
+pub fn tool(t: &ToolDef) -> ToolView {
+    ToolView {
+        id: t.id.clone(),
+        name: t.name.clone(),
+        description: t.description.clone(),
+        kind: t.kind.clone(),
+        endpoint: t.endpoint.as_deref().map(crate::net::redact_url_text),
+        timeout_ms: t.timeout_ms,
+        input_schema: t.input_schema.clone(),
+        output_schema: t.output_schema.clone(),
+        output_params: t.output_params.clone(),
+        alternatives: t.alternatives.clone(),
+        tags: t.tags.clone(),
+        max_concurrency: t.max_concurrency,
+        rate_limit_per_sec: t.rate_limit_per_sec,
+        rate_limit_burst: t.rate_limit_burst,
+        created_at: t.created_at,
+        updated_at: t.updated_at,
+    }
+}
+
+/// An API key (`/keys`): never the key itself, except in the answer to `POST /keys`.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Key)]
+pub struct KeyView {
+    pub id: Uuid,
+    pub name: String,
+    #[schema(schema_with = super::openapi::role)]
+    pub role: &'static str,
+    /// The key's first characters, to tell keys apart.
+    pub key_prefix: String,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// The key: only in the answer to `POST /keys`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 /// `GET /keys` (never the key itself).
-pub fn key(k: &crate::store::keys::KeyRow) -> Value {
-    json!({
-        "id": k.id,
-        "name": k.name,
-        "role": k.role.as_str(),
-        "key_prefix": k.key_prefix,
-        "created_at": k.created_at,
-        "revoked_at": k.revoked_at,
-    })
+pub fn key(k: &crate::store::keys::KeyRow) -> KeyView {
+    KeyView {
+        id: k.id,
+        name: k.name.clone(),
+        role: k.role.as_str(),
+        key_prefix: k.key_prefix.clone(),
+        created_at: k.created_at,
+        revoked_at: k.revoked_at,
+        key: None,
+    }
+}
+
+/// A task's id and status: the answer to a submit (`created` false when the idempotency key
+/// was already used: the existing task).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Submitted {
+    pub task_id: Uuid,
+    pub status: TaskStatus,
+    pub created: bool,
+}
+
+/// `POST /tasks/batch`: one [`Submitted`] per task, in request order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SubmittedBatch {
+    pub tasks: Vec<Submitted>,
+}
+
+/// A task's id and its status after a cancel, resume or rerun.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Accepted {
+    pub task_id: Uuid,
+    pub status: TaskStatus,
+}
+
+/// `GET /stats`: tasks and steps by status.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StatsView {
+    pub tasks: BTreeMap<String, i64>,
+    pub steps: BTreeMap<String, i64>,
+}
+
+/// `GET /stats/recovery`: every row of each recovery view (docs/sql-reporting.md).
+#[derive(Debug, Default, Serialize, ToSchema)]
+pub struct RecoveryStatsView {
+    #[schema(value_type = Vec<Object>)]
+    pub recovery_by_tool: Vec<Value>,
+    #[schema(value_type = Vec<Object>)]
+    pub recovery_by_category: Vec<Value>,
+    #[schema(value_type = Vec<Object>)]
+    pub recovery_by_tier: Vec<Value>,
+    #[schema(value_type = Vec<Object>)]
+    pub task_outcomes: Vec<Value>,
+}
+
+/// `GET /health` and `GET /ready`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// `ok` (alive) or `ready`.
+    pub status: &'static str,
 }
 
 /// A live worker of the fleet (`GET /workers`).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Worker)]
 pub struct WorkerView {
     pub worker_id: Uuid,
     pub host: String,

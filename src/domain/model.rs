@@ -33,9 +33,11 @@ pub mod event_kind {
 }
 
 /// A plan as submitted by a client (CONTRACT.md `plan`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = Plan)]
 pub struct PlanSpec {
+    #[schema(min_items = 1)]
     pub steps: Vec<StepSpec>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reasoning: String,
@@ -43,11 +45,14 @@ pub struct PlanSpec {
     pub estimated_duration: Option<i32>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// One step of a plan: a tool call, or `actions` run in order.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = Step)]
 pub struct StepSpec {
     /// The step key, e.g. `step_1` (the LLM wire format calls it `step_id`).
     #[serde(alias = "step_id")]
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
     pub id: String,
     #[serde(default)]
     pub name: String,
@@ -55,6 +60,7 @@ pub struct StepSpec {
     #[serde(default)]
     pub tool: String,
     #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
     pub parameters: Value,
     #[serde(default)]
     pub dependencies: Vec<String>,
@@ -66,15 +72,19 @@ pub struct StepSpec {
     pub actions: Vec<ActionSpec>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// One call of a step's `actions`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = Action)]
 pub struct ActionSpec {
     #[serde(alias = "action_id")]
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
     pub id: String,
     #[serde(default)]
     pub name: String,
     pub tool: String,
     #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
     pub parameters: Value,
 }
 

@@ -12,11 +12,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// A `templates` row.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+#[schema(as = Template)]
 pub struct TemplateDef {
     pub id: String,
     pub description: String,
+    #[schema(value_type = Object)]
     pub input_schema: Value,
+    #[schema(value_type = Object)]
     pub plan: Value,
     pub created_at: DateTime<Utc>,
 }

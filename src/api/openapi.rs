@@ -1,0 +1,357 @@
+//! The OpenAPI document, generated from the handlers' types (utoipa with utoipa-axum): every
+//! handler carries `#[utoipa::path]` (its route, parameters, body and every status it answers),
+//! every body and view derives `ToSchema`, and [`routes`] registers each handler in the router
+//! and in the document at once, so a route cannot exist without its entry.
+//!
+//! Two kinds of rule are added to the generated JSON by [`cross_field`], because a Rust type
+//! cannot state them: which fields of a body exclude or require each other (a submit names a
+//! plan or a template, not both), and step ids a plan may not use. The served document has two
+//! forms: a server without a planning brain asks every submit for a plan or a template
+//! ([`document`]). `docs/openapi.json` is the document a server with a brain serves, written
+//! from this module (a test fails when it is out of date).
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use serde_json::{Value, json};
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::schema::{
+    AdditionalProperties, AnyOfBuilder, Object, ObjectBuilder, Schema, SchemaFormat, SchemaType,
+    Type,
+};
+use utoipa::openapi::{Content, KnownFormat, RefOr, Required};
+use utoipa::{IntoParams, IntoResponses, OpenApi, PartialSchema, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::{AppState, auth, events, system, tasks, templates, tools};
+use crate::domain::status::{StepStatus, TaskStatus};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Trellis",
+        description = "Durable task orchestration on PostgreSQL. Errors are {\"error\": {\"code\", \"message\"}} with a 4xx/5xx status; invalid input changes nothing. Any text with a NUL character (\\u0000), in a body, a path or a query, is refused with a 422."
+    ),
+    tags(
+        (name = "tasks", description = "Submit tasks, follow them (status, plan, attempts, events, reflections, evaluations) and act on them (cancel, resume, rerun)."),
+        (name = "templates", description = "Workflow templates: parameterized plans a task is submitted from by id (registry writes need an admin key)."),
+        (name = "tools", description = "The tool registry: built-in tools and HTTP tools, with their schemas and fleet-wide limits (writes need an admin key)."),
+        (name = "keys", description = "API keys and their roles (admin only)."),
+        (name = "system", description = "Statistics, the worker fleet, this document, health, readiness and Prometheus metrics."),
+    ),
+    components(schemas(super::error::ErrorBody)),
+    modifiers(&BearerKey),
+)]
+struct ApiDoc;
+
+/// The `bearer` security scheme every `/api/v1` operation names.
+struct BearerKey;
+
+impl utoipa::Modify for BearerKey {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let scheme = HttpBuilder::new()
+            .scheme(HttpAuthScheme::Bearer)
+            .description(Some(
+                "An API key (CONTRACT.md \"Access control\"): admin, operator or reader.",
+            ))
+            .build();
+        doc.components
+            .get_or_insert_with(Default::default)
+            .add_security_scheme("bearer", SecurityScheme::Http(scheme));
+    }
+}
+
+/// Every documented route: those under `/api/v1` (the caller puts the key check on them) and
+/// those at the root. The router and the document both come from here.
+pub(super) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
+    use axum::extract::DefaultBodyLimit;
+    let (schemas, paths, batch) = routes!(tasks::submit_batch);
+    let batch = batch.layer(DefaultBodyLimit::max(super::MAX_BATCH_BODY_BYTES));
+    let v1 = OpenApiRouter::new()
+        .routes(routes!(tasks::submit, tasks::list))
+        .routes((schemas, paths, batch))
+        .routes(routes!(tasks::get))
+        .routes(routes!(tasks::result))
+        .routes(routes!(tasks::plan))
+        .routes(routes!(tasks::attempts))
+        .routes(routes!(events::list_or_stream))
+        .routes(routes!(tasks::cancel))
+        .routes(routes!(tasks::resume))
+        .routes(routes!(tasks::rerun))
+        .routes(routes!(tasks::reflections))
+        .routes(routes!(tasks::evaluations))
+        .routes(routes!(tools::create, tools::list))
+        .routes(routes!(tools::get, tools::delete))
+        .routes(routes!(templates::create, templates::list))
+        .routes(routes!(templates::get, templates::delete))
+        .routes(routes!(system::stats))
+        .routes(routes!(system::recovery_stats))
+        .routes(routes!(system::workers))
+        .routes(routes!(auth::create, auth::list))
+        .routes(routes!(auth::revoke))
+        .routes(routes!(system::openapi));
+    let root = OpenApiRouter::new()
+        .routes(routes!(system::health))
+        .routes(routes!(system::ready))
+        .routes(routes!(system::metrics));
+    (v1, root)
+}
+
+/// Put the two halves of [`routes`] together under the document's header.
+pub(super) fn assemble(
+    v1: OpenApiRouter<AppState>,
+    root: OpenApiRouter<AppState>,
+) -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .nest("/api/v1", v1)
+        .merge(root)
+}
+
+/// The document as a server with a planning brain serves it (`docs/openapi.json`), and as one
+/// without serves it: there a task needs a plan or a template (a description alone is a 422
+/// `plan_required`), so a request the document describes as valid is one the server accepts.
+pub fn document(with_planner: bool) -> &'static str {
+    static DOCS: LazyLock<[String; 2]> = LazyLock::new(|| {
+        let (v1, root) = routes();
+        let doc = assemble(v1, root).into_openapi();
+        let mut doc = serde_json::to_value(doc).expect("the document serializes");
+        cross_field(&mut doc);
+        let with = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
+        doc["components"]["schemas"]["SubmitTask"]["anyOf"][1]["required"] =
+            json!(["description", "plan"]);
+        doc["components"]["schemas"]["SubmitTask"]["anyOf"][1]["properties"]["plan"] =
+            json!({"type": "object"});
+        [with, doc.to_string()]
+    });
+    &DOCS[usize::from(!with_planner)]
+}
+
+/// `{"required": [fields], "properties": {field: {"type": t}}}`: these fields are given and
+/// not null (a null field counts as absent, as the handlers read it).
+fn given(fields: &[(&str, &str)]) -> Value {
+    let names: Vec<&str> = fields.iter().map(|(f, _)| *f).collect();
+    let types: serde_json::Map<String, Value> = fields
+        .iter()
+        .map(|(f, t)| (f.to_string(), json!({ "type": t })))
+        .collect();
+    json!({"required": names, "properties": types})
+}
+
+/// Rules across fields, which no Rust type states (each is also checked by the handler).
+fn cross_field(doc: &mut Value) {
+    let schemas = &mut doc["components"]["schemas"];
+    // a template, or a description (the planner's input) without a template's input; never a
+    // plan and a template together
+    let mut described = json!({"required": ["description"]});
+    described["not"] = given(&[("input", "object")]);
+    schemas["SubmitTask"]["anyOf"] = json!([given(&[("template", "string")]), described]);
+    schemas["SubmitTask"]["not"] = given(&[("plan", "object"), ("template", "string")]);
+    // a replacement plan, or overrides for some steps, not both
+    let mut both = given(&[("plan", "object"), ("step_overrides", "object")]);
+    both["properties"]["step_overrides"]["minProperties"] = json!(1);
+    schemas["Resume"]["not"] = both;
+    schemas["Step"]["properties"]["id"]["not"] =
+        json!({"enum": crate::domain::plan::RESERVED_STEP_IDS});
+}
+
+// ---- statuses and shared schemas ------------------------------------------------------------
+
+fn string_enum(values: impl IntoIterator<Item = &'static str>) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(values))
+        .into()
+}
+
+impl PartialSchema for TaskStatus {
+    fn schema() -> RefOr<Schema> {
+        string_enum(TaskStatus::ALL.iter().map(|s| s.as_str()))
+    }
+}
+impl ToSchema for TaskStatus {}
+
+impl PartialSchema for StepStatus {
+    fn schema() -> RefOr<Schema> {
+        string_enum(StepStatus::ALL.iter().map(|s| s.as_str()))
+    }
+}
+impl ToSchema for StepStatus {}
+
+impl PartialSchema for crate::domain::status::AttemptStatus {
+    fn schema() -> RefOr<Schema> {
+        string_enum(Self::ALL.iter().map(|s| s.as_str()))
+    }
+}
+impl ToSchema for crate::domain::status::AttemptStatus {}
+
+/// A key's role, as `POST /keys` takes it.
+pub(super) fn role() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(
+            crate::domain::auth::Role::ALL.iter().map(|r| r.as_str()),
+        ))
+        .build()
+}
+
+fn string() -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(Type::String)
+}
+
+/// The empty string: a query parameter given with no value means "not given".
+fn empty() -> Object {
+    string().max_length(Some(0)).build()
+}
+
+/// `?status=` of `GET /tasks`: a task status, or empty for any.
+pub(super) fn status_filter() -> Schema {
+    AnyOfBuilder::new()
+        .item(TaskStatus::schema())
+        .item(empty())
+        .build()
+        .into()
+}
+
+/// `?before=` of `GET /tasks`: a task id, an RFC 3339 timestamp, or empty for none.
+pub(super) fn before_cursor() -> Schema {
+    AnyOfBuilder::new()
+        .item(string().format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))))
+        .item(string().format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime))))
+        .item(empty())
+        .build()
+        .into()
+}
+
+/// An event sequence number (`after`, `Last-Event-ID`): 0 up to the largest BIGINT.
+pub(super) fn event_seq() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+        .minimum(Some(0))
+        .maximum(Some(i64::MAX))
+        .build()
+}
+
+/// The `Last-Event-ID` header of `GET /tasks/{id}/events`.
+pub(super) struct LastEventId;
+
+impl IntoParams for LastEventId {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        vec![
+            ParameterBuilder::new()
+                .name("Last-Event-ID")
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some(
+                    "the last event seq the client saw (resuming a stream); the same as after",
+                ))
+                .schema(Some(event_seq()))
+                .build(),
+        ]
+    }
+}
+
+/// A template's plan as `POST /templates` takes it: steps whose strings may hold
+/// `${input.key}` placeholders, so only its outline is checked before instantiation.
+pub(super) fn template_plan() -> Object {
+    let step = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .required("id")
+        .required("tool")
+        .property("id", string().min_length(Some(1)))
+        .property("tool", string().min_length(Some(1)))
+        .additional_properties(Some(AdditionalProperties::FreeForm(true)));
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(
+            "a plan whose strings may use ${input.key} / ${input.key.sub}",
+        ))
+        .required("steps")
+        .property(
+            "steps",
+            utoipa::openapi::schema::ArrayBuilder::new()
+                .items(step)
+                .min_items(Some(1)),
+        )
+        .additional_properties(Some(AdditionalProperties::FreeForm(true)))
+        .build()
+}
+
+/// A tool's kind.
+pub(super) fn tool_kind() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["builtin", "http"]))
+        .build()
+}
+
+/// A JSON Schema given as a value: an object, a boolean, or null for none.
+pub(super) fn optional_json_schema() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([
+            Type::Object,
+            Type::Boolean,
+            Type::Null,
+        ]))
+        .build()
+}
+
+// ---- error answers --------------------------------------------------------------------------
+
+fn error(description: &str) -> RefOr<Response> {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            Content::new(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
+                "Error",
+            )))),
+        )
+        .into()
+}
+
+macro_rules! error_answers {
+    ($($(#[$m:meta])* $name:ident: $($code:literal => $text:literal),+;)+) => {$(
+        $(#[$m])*
+        pub(super) struct $name;
+
+        impl IntoResponses for $name {
+            fn responses() -> BTreeMap<String, RefOr<Response>> {
+                BTreeMap::from([$(($code.to_string(), error($text))),+])
+            }
+        }
+    )+};
+}
+
+error_answers! {
+    /// Every `/api/v1` route: the key check, and a database that cannot be reached.
+    Guarded:
+        "401" => "no API key, or one that is unknown or revoked",
+        "403" => "the key's role does not allow this",
+        "503" => "the database is not reachable";
+    /// A route with a path or query: a malformed one (400), or a NUL character in it (422).
+    BadUri:
+        "400" => "a malformed path or query parameter",
+        "422" => "a NUL character in the path or query";
+    /// A route with a JSON body.
+    BadBody:
+        "400" => "malformed JSON",
+        "413" => "the body is too large",
+        "415" => "not Content-Type: application/json",
+        "422" => "the body does not match its schema, or breaks a rule (the message names it)";
+    /// A route about one resource.
+    Missing:
+        "404" => "no such resource";
+    /// A change the resource's state does not allow.
+    Conflict:
+        "409" => "the resource's state does not allow this (the message says why)";
+    /// Readiness: the database is unreachable or not migrated.
+    NotReady:
+        "503" => "not ready: the database is unreachable or not migrated";
+    /// An answer a read of live state may give when the database fails mid-way.
+    Internal:
+        "500" => "the server or the database failed";
+}
