@@ -559,4 +559,31 @@ async fn openapi_document_covers_every_route() {
         .map(String::as_str)
         .collect();
     assert_eq!(documented, known, "the document and the routes differ");
+    // every operation has its own id, and every link names one of them
+    let ops: Vec<&Value> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|p| p.as_object().unwrap().values())
+        .collect();
+    let ids: std::collections::BTreeSet<&str> = ops
+        .iter()
+        .map(|o| o["operationId"].as_str().expect("an operationId"))
+        .collect();
+    assert_eq!(ids.len(), ops.len(), "operationIds are not unique");
+    let mut links = 0;
+    for op in &ops {
+        for response in op["responses"].as_object().unwrap().values() {
+            for link in response["links"]
+                .as_object()
+                .into_iter()
+                .flat_map(|l| l.values())
+            {
+                links += 1;
+                let target = link["operationId"].as_str().unwrap();
+                assert!(ids.contains(target), "a link names {target}, no operation");
+            }
+        }
+    }
+    assert!(links >= 10, "{links} links");
 }

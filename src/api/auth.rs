@@ -122,6 +122,7 @@ pub(super) async fn require_key(
 /// `POST /keys`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(examples(json!({"name": "ci pipeline", "role": "operator"})))]
 pub(super) struct KeyInput {
     #[schema(min_length = 1, max_length = 200)]
     name: String,
@@ -130,9 +131,14 @@ pub(super) struct KeyInput {
 }
 
 /// Create an API key (admin); the key is shown in this answer only.
-#[utoipa::path(post, path = "/keys", tag = "keys", security(("bearer" = [])),
+#[utoipa::path(post, path = "/keys", operation_id = "create_key", tag = "keys", security(("bearer" = [])),
     request_body = KeyInput,
-    responses((status = 201, description = "created", body = KeyView), BadBody, Guarded),
+    responses(
+        (status = 201, description = "created", body = KeyView, links(
+            ("revoke" = (operation_id = "revoke_key", parameters(("id" = "$response.body#/id")))),
+        )),
+        BadBody, Guarded,
+    ),
 )]
 pub(super) async fn create(
     State(st): State<AppState>,
@@ -160,7 +166,7 @@ pub(super) async fn create(
 }
 
 /// Every key, revoked ones included (admin); never the key itself.
-#[utoipa::path(get, path = "/keys", tag = "keys", security(("bearer" = [])),
+#[utoipa::path(get, path = "/keys", operation_id = "list_keys", tag = "keys", security(("bearer" = [])),
     responses((status = 200, description = "keys", body = Vec<KeyView>), Guarded),
 )]
 pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<KeyView>>, ApiError> {
@@ -170,7 +176,7 @@ pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<KeyView>
 }
 
 /// Revoke a key (admin), at once on every API process.
-#[utoipa::path(delete, path = "/keys/{id}", tag = "keys", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/keys/{id}", operation_id = "revoke_key", tag = "keys", security(("bearer" = [])),
     params(("id" = Uuid, Path, description = "a key id")),
     responses((status = 204, description = "revoked"), Missing, BadUri, Guarded),
 )]

@@ -10,7 +10,7 @@ use super::views::{Health, RecoveryStatsView, StatsView, WorkerView};
 use super::{ApiError, AppState};
 
 /// Task and step counts by status.
-#[utoipa::path(get, path = "/stats", tag = "system", security(("bearer" = [])),
+#[utoipa::path(get, path = "/stats", operation_id = "stats", tag = "system", security(("bearer" = [])),
     responses((status = 200, description = "counts", body = StatsView), Guarded),
 )]
 pub(super) async fn stats(State(st): State<AppState>) -> Result<Json<StatsView>, ApiError> {
@@ -19,7 +19,7 @@ pub(super) async fn stats(State(st): State<AppState>) -> Result<Json<StatsView>,
 }
 
 /// The recovery views (docs/sql-reporting.md).
-#[utoipa::path(get, path = "/stats/recovery", tag = "system", security(("bearer" = [])),
+#[utoipa::path(get, path = "/stats/recovery", operation_id = "recovery_stats", tag = "system", security(("bearer" = [])),
     responses((status = 200, description = "views", body = RecoveryStatsView), Guarded),
 )]
 pub(super) async fn recovery_stats(
@@ -40,7 +40,7 @@ pub(super) async fn recovery_stats(
 }
 
 /// The live worker fleet: workers not stopped whose last heartbeat is younger than their lease.
-#[utoipa::path(get, path = "/workers", tag = "system", security(("bearer" = [])),
+#[utoipa::path(get, path = "/workers", operation_id = "list_workers", tag = "system", security(("bearer" = [])),
     responses((status = 200, description = "workers, longest running first", body = Vec<WorkerView>), Internal, Guarded),
 )]
 pub(super) async fn workers(State(st): State<AppState>) -> Result<Json<Vec<WorkerView>>, ApiError> {
@@ -49,7 +49,7 @@ pub(super) async fn workers(State(st): State<AppState>) -> Result<Json<Vec<Worke
 }
 
 /// This document.
-#[utoipa::path(get, path = "/openapi.json", tag = "system", security(("bearer" = [])),
+#[utoipa::path(get, path = "/openapi.json", operation_id = "openapi", tag = "system", security(("bearer" = [])),
     responses((status = 200, description = "the OpenAPI 3.1 document", body = Object), Guarded),
 )]
 pub(super) async fn openapi(State(st): State<AppState>) -> Response {
@@ -58,7 +58,7 @@ pub(super) async fn openapi(State(st): State<AppState>) -> Response {
 }
 
 /// Liveness.
-#[utoipa::path(get, path = "/health", tag = "system",
+#[utoipa::path(get, path = "/health", operation_id = "health", tag = "system",
     responses((status = 200, description = "ok", body = Health)),
 )]
 pub(super) async fn health() -> Json<Health> {
@@ -66,7 +66,7 @@ pub(super) async fn health() -> Json<Health> {
 }
 
 /// Readiness: database reachable, migrations applied.
-#[utoipa::path(get, path = "/ready", tag = "system",
+#[utoipa::path(get, path = "/ready", operation_id = "ready", tag = "system",
     responses((status = 200, description = "ready", body = Health), NotReady),
 )]
 pub(super) async fn ready(State(st): State<AppState>) -> Response {
@@ -96,7 +96,7 @@ pub(super) async fn ready(State(st): State<AppState>) -> Response {
 /// in-process worker's histograms and counters too — a worker process serves its own on
 /// `[worker] metrics_port`), then the gauges of one bounded statement whatever the history
 /// holds.
-#[utoipa::path(get, path = "/metrics", tag = "system",
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "system",
     responses((status = 200, description = "text exposition", content_type = "text/plain", body = String)),
 )]
 pub(super) async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {

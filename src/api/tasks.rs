@@ -34,6 +34,16 @@ const MAX_LIMIT_VALUE: i32 = 100;
 /// configured) a description alone to be planned.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(examples(json!({
+    "description": "Greet, then repeat the greeting",
+    "priority": 10,
+    "idempotency_key": "greet-2026-11-24",
+    "limits": {"max_step_retries": 2, "task_timeout_secs": 600},
+    "plan": {"steps": [
+        {"id": "greet", "tool": "echo", "parameters": {"text": "hello"}},
+        {"id": "repeat", "tool": "echo", "parameters": {"said": "${greet}"}, "dependencies": ["greet"]}
+    ]}
+})))]
 pub(super) struct SubmitTask {
     /// Required unless `template` is given (the template's description is then the default).
     #[serde(default)]
@@ -315,7 +325,7 @@ fn unknown_tools(t: &NewTask, missing: &[String]) -> Option<ApiError> {
 }
 
 /// Submit a task.
-#[utoipa::path(post, path = "/tasks", tag = "tasks", security(("bearer" = [])),
+#[utoipa::path(post, path = "/tasks", operation_id = "submit_task", tag = "tasks", security(("bearer" = [])),
     request_body = SubmitTask,
     responses(
         (status = 202, description = "accepted", body = Submitted, links(
@@ -324,7 +334,11 @@ fn unknown_tools(t: &NewTask, missing: &[String]) -> Option<ApiError> {
             ("plan" = (operation_id = "task_plan", parameters(("id" = "$response.body#/task_id")))),
             ("attempts" = (operation_id = "task_attempts", parameters(("id" = "$response.body#/task_id")))),
             ("events" = (operation_id = "task_events", parameters(("id" = "$response.body#/task_id")))),
+            ("reflections" = (operation_id = "task_reflections", parameters(("id" = "$response.body#/task_id")))),
+            ("evaluations" = (operation_id = "task_evaluations", parameters(("id" = "$response.body#/task_id")))),
             ("cancel" = (operation_id = "cancel_task", parameters(("id" = "$response.body#/task_id")))),
+            ("resume" = (operation_id = "resume_task", parameters(("id" = "$response.body#/task_id")))),
+            ("rerun" = (operation_id = "rerun_task", parameters(("id" = "$response.body#/task_id")))),
         )),
         (status = 200, description = "idempotency_key already used: the existing task", body = Submitted),
         BadBody, Guarded,
@@ -392,7 +406,7 @@ fn at(i: usize) -> impl Fn(ApiError) -> ApiError {
 /// One transaction. Results are in request order; an idempotency key already used gives that
 /// task with `created` false. Any invalid item: 422 naming its index (`tasks[i]`) and nothing
 /// is stored.
-#[utoipa::path(post, path = "/tasks/batch", tag = "tasks", security(("bearer" = [])),
+#[utoipa::path(post, path = "/tasks/batch", operation_id = "submit_batch", tag = "tasks", security(("bearer" = [])),
     request_body = SubmitBatch,
     responses((status = 202, description = "accepted", body = SubmittedBatch), BadBody, Guarded),
 )]
@@ -661,7 +675,7 @@ pub(super) struct ListQuery {
 }
 
 /// List tasks, newest first.
-#[utoipa::path(get, path = "/tasks", tag = "tasks", security(("bearer" = [])), params(ListQuery),
+#[utoipa::path(get, path = "/tasks", operation_id = "list_tasks", tag = "tasks", security(("bearer" = [])), params(ListQuery),
     responses((status = 200, description = "tasks", body = Vec<TaskSummaryView>), BadUri, Guarded),
 )]
 pub(super) async fn list(
@@ -708,7 +722,7 @@ pub(super) async fn list(
 /// `POST /tasks/{id}/resume`: a replacement plan, or parameter/tool overrides for steps.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-#[schema(as = Resume)]
+#[schema(as = Resume, examples(json!({"step_overrides": {"fetch": {"parameters": {"timeout_ms": 5000}}}})))]
 pub struct ResumeRequest {
     /// A replacement plan (a new version, origin `resume`).
     #[serde(default)]
@@ -721,7 +735,7 @@ pub struct ResumeRequest {
 /// Body of `POST /tasks/{id}/rerun`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-#[schema(as = Rerun)]
+#[schema(as = Rerun, examples(json!({"from_step": "repeat", "step_overrides": {"repeat": {"parameters": {"said": "hello again"}}}})))]
 pub struct RerunRequest {
     /// The step to start from: it and every step downstream of it run again; other succeeded
     /// steps keep their outputs.

@@ -19,6 +19,12 @@ use crate::domain::template::{self, TemplateDef};
 /// `POST /templates`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(examples(json!({
+    "id": "greet",
+    "description": "Greet someone",
+    "input_schema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+    "plan": {"steps": [{"id": "hello", "tool": "echo", "parameters": {"text": "Hello, ${input.name}"}}]}
+})))]
 pub(super) struct TemplateInput {
     #[schema(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
     id: String,
@@ -35,9 +41,15 @@ pub(super) struct TemplateInput {
 }
 
 /// Register a workflow template (admin).
-#[utoipa::path(post, path = "/templates", tag = "templates", security(("bearer" = [])),
+#[utoipa::path(post, path = "/templates", operation_id = "create_template", tag = "templates", security(("bearer" = [])),
     request_body = TemplateInput,
-    responses((status = 201, description = "registered", body = TemplateDef), Conflict, BadBody, Guarded),
+    responses(
+        (status = 201, description = "registered", body = TemplateDef, links(
+            ("get" = (operation_id = "get_template", parameters(("id" = "$response.body#/id")))),
+            ("delete" = (operation_id = "delete_template", parameters(("id" = "$response.body#/id")))),
+        )),
+        Conflict, BadBody, Guarded,
+    ),
 )]
 pub(super) async fn create(
     State(st): State<AppState>,
@@ -78,7 +90,7 @@ pub(super) async fn create(
 }
 
 /// Templates in id order (keyset: after, limit).
-#[utoipa::path(get, path = "/templates", tag = "templates", security(("bearer" = [])),
+#[utoipa::path(get, path = "/templates", operation_id = "list_templates", tag = "templates", security(("bearer" = [])),
     params(super::tools::ListQuery),
     responses((status = 200, description = "templates", body = Vec<TemplateDef>), BadUri, Guarded),
 )]
@@ -96,7 +108,7 @@ pub(super) async fn list(
 }
 
 /// One template.
-#[utoipa::path(get, path = "/templates/{id}", tag = "templates", security(("bearer" = [])),
+#[utoipa::path(get, path = "/templates/{id}", operation_id = "get_template", tag = "templates", security(("bearer" = [])),
     params(super::tools::RegistryPath),
     responses((status = 200, description = "template", body = TemplateDef), Missing, BadUri, Guarded),
 )]
@@ -108,7 +120,7 @@ pub(super) async fn get(
 }
 
 /// Delete a template (admin; tasks made from it keep their plans).
-#[utoipa::path(delete, path = "/templates/{id}", tag = "templates", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/templates/{id}", operation_id = "delete_template", tag = "templates", security(("bearer" = [])),
     params(super::tools::RegistryPath),
     responses((status = 204, description = "deleted"), Missing, BadUri, Guarded),
 )]

@@ -16,6 +16,18 @@ use crate::store::tools::NewTool;
 /// `POST /tools`: an HTTP tool (CONTRACT.md "HTTP tools").
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(examples(json!({
+    "id": "summarize",
+    "description": "Summarise a text",
+    "endpoint": "https://tools.example.com/summarize",
+    "timeout_ms": 30000,
+    "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    "output_schema": {"type": "object", "properties": {"summary": {"type": "string"}}},
+    "alternatives": ["echo"],
+    "max_concurrency": 4,
+    "rate_limit_per_sec": 10.0,
+    "rate_limit_burst": 5
+})))]
 pub(super) struct ToolInput {
     #[schema(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
     id: String,
@@ -107,9 +119,15 @@ pub(super) fn check_id(id: &str) -> Result<(), ApiError> {
 }
 
 /// Register an HTTP tool (admin).
-#[utoipa::path(post, path = "/tools", tag = "tools", security(("bearer" = [])),
+#[utoipa::path(post, path = "/tools", operation_id = "create_tool", tag = "tools", security(("bearer" = [])),
     request_body = ToolInput,
-    responses((status = 201, description = "registered", body = ToolView), Conflict, BadBody, Guarded),
+    responses(
+        (status = 201, description = "registered", body = ToolView, links(
+            ("get" = (operation_id = "get_tool", parameters(("id" = "$response.body#/id")))),
+            ("delete" = (operation_id = "delete_tool", parameters(("id" = "$response.body#/id")))),
+        )),
+        Conflict, BadBody, Guarded,
+    ),
 )]
 pub(super) async fn create(
     State(st): State<AppState>,
@@ -207,7 +225,7 @@ impl ListQuery {
 }
 
 /// All tools (built-in and HTTP), in id order.
-#[utoipa::path(get, path = "/tools", tag = "tools", security(("bearer" = [])), params(ListQuery),
+#[utoipa::path(get, path = "/tools", operation_id = "list_tools", tag = "tools", security(("bearer" = [])), params(ListQuery),
     responses((status = 200, description = "tools", body = Vec<ToolView>), BadUri, Guarded),
 )]
 pub(super) async fn list(
@@ -220,7 +238,7 @@ pub(super) async fn list(
 }
 
 /// One tool.
-#[utoipa::path(get, path = "/tools/{id}", tag = "tools", security(("bearer" = [])),
+#[utoipa::path(get, path = "/tools/{id}", operation_id = "get_tool", tag = "tools", security(("bearer" = [])),
     params(RegistryPath),
     responses((status = 200, description = "tool", body = ToolView), Missing, BadUri, Guarded),
 )]
@@ -232,7 +250,7 @@ pub(super) async fn get(
 }
 
 /// Delete an HTTP tool (admin; built-ins cannot be deleted).
-#[utoipa::path(delete, path = "/tools/{id}", tag = "tools", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/tools/{id}", operation_id = "delete_tool", tag = "tools", security(("bearer" = [])),
     params(RegistryPath),
     responses((status = 204, description = "deleted"), Missing, Conflict, BadUri, Guarded),
 )]
