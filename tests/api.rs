@@ -519,6 +519,7 @@ async fn openapi_document_covers_every_route() {
         ("post", "/api/v1/keys"),
         ("get", "/api/v1/keys"),
         ("delete", "/api/v1/keys/{id}"),
+        ("get", "/api/v1/whoami"),
         ("get", "/api/v1/openapi.json"),
         ("get", "/health"),
         ("get", "/ready"),

@@ -21,7 +21,7 @@ use crate::store::keys::NewKey;
 /// How the API authenticates callers.
 #[derive(Clone)]
 pub struct Auth {
-    enabled: bool,
+    pub(super) enabled: bool,
     bootstrap: Option<[u8; 32]>,
 }
 
@@ -188,4 +188,28 @@ pub(super) async fn revoke(
         .map_err(|_| ApiError::bad_request(format!("{raw:?} is not a key id (UUID)")))?;
     st.store.revoke_key(id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /whoami`: what the presented key may do (the dashboard shows only those actions).
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct WhoAmI {
+    /// `admin`, `operator` or `reader` (`admin` when access control is off).
+    #[schema(schema_with = super::openapi::role)]
+    pub role: &'static str,
+    /// Whether keys are checked at all (`[auth]`).
+    pub access_control: bool,
+}
+
+/// The caller's role.
+#[utoipa::path(get, path = "/whoami", operation_id = "whoami", tag = "keys", security(("bearer" = [])),
+    responses((status = 200, description = "the key's role", body = WhoAmI), Guarded),
+)]
+pub(super) async fn whoami(
+    State(st): State<AppState>,
+    axum::Extension(Caller(role)): axum::Extension<Caller>,
+) -> axum::Json<WhoAmI> {
+    axum::Json(WhoAmI {
+        role: role.as_str(),
+        access_control: st.auth.enabled,
+    })
 }

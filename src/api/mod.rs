@@ -17,6 +17,7 @@ use crate::domain::Limits;
 use crate::store::Store;
 
 pub mod auth;
+mod dashboard;
 mod docs;
 mod error;
 mod events;
@@ -116,6 +117,8 @@ pub fn app(state: AppState) -> Router {
     let v1 = v1.layer(from_fn_with_state(state.clone(), auth::require_key));
     let (router, _) = openapi::assemble(v1, root).split_for_parts();
     let router = router
+        .route("/", get(dashboard::index))
+        .route("/ui/{file}", get(dashboard::asset))
         .route("/docs", get(docs::redirect))
         .route("/docs/", get(docs::index))
         .route("/docs/openapi.json", get(system::openapi))

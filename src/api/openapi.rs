@@ -38,7 +38,7 @@ use crate::domain::status::{StepStatus, TaskStatus};
         (name = "tasks", description = "Submit tasks, follow them (status, plan, attempts, events, reflections, evaluations) and act on them (cancel, resume, rerun)."),
         (name = "templates", description = "Workflow templates: parameterized plans a task is submitted from by id (registry writes need an admin key)."),
         (name = "tools", description = "The tool registry: built-in tools and HTTP tools, with their schemas and fleet-wide limits (writes need an admin key)."),
-        (name = "keys", description = "API keys and their roles (admin only)."),
+        (name = "keys", description = "API keys and their roles (admin only), and the role of the key presented."),
         (name = "system", description = "Statistics, the worker fleet, this document, health, readiness and Prometheus metrics."),
     ),
     components(schemas(super::error::ErrorBody)),
@@ -92,6 +92,7 @@ pub(super) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(system::workers))
         .routes(routes!(auth::create, auth::list))
         .routes(routes!(auth::revoke))
+        .routes(routes!(auth::whoami))
         .routes(routes!(system::openapi));
     let root = OpenApiRouter::new()
         .routes(routes!(system::health))

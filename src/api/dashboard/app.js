@@ -1,0 +1,344 @@
+// Trellis dashboard: plain JavaScript, no build step. Every read and action goes through
+// /api/v1 with the key from the sign-in form (session storage); the page shows only the
+// actions the key's role allows (GET /api/v1/whoami), and the API refuses the rest.
+'use strict';
+
+const KEY = 'trellis.key';
+const TERMINAL = ['succeeded', 'failed', 'cancelled'];
+const state = { role: null, stream: null };
+const OPERATOR = () => state.role === 'operator' || state.role === 'admin';
+
+// ---- DOM helpers (text is always set as text: nothing the API returns is parsed as HTML)
+function h(tag, attrs, ...children) {
+  const svg = ['svg', 'g', 'rect', 'text', 'path', 'line', 'title'].includes(tag);
+  const el = svg ? document.createElementNS('http://www.w3.org/2000/svg', tag) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+const $ = (id) => document.getElementById(id);
+// replace an element's children, leaving out the absent ones
+const fill = (el, ...nodes) => el.replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined && n !== false));
+const status = (s) => h('span', { class: `status ${s}`, 'data-status': s }, s);
+const when = (t) => (t ? new Date(t).toLocaleString() : '');
+const json = (v) => h('pre', {}, JSON.stringify(v, null, 2));
+const collapsible = (label, v) => (v === null || v === undefined ? null : h('details', {}, h('summary', {}, label), json(v)));
+
+// ---- the API
+class ApiError extends Error {
+  constructor(status, body) {
+    super((body && body.error && body.error.message) || `HTTP ${status}`);
+    this.status = status;
+  }
+}
+function headers(extra) {
+  const k = sessionStorage.getItem(KEY);
+  return Object.assign(k ? { Authorization: `Bearer ${k}` } : {}, extra || {});
+}
+async function api(path, opts = {}) {
+  const init = { method: opts.method || 'GET', headers: headers(opts.body !== undefined ? { 'Content-Type': 'application/json' } : {}) };
+  if (opts.body !== undefined) init.body = JSON.stringify(opts.body);
+  const r = await fetch(`api/v1${path}`, init);
+  const text = await r.text();
+  const body = text ? JSON.parse(text) : null;
+  if (r.status === 401) { signOut('Your key was refused: sign in again.'); throw new ApiError(401, body); }
+  if (!r.ok) throw new ApiError(r.status, body);
+  return body;
+}
+
+// ---- sign-in
+function signOut(message) {
+  sessionStorage.removeItem(KEY);
+  state.role = null;
+  stopStream();
+  $('nav').hidden = true; $('signout').hidden = true; $('who').textContent = '';
+  fill($('view'), );
+  $('signin').hidden = false;
+  $('signin-error').textContent = message || '';
+  $('key').focus();
+}
+async function start() {
+  if (document.body.dataset.accessControl === 'on' && !sessionStorage.getItem(KEY)) { signOut(); return; }
+  try {
+    const me = await api('/whoami');
+    state.role = me.role;
+    $('signin').hidden = true; $('nav').hidden = false;
+    $('signout').hidden = !me.access_control;
+    $('who').textContent = me.access_control ? `signed in as ${me.role}` : 'access control off';
+    route();
+  } catch (e) {
+    if (e.status !== 401) fill($('view'), h('p', { class: 'error' }, e.message));
+  }
+}
+$('signin').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  sessionStorage.setItem(KEY, $('key').value.trim());
+  $('key').value = '';
+  start();
+});
+$('signout').addEventListener('click', () => signOut());
+
+// ---- routing: #/, #/tasks, #/tasks/<id>, #/recovery, #/tools, #/workers
+const views = { '': overview, tasks, recovery, tools, workers };
+async function route() {
+  if (!state.role) return;
+  stopStream();
+  const [, page, id] = (location.hash || '#/').split('/');
+  const view = $('view');
+  try {
+    if (page === 'tasks' && id) await task(view, decodeURIComponent(id));
+    else await (views[page] || overview)(view);
+  } catch (e) {
+    if (e.status !== 401) fill(view, h('p', { class: 'error', role: 'alert' }, e.message));
+  }
+}
+window.addEventListener('hashchange', route);
+
+// ---- overview
+async function overview(view) {
+  const [stats, fleet, rec] = await Promise.all([api('/stats'), api('/workers'), api('/stats/recovery')]);
+  const cards = (counts) => h('div', { class: 'cards' }, Object.entries(counts).map(([k, n]) => h('div', { class: 'card' }, h('b', {}, n), status(k))));
+  const failing = {};
+  for (const r of rec.recovery_by_tool) failing[r.tool] = (failing[r.tool] || 0) + Number(r.failures || 0);
+  const top = Object.entries(failing).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]).slice(0, 5);
+  fill(view, 
+    h('h1', {}, 'Overview'),
+    h('h2', {}, 'Tasks by status'), cards(stats.tasks),
+    h('h2', {}, 'Steps by status'), cards(stats.steps),
+    h('h2', {}, `Workers (${fleet.length})`), workerTable(fleet),
+    h('h2', {}, 'Most failing tools'),
+    top.length ? table(['tool', 'failures'], top.map(([t, n]) => [t, n])) : h('p', { class: 'muted' }, 'No failures recorded.'),
+  );
+}
+function table(head, rows, attrs) {
+  return h('div', { class: 'scroll' }, h('table', attrs || {}, h('thead', {}, h('tr', {}, head.map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, rows.map((r) => (r instanceof Node ? r : h('tr', {}, r.map((c) => h('td', {}, c))))))));
+}
+
+// ---- tasks
+async function tasks(view) {
+  const params = new URLSearchParams(location.hash.split('?')[1] || '');
+  const st = params.get('status') || '';
+  const before = params.get('before') || '';
+  const list = await api(`/tasks?limit=50${st ? `&status=${st}` : ''}${before ? `&before=${before}` : ''}`);
+  const filter = h('select', { id: 'status-filter', 'aria-label': 'status filter', onchange: (e) => { location.hash = `#/tasks?status=${e.target.value}`; } },
+    h('option', { value: '' }, 'any status'),
+    ['pending', 'planning', 'running', 'reflecting', 'replanning', 'evaluating', 'succeeded', 'failed', 'needs_intervention', 'cancelled']
+      .map((s) => h('option', { value: s, selected: s === st }, s)));
+  const selected = new Set();
+  const rows = list.map((t) => h('tr', { 'data-task': t.task_id },
+    OPERATOR() ? h('td', {}, h('input', { type: 'checkbox', 'aria-label': `select ${t.task_id}`, onchange: (e) => (e.target.checked ? selected.add(t.task_id) : selected.delete(t.task_id)) })) : null,
+    h('td', {}, h('a', { href: `#/tasks/${t.task_id}` }, t.description || t.task_id)),
+    h('td', {}, status(t.status)),
+    h('td', { class: 'hide-narrow' }, when(t.created_at))));
+  const bulk = async (action) => {
+    const out = await Promise.allSettled([...selected].map((id) => api(`/tasks/${id}/${action}`, { method: 'POST', body: {} })));
+    const failed = out.filter((o) => o.status === 'rejected').length;
+    await tasks(view);
+    if (failed) view.prepend(h('p', { class: 'error', role: 'alert' }, `${failed} of ${out.length} could not ${action}`));
+  };
+  const last = list[list.length - 1];
+  fill(view, 
+    h('h1', {}, 'Tasks'),
+    h('div', { class: 'toolbar' }, filter,
+      OPERATOR() ? h('button', { type: 'button', onclick: () => bulk('cancel') }, 'Cancel selected') : null,
+      OPERATOR() ? h('button', { type: 'button', onclick: () => bulk('resume') }, 'Resume selected') : null),
+    table([OPERATOR() ? '' : null, 'task', 'status', h('span', { class: 'hide-narrow' }, 'submitted')].filter((c) => c !== null), rows, { id: 'task-list' }),
+    list.length === 50 && last ? h('p', {}, h('a', { href: `#/tasks?status=${st}&before=${last.task_id}` }, 'Older tasks →')) : null,
+  );
+}
+
+// ---- one task
+async function task(view, id) {
+  const load = () => Promise.all([api(`/tasks/${id}`), api(`/tasks/${id}/plan`).catch(() => null), api(`/tasks/${id}/attempts`), api(`/tasks/${id}/reflections`)]);
+  let version = null;
+  const render = ([t, plan, attempts, reflections]) => {
+    const versions = plan ? [plan, ...plan.history].sort((a, b) => b.version - a.version) : [];
+    const shown = versions.find((p) => p.version === version) || versions[0];
+    const picker = versions.length > 1
+      ? h('select', { id: 'version', 'aria-label': 'plan version', onchange: (e) => { version = Number(e.target.value); render([t, plan, attempts, reflections]); } },
+        versions.map((p) => h('option', { value: p.version, selected: p === shown }, `v${p.version} (${p.origin})`)))
+      : null;
+    fill(view, 
+      h('h1', { 'data-task': t.task_id }, t.description),
+      h('div', { class: 'toolbar' }, status(t.status), h('span', { class: 'muted' }, `round ${t.round} · plan v${t.plan_version} · ${t.task_id}`)),
+      actions(t, shown),
+      t.error ? h('p', { class: 'error' }, `${t.error.code || 'error'}: ${t.error.message || ''}`) : null,
+      h('h2', {}, 'Plan '), picker,
+      shown ? graph(shown) : h('p', { class: 'muted' }, 'Not planned yet.'),
+      shown && versions.length > 1 ? changes(versions, shown) : null,
+      h('h2', {}, 'Attempts'), gantt(attempts), attemptTable(attempts),
+      h('h2', {}, 'Recovery'), chain(reflections, attempts),
+      h('h2', {}, 'Counters'), json(t.counters),
+      collapsible('Result outputs', shown && Object.fromEntries(shown.steps.filter((s) => s.output !== null).map((s) => [s.id, s.output]))),
+    );
+  };
+  render(await load());
+  if (!TERMINAL.includes(view.querySelector('[data-status]').dataset.status)) follow(id, async () => render(await load()));
+}
+function actions(t, plan) {
+  if (!OPERATOR()) return null;
+  const bar = h('div', { class: 'toolbar', id: 'actions' });
+  const act = (label, path, body) => h('button', { type: 'button', onclick: async () => {
+    try { await api(`/tasks/${t.task_id}/${path}`, { method: 'POST', body: body ? body() : {} }); route(); } catch (e) { bar.append(h('span', { class: 'error', role: 'alert' }, e.message)); }
+  } }, label);
+  if (!TERMINAL.includes(t.status)) bar.append(act('Cancel', 'cancel'));
+  if (t.status === 'needs_intervention') bar.append(act('Resume', 'resume'));
+  if ((TERMINAL.includes(t.status) || t.status === 'needs_intervention') && plan) {
+    const from = h('select', { 'aria-label': 'rerun from step' }, plan.steps.filter((s) => s.status !== 'superseded').map((s) => h('option', { value: s.id }, s.id)));
+    const params = h('textarea', { rows: 2, cols: 40, 'aria-label': 'parameters for that step (JSON)', placeholder: '{"key": "value"}' });
+    bar.append(from, params, act('Rerun from step', 'rerun', () => {
+      const body = { from_step: from.value };
+      if (params.value.trim()) body.step_overrides = { [from.value]: { parameters: JSON.parse(params.value) } };
+      return body;
+    }));
+  }
+  return bar.childElementCount ? bar : null;
+}
+// the plan as a graph: a column per dependency depth, an edge per dependency
+function graph(plan) {
+  const steps = plan.steps.filter((s) => s.status !== 'superseded' || plan.steps.every((x) => x.status === 'superseded'));
+  const depth = {};
+  const byId = Object.fromEntries(steps.map((s) => [s.id, s]));
+  const d = (s, seen = new Set()) => {
+    if (depth[s.id] !== undefined) return depth[s.id];
+    if (seen.has(s.id)) return 0;
+    seen.add(s.id);
+    depth[s.id] = Math.max(0, ...s.dependencies.filter((x) => byId[x]).map((x) => d(byId[x], seen) + 1));
+    return depth[s.id];
+  };
+  steps.forEach((s) => d(s));
+  const cols = {}; const pos = {};
+  const W = 150; const H = 44; const GX = 60; const GY = 18;
+  for (const s of steps) { const c = depth[s.id]; cols[c] = (cols[c] || 0) + 1; pos[s.id] = { x: 10 + c * (W + GX), y: 10 + (cols[c] - 1) * (H + GY) }; }
+  const width = 20 + (Math.max(0, ...Object.keys(cols).map(Number)) + 1) * (W + GX);
+  const height = 20 + Math.max(1, ...Object.values(cols)) * (H + GY);
+  const edges = steps.flatMap((s) => s.dependencies.filter((x) => pos[x]).map((x) => {
+    const a = pos[x]; const b = pos[s.id];
+    return h('path', { class: 'edge', 'data-from': x, 'data-to': s.id, d: `M${a.x + W},${a.y + H / 2} C${a.x + W + GX / 2},${a.y + H / 2} ${b.x - GX / 2},${b.y + H / 2} ${b.x},${b.y + H / 2}` });
+  }));
+  const nodes = steps.map((s) => h('g', { class: `node ${s.status}`, 'data-step': s.id, 'data-status': s.status, transform: `translate(${pos[s.id].x},${pos[s.id].y})` },
+    h('title', {}, `${s.id}: ${s.status}, tool ${s.tool}, ${s.attempts} attempt(s)`),
+    h('rect', { width: W, height: H }),
+    h('text', { x: 8, y: 17 }, s.id.length > 20 ? `${s.id.slice(0, 19)}…` : s.id),
+    h('text', { x: 8, y: 34, fill: '#555' }, `${s.tool} · ${s.status}${s.attempts > 1 ? ` · ×${s.attempts}` : ''}`)));
+  return h('div', { class: 'scroll' }, h('svg', { id: 'plan-graph', role: 'img', 'aria-label': `plan version ${plan.version}`, width, height, viewBox: `0 0 ${width} ${height}` }, edges, nodes));
+}
+// what changed from the version before the one shown
+function changes(versions, shown) {
+  const prev = versions.find((p) => p.version < shown.version);
+  if (!prev) return null;
+  const key = (s) => JSON.stringify([s.tool, s.parameters, s.dependencies]);
+  const before = Object.fromEntries(prev.steps.map((s) => [s.id, s]));
+  const now = Object.fromEntries(shown.steps.map((s) => [s.id, s]));
+  const lines = [
+    ...shown.steps.filter((s) => !before[s.id]).map((s) => `+ ${s.id} (${s.tool})`),
+    ...prev.steps.filter((s) => !now[s.id]).map((s) => `− ${s.id}`),
+    ...shown.steps.filter((s) => before[s.id] && key(before[s.id]) !== key(s)).map((s) => `~ ${s.id}: ${before[s.id].tool} → ${s.tool}`),
+  ];
+  return h('details', { id: 'version-changes' }, h('summary', {}, `Changes from v${prev.version}`), lines.length ? h('pre', {}, lines.join('\n')) : h('p', { class: 'muted' }, 'No step changed.'));
+}
+// attempts as a timeline: a row per step, a bar per attempt (parallel steps overlap)
+function gantt(attempts) {
+  if (!attempts.length) return h('p', { class: 'muted' }, 'No attempts yet.');
+  const t0 = Math.min(...attempts.map((a) => Date.parse(a.started_at)));
+  const t1 = Math.max(...attempts.map((a) => Date.parse(a.finished_at)));
+  const span = Math.max(1, t1 - t0);
+  const rows = [...new Set(attempts.map((a) => a.step_id))];
+  const W = 720; const L = 130; const R = 22;
+  const bars = attempts.map((a) => {
+    const x = L + ((Date.parse(a.started_at) - t0) / span) * (W - L - 10);
+    const w = Math.max(3, ((Date.parse(a.finished_at) - Date.parse(a.started_at)) / span) * (W - L - 10));
+    return h('rect', { class: `bar ${a.status}`, 'data-step': a.step_id, 'data-attempt': a.attempt, x, y: 6 + rows.indexOf(a.step_id) * R, width: w, height: R - 6 },
+      h('title', {}, `${a.step_id} attempt ${a.attempt}: ${a.status}, ${a.duration_ms ?? '?'} ms`));
+  });
+  const labels = rows.map((r, i) => h('text', { x: 4, y: 20 + i * R }, r.length > 18 ? `${r.slice(0, 17)}…` : r));
+  return h('div', { class: 'scroll' }, h('svg', { id: 'gantt', role: 'img', 'aria-label': `attempts over ${span} ms`, width: W, height: 12 + rows.length * R }, labels, bars));
+}
+function attemptTable(attempts) {
+  return table(['step', 'attempt', 'tool', 'status', 'ms', 'details'], attempts.map((a) => h('tr', { 'data-step': a.step_id, 'data-attempt': a.attempt },
+    h('td', {}, a.step_id), h('td', {}, a.attempt), h('td', {}, a.tool), h('td', {}, status(a.status)), h('td', {}, a.duration_ms ?? ''),
+    h('td', {}, collapsible('error', a.error), collapsible('output', a.output), collapsible('parameters', a.parameters)))), { id: 'attempts' });
+}
+// each failure's recovery: the reflection (with the brain's reasoning), its tier and action,
+// and the outcome (the step's next attempt)
+const TIER = { retry_with_params: 1, retry_with_tool: 1, repair: 2, trigger_overall_reflection: 3 };
+function chain(reflections, attempts) {
+  if (!reflections.length) return h('p', { class: 'muted' }, 'No failure needed recovery.');
+  return h('ol', { class: 'chain', id: 'recovery-chain' }, reflections.map((r) => {
+    const b = r.body || {};
+    let what; let outcome = null;
+    if (r.level === 'step') {
+      const a = b.suggested_action || {};
+      const data = typeof a.data === 'string' ? a.data : a.data ? JSON.stringify(a.data) : '';
+      what = `${b.root_cause_category || 'failure'}: ${b.root_cause || ''} → tier ${TIER[a.type] || '?'} ${a.type || ''} ${data}`;
+      const next = attempts.find((x) => x.step_id === r.step_key && Date.parse(x.started_at) >= Date.parse(r.created_at));
+      outcome = next ? h('span', {}, ' → ', status(next.status)) : null;
+    } else {
+      what = b.should_replan ? `tier 3: replan (${b.replanning_strategy || 'strategy chosen by the brain'})` : `tier 3: stop${b.stop_reason ? ` (${b.stop_reason})` : ''}`;
+    }
+    return h('li', { 'data-level': r.level },
+      h('b', {}, r.level === 'step' ? `step ${r.step_key}` : 'whole task'), ` (round ${r.round}, plan v${r.plan_version}${r.is_fallback ? ', rules fallback' : ''}): `,
+      what, outcome, b.analysis ? h('div', { class: 'muted' }, b.analysis) : null, collapsible('reflection', b));
+  }));
+}
+
+// live updates: the SSE stream, read with fetch (EventSource cannot send the key)
+function stopStream() { if (state.stream) { state.stream.abort(); state.stream = null; } }
+function follow(id, refresh) {
+  const ctl = new AbortController();
+  state.stream = ctl;
+  let timer = null;
+  const soon = () => { clearTimeout(timer); timer = setTimeout(() => { if (!ctl.signal.aborted) refresh().catch(() => {}); }, 150); };
+  (async () => {
+    try {
+      const r = await fetch(`api/v1/tasks/${id}/events`, { headers: headers({ Accept: 'text/event-stream' }), signal: ctl.signal });
+      const reader = r.body.getReader();
+      const dec = new TextDecoder();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        if (dec.decode(value, { stream: true }).includes('data:')) soon();
+      }
+      soon();
+    } catch (e) { /* aborted: another page was opened */ }
+  })();
+}
+
+// ---- recovery statistics, tools, workers
+async function recovery(view) {
+  const rec = await api('/stats/recovery');
+  const section = (name, rows) => [h('h2', {}, name.replace(/_/g, ' ')), rows.length
+    ? table(Object.keys(rows[0]), rows.map((r) => Object.values(r).map((v) => (typeof v === 'object' && v !== null ? JSON.stringify(v) : v ?? ''))), { 'data-view': name })
+    : h('p', { class: 'muted' }, 'No rows yet.')];
+  fill(view, h('h1', {}, 'Recovery'), ...Object.entries(rec).flatMap(([k, rows]) => section(k, rows)));
+}
+async function tools(view) {
+  const [list, rec] = await Promise.all([api('/tools'), api('/stats/recovery')]);
+  const rate = {};
+  for (const r of rec.recovery_by_tool) {
+    const x = (rate[r.tool] = rate[r.tool] || { ok: 0, n: 0 });
+    x.n += Number(r.attempts || 0); x.ok += Number(r.attempts || 0) - Number(r.failures || 0);
+  }
+  fill(view, h('h1', {}, 'Tools'), table(['id', 'kind', 'endpoint', 'limits', 'attempts'], list.map((t) => [
+    t.id, t.kind, t.endpoint || '', [t.max_concurrency && `≤ ${t.max_concurrency} at once`, t.rate_limit_per_sec && `${t.rate_limit_per_sec}/s`].filter(Boolean).join(', '),
+    rate[t.id] && rate[t.id].n ? `${rate[t.id].n} (${Math.round((100 * rate[t.id].ok) / rate[t.id].n)}% ok)` : '',
+  ])));
+}
+function workerTable(fleet) {
+  return fleet.length
+    ? table(['worker', 'host', 'in flight', 'concurrency', 'last heartbeat'], fleet.map((w) => [w.worker_id.slice(0, 8), `${w.host}:${w.pid}`, w.in_flight, w.concurrency, when(w.last_heartbeat_at)]))
+    : h('p', { class: 'muted' }, 'No live worker.');
+}
+async function workers(view) {
+  fill(view, h('h1', {}, 'Workers'), workerTable(await api('/workers')));
+}
+
+start();

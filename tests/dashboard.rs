@@ -1,0 +1,90 @@
+//! The dashboard end to end in a real headless Chromium (Debian's `chromium`, driven by npm
+//! `playwright-core`, which `.ci/run` installs under tests/dashboard): the API on a real
+//! listener with access control on, an in-process worker, and two tasks — one whose flaky step
+//! failed once and was retried, one still running when the browser opens it. The script signs
+//! in, finds and opens the first, checks its drawn plan, its failed attempt and the retry,
+//! watches the second finish without a reload, opens the recovery page, checks a phone-width
+//! screen, and signs in as a `reader` who sees no button it cannot use (and whose rerun the API
+//! refuses). Screenshots are kept in target/dashboard-artifacts.
+
+mod common;
+
+use std::time::Duration;
+
+use common::spawn_app;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_end_to_end_in_headless_chromium() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let script = format!("{root}/tests/dashboard/e2e.mjs");
+    assert!(
+        std::path::Path::new(&format!(
+            "{root}/tests/dashboard/node_modules/playwright-core"
+        ))
+        .exists(),
+        "playwright-core is not installed: run `npm install --prefix tests/dashboard` (.ci/run does)"
+    );
+    let app = spawn_app().await;
+    let worker = app.worker(|_| {});
+    let (s, reader) = app
+        .post(
+            "/api/v1/keys",
+            &json!({"name": "dashboard reader", "role": "reader"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{reader}");
+    let recovered = app
+        .submit(json!({
+            "description": "a flaky step, retried",
+            "plan": {"steps": [
+                {"id": "prepare", "tool": "echo", "parameters": {"text": "ready"}},
+                {"id": "shaky", "tool": "flaky", "parameters": {"fail_times": 1}, "dependencies": ["prepare"]}
+            ]}
+        }))
+        .await;
+    let done = app.wait_done(recovered, Duration::from_secs(30)).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let running = app
+        .submit(json!({
+            "description": "still running when the browser opens it",
+            "plan": {"steps": [
+                {"id": "start", "tool": "echo", "parameters": {"text": "go"}},
+                {"id": "wait", "tool": "sleep", "parameters": {"ms": 8000}, "dependencies": ["start"]}
+            ]}
+        }))
+        .await;
+    let artifacts = format!("{root}/target/dashboard-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let out = tokio::process::Command::new("node")
+        .arg(&script)
+        .env("DASHBOARD_URL", app.url("/"))
+        .env("ADMIN_KEY", common::ADMIN_KEY)
+        .env("READER_KEY", reader["key"].as_str().unwrap())
+        .env("RECOVERED_TASK", recovered.to_string())
+        .env("RECOVERED_STEP", "shaky")
+        .env("RUNNING_TASK", running.to_string())
+        .env("ARTIFACTS", &artifacts)
+        .env("NO_PROXY", "127.0.0.1")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("node runs (install nodejs)");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the browser run failed:\n{log}");
+    for shot in [
+        "overview",
+        "recovered-task",
+        "finished-live",
+        "recovery",
+        "phone",
+    ] {
+        let meta = std::fs::metadata(format!("{artifacts}/{shot}.png")).unwrap();
+        assert!(meta.len() > 1000, "{shot}.png is empty");
+    }
+    worker.stop().await;
+}

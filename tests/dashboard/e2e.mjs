@@ -1,0 +1,110 @@
+// The dashboard end to end, in headless Chromium driven by playwright-core. Started by
+// tests/dashboard.rs, which runs the API, a worker and the tasks this script looks at, and
+// passes them in the environment. Screenshots go to $ARTIFACTS. Any failed check or console
+// error exits non-zero with the reason.
+import { chromium } from 'playwright-core';
+
+const env = (k) => { const v = process.env[k]; if (!v) throw new Error(`${k} is not set`); return v; };
+const URL = env('DASHBOARD_URL');
+const ADMIN = env('ADMIN_KEY');
+const READER = env('READER_KEY');
+const RECOVERED = env('RECOVERED_TASK');
+const RECOVERED_STEP = env('RECOVERED_STEP');
+const RUNNING = env('RUNNING_TASK');
+const ARTIFACTS = env('ARTIFACTS');
+const check = (ok, what) => { if (!ok) throw new Error(`check failed: ${what}`); console.log(`ok - ${what}`); };
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const errors = [];
+const requests = [];
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('request', (r) => requests.push(r.url()));
+  let loads = 0;
+  page.on('load', () => { loads += 1; });
+
+  // sign in: one password field
+  await page.goto(URL);
+  await page.waitForSelector('#signin:not([hidden])');
+  check(await page.locator('#signin input').count() === 1 && await page.locator('#key').getAttribute('type') === 'password', 'the sign-in form has one password field');
+  await page.fill('#key', ADMIN);
+  await page.click('#signin button[type=submit]');
+  await page.waitForSelector('#nav:not([hidden])');
+  check((await page.textContent('#who')).includes('admin'), 'signed in as admin');
+  check(await page.evaluate(() => sessionStorage.getItem('trellis.key') !== null), 'the key is kept in session storage');
+  await page.screenshot({ path: `${ARTIFACTS}/overview.png`, fullPage: true });
+
+  // find the recovered task in the list and open it
+  await page.click('nav a[href="#/tasks"]');
+  const row = page.locator(`#task-list tr[data-task="${RECOVERED}"]`);
+  await row.waitFor();
+  await row.locator('a').click();
+  await page.waitForSelector('#plan-graph');
+  const node = page.locator(`#plan-graph g[data-step="${RECOVERED_STEP}"]`);
+  check(await node.getAttribute('data-status') === 'succeeded', 'the plan graph draws the recovered step as succeeded');
+  check(await page.locator('#plan-graph path.edge').count() >= 1, 'the plan graph draws its dependencies');
+  const first = page.locator(`#attempts tr[data-step="${RECOVERED_STEP}"][data-attempt="1"] .status`);
+  const retry = page.locator(`#attempts tr[data-step="${RECOVERED_STEP}"][data-attempt="2"] .status`);
+  check(await first.getAttribute('data-status') === 'failed', 'its first attempt failed');
+  check(await retry.getAttribute('data-status') === 'succeeded', 'its retry succeeded');
+  check(await page.locator(`#gantt rect.bar[data-step="${RECOVERED_STEP}"]`).count() === 2, 'the timeline shows both attempts');
+  check(await page.locator('#recovery-chain li[data-level="step"]').count() >= 1, 'the recovery chain shows the step reflection');
+  check(await page.locator('#actions').count() === 1, 'an admin sees the task actions');
+  await page.screenshot({ path: `${ARTIFACTS}/recovered-task.png`, fullPage: true });
+
+  // watch a running task finish without a reload
+  await page.goto(`${URL}#/tasks/${RUNNING}`);
+  const loadsBefore = loads;
+  await page.waitForSelector(`h1[data-task="${RUNNING}"]`);
+  const head = page.locator('main h1 + .toolbar .status');
+  const before = await head.getAttribute('data-status');
+  check(!['succeeded', 'failed', 'cancelled'].includes(before), `the running task is shown unfinished (${before})`);
+  await page.waitForSelector('main h1 + .toolbar .status[data-status="succeeded"]', { timeout: 60000 });
+  check(loads === loadsBefore, 'it finished on screen without a reload');
+  check(await page.locator('#plan-graph g[data-status="succeeded"]').count() === 2, 'both its steps are drawn succeeded');
+  await page.screenshot({ path: `${ARTIFACTS}/finished-live.png`, fullPage: true });
+
+  // the recovery page
+  await page.click('nav a[href="#/recovery"]');
+  await page.waitForSelector('table[data-view="recovery_by_tool"]');
+  check((await page.textContent('table[data-view="recovery_by_tool"]')).includes('flaky'), 'the recovery page lists the flaky tool');
+  await page.screenshot({ path: `${ARTIFACTS}/recovery.png`, fullPage: true });
+
+  // a phone-width screen: nothing wider than the screen
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${URL}#/tasks/${RECOVERED}`);
+  await page.waitForSelector(`h1[data-task="${RECOVERED}"]`);
+  check(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'the task page fits a phone-width screen');
+  await page.screenshot({ path: `${ARTIFACTS}/phone.png`, fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 900 });
+
+  // a reader: no buttons it cannot use, and the API refuses what it could still send
+  await page.click('#signout');
+  await page.waitForSelector('#signin:not([hidden])');
+  await page.fill('#key', READER);
+  await page.click('#signin button[type=submit]');
+  await page.waitForSelector('#nav:not([hidden])');
+  await page.goto(`${URL}#/tasks`);
+  await page.waitForSelector('#task-list');
+  check(await page.locator('#view button').count() === 0, 'a reader sees no button on the task list');
+  await page.goto(`${URL}#/tasks/${RECOVERED}`);
+  await page.waitForSelector(`h1[data-task="${RECOVERED}"]`);
+  check(await page.locator('#actions').count() === 0 && await page.locator('#view button').count() === 0, 'a reader sees no task action');
+  const refused = (await fetch(new globalThis.URL(`api/v1/tasks/${RECOVERED}/rerun`, URL), {
+    method: 'POST', headers: { Authorization: `Bearer ${READER}`, 'Content-Type': 'application/json' }, body: '{"from_step":"a"}',
+  })).status;
+  check(refused === 403, `the API refuses a reader's rerun (${refused})`);
+
+  // only this server was asked for anything
+  const origin = new globalThis.URL(URL).origin;
+  const foreign = requests.filter((r) => !r.startsWith(origin) && !r.startsWith('data:'));
+  check(foreign.length === 0, `every request stays on the server (${foreign.join(', ')})`);
+  check(errors.length === 0, `no console errors (${errors.join(' | ')})`);
+} finally {
+  await browser.close();
+}
