@@ -66,6 +66,18 @@ struct Bench {
     sizes: Sizes,
 }
 
+/// An RFC 3339 time halfway through [`BenchSql::load_task_list`]'s tasks.
+fn chrono_mid(tasks: i64) -> String {
+    let mid = std::time::SystemTime::now() - Duration::from_secs((tasks / 2) as u64);
+    let secs = mid
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs() as i64;
+    chrono::DateTime::from_timestamp(secs, 0)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -87,6 +99,86 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 impl Bench {
+    /// `GET /api/v1/tasks` as the dashboard's task list calls it, through the real API on a
+    /// loopback listener, over `BENCH_LIST_TASKS` tasks (default 1,000,000): the newest page,
+    /// a status filter (common and rare), a time cursor in the middle, and 100 keyset pages
+    /// walked one after another. Each case: milliseconds per request, client clock.
+    async fn task_list(&self) -> Result<Vec<(&'static str, Vec<f64>)>> {
+        let n = env_usize("BENCH_LIST_TASKS", 1_000_000) as i64;
+        let (store, _) = self.fresh("task_list").await?;
+        eprintln!("loading {n} tasks…");
+        store.load_task_list(n).await?;
+        let mut settings = Settings::default();
+        settings.auth.disabled = true;
+        settings.server.host = "127.0.0.1".into();
+        settings.server.port = 0;
+        let app =
+            trellis::startup::Application::build_with_store(store.clone(), settings, false).await?;
+        let base = format!("http://{}/api/v1/tasks", app.addr());
+        let stop = CancellationToken::new();
+        let server = tokio::spawn(app.run_until_stopped(stop.clone()));
+        let http = reqwest::Client::builder().no_proxy().build()?;
+        let get = |q: String| {
+            let (http, url) = (http.clone(), format!("{base}?{q}"));
+            async move {
+                let began = Instant::now();
+                let page: Vec<Value> = http
+                    .get(&url)
+                    .send()
+                    .await?
+                    .error_for_status()?
+                    .json()
+                    .await?;
+                anyhow::Ok((began.elapsed().as_secs_f64() * 1000.0, page))
+            }
+        };
+        let middle = get(format!("limit=1&before={}", chrono_mid(n))).await?.1;
+        let mid_id = middle[0]["task_id"]
+            .as_str()
+            .context("a middle task")?
+            .to_string();
+        let mut out = Vec::new();
+        let cases: [(&'static str, String); 5] = [
+            ("newest 50", "limit=50".into()),
+            ("status=failed, newest 50", "limit=50&status=failed".into()),
+            (
+                "status=running (1 in 1000), newest 50",
+                "limit=50&status=running".into(),
+            ),
+            (
+                "cursor in the middle (before=id), 50",
+                format!("limit=50&before={mid_id}"),
+            ),
+            (
+                "status=failed, cursor in the middle, 50",
+                format!("limit=50&status=failed&before={mid_id}"),
+            ),
+        ];
+        for (case, q) in cases {
+            get(q.clone()).await?; // warm the plan and the pages
+            let mut ms = Vec::new();
+            for _ in 0..30 {
+                ms.push(get(q.clone()).await?.0);
+            }
+            out.push((case, ms));
+        }
+        let mut ms = Vec::new();
+        let mut q = "limit=50".to_string();
+        for _ in 0..100 {
+            let (t, page) = get(q).await?;
+            ms.push(t);
+            let last = page.last().context("a full page")?["task_id"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            q = format!("limit=50&before={last}");
+        }
+        out.push(("100 keyset pages in a row, each", ms));
+        stop.cancel();
+        server.await??;
+        Ok(out)
+    }
+
     async fn fresh(&self, name: &str) -> Result<(Store, String)> {
         let db = format!("bench_{name}_{}", Uuid::new_v4().simple());
         let admin = Store::connect(&self.admin, 2, Duration::from_secs(30)).await?;
@@ -714,6 +806,20 @@ async fn main() -> Result<()> {
     if args.iter().any(|a| a == "--memory") {
         // scenario 7 only
         println!("worker peak RSS {:.1} MB", b.memory().await?);
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--task-list") {
+        // the dashboard's task list over a large table (scenario 9)
+        for (case, ms) in b.task_list().await? {
+            let mut v = ms.clone();
+            println!(
+                "{case:<44} min {:>7.2} ms  median {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms",
+                percentile(&mut v, 0.0),
+                percentile(&mut v, 50.0),
+                percentile(&mut v, 99.0),
+                percentile(&mut v, 100.0)
+            );
+        }
         return Ok(());
     }
     if args.iter().any(|a| a == "--submit") {

@@ -15,6 +15,7 @@ pub(crate) trait BenchSql {
     async fn statement_stats(&self, limit: i64) -> Result<Vec<(i64, f64, String)>>;
     async fn count_unfinished_tasks(&self) -> Result<i64>;
     async fn cost_snapshot(&self) -> Result<Cost>;
+    async fn load_task_list(&self, tasks: i64) -> Result<()>;
 }
 
 /// Cumulative counters of the server: statements run in this database (pg_stat_statements),
@@ -124,5 +125,29 @@ impl BenchSql for Store {
         )
         .fetch_one(self.pool())
         .await?)
+    }
+
+    /// `tasks` rows for the task-list benchmark, without steps: created a second apart up to
+    /// now, mostly succeeded, one in fifty failed, one in a thousand running; then ANALYZE, as
+    /// autovacuum would after a load this size.
+    async fn load_task_list(&self, tasks: i64) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO tasks (id, description, status, plan_version, max_step_retries,
+                 max_single_step_repairs, max_task_replans, max_consecutive_failures,
+                 max_reflection_rounds, max_concurrent_steps, event_seq,
+                 created_at, updated_at, finished_at)
+             SELECT gen_random_uuid(), 'report ' || i || ' for customer ' || (i % 977),
+                    CASE WHEN i % 1000 = 0 THEN 'running' WHEN i % 50 = 0 THEN 'failed'
+                         ELSE 'succeeded' END,
+                    1, 3, 1, 1, 3, 5, 8, 0,
+                    now() - make_interval(secs => $1 - i), now() - make_interval(secs => $1 - i),
+                    CASE WHEN i % 1000 = 0 THEN NULL ELSE now() - make_interval(secs => $1 - i) END
+             FROM generate_series(1, $1) AS i",
+        )
+        .bind(tasks)
+        .execute(self.pool())
+        .await?;
+        sqlx::query("ANALYZE tasks").execute(self.pool()).await?;
+        Ok(())
     }
 }
