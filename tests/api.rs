@@ -171,6 +171,67 @@ async fn idempotency_key_returns_the_existing_task() {
     assert_eq!(counts, app.store().row_counts().await.unwrap());
 }
 
+/// `GET /tasks?q=&since=`: text anywhere in the description, in any case, with `%` and `_`
+/// taken literally; a submission-time bound; both with the other filters and the cursor.
+#[tokio::test]
+async fn the_task_list_filters_by_text_and_time() {
+    let app = spawn_app().await;
+    let mut body = valid_task();
+    let mut ids = Vec::new();
+    for d in ["Invoice 100% paid", "invoice 1000 paid", "shipping_label"] {
+        body["description"] = json!(d);
+        ids.push(app.submit(body.clone()).await);
+    }
+    let list = |q: &'static str| {
+        let app = &app;
+        async move {
+            let (s, v) = app.get(&format!("/api/v1/tasks?{q}")).await;
+            assert_eq!(s, StatusCode::OK, "{q}: {v}");
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["description"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        list("q=INVOICE").await,
+        ["invoice 1000 paid", "Invoice 100% paid"]
+    );
+    assert_eq!(list("q=100%25").await, ["Invoice 100% paid"]);
+    assert_eq!(list("q=g_l").await, ["shipping_label"]);
+    assert_eq!(list("q=ng%5Fl").await, ["shipping_label"]);
+    assert_eq!(list("q=g%25l").await, Vec::<String>::new());
+    assert_eq!(list("q=").await.len(), 3, "empty: any");
+    assert_eq!(list("q=paid&status=failed").await, Vec::<String>::new());
+    assert_eq!(
+        list("q=paid&limit=1").await,
+        ["invoice 1000 paid"],
+        "newest first"
+    );
+    let second = format!("/api/v1/tasks?q=paid&before={}", ids[1]);
+    let (_, v) = app.get(&second).await;
+    assert_eq!(
+        v[0]["description"], "Invoice 100% paid",
+        "the cursor pages on"
+    );
+    let (_, all) = app.get("/api/v1/tasks").await;
+    let newest = all[0]["created_at"].as_str().unwrap().to_string();
+    let (_, v) = app
+        .get(&format!(
+            "/api/v1/tasks?since={}",
+            newest.replace('+', "%2B")
+        ))
+        .await;
+    assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v[0]["task_id"], json!(ids[2]));
+    let (s, v) = app.get("/api/v1/tasks?since=yesterday").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    let long = "x".repeat(201);
+    let (s, v) = app.get(&format!("/api/v1/tasks?q={long}")).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+}
+
 #[tokio::test]
 async fn reads_describe_a_submitted_task() {
     let app = spawn_app().await;
@@ -515,6 +576,7 @@ async fn openapi_document_covers_every_route() {
         ("delete", "/api/v1/tools/{id}"),
         ("get", "/api/v1/stats"),
         ("get", "/api/v1/stats/recovery"),
+        ("get", "/api/v1/stats/activity"),
         ("get", "/api/v1/workers"),
         ("post", "/api/v1/keys"),
         ("get", "/api/v1/keys"),

@@ -54,6 +54,26 @@ async fn dashboard_end_to_end_in_headless_chromium() {
             ]}
         }))
         .await;
+    let (s, t) = app
+        .post(
+            "/api/v1/templates",
+            &json!({"id": "greet", "description": "Greet someone",
+                "plan": {"steps": [{"id": "hello", "tool": "echo", "parameters": {"text": "hi"}}]}}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{t}");
+    // the overview's activity: the attempts just finished, the failed one among them
+    let (_, act) = app.get("/api/v1/stats/activity").await;
+    let sum = |k: &str| {
+        act["minutes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m[k].as_i64().unwrap())
+            .sum::<i64>()
+    };
+    assert_eq!((sum("succeeded"), sum("failed")), (2, 1), "{act}");
+    assert!(act["workers"].as_i64().unwrap() >= 1, "{act}");
     let artifacts = format!("{root}/target/dashboard-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
     let out = tokio::process::Command::new("node")

@@ -138,8 +138,22 @@ impl Bench {
             .context("a middle task")?
             .to_string();
         let mut out = Vec::new();
-        let cases: [(&'static str, String); 5] = [
+        let since = chrono_mid(n / 50); // the newest 2% of the table
+        let cases: [(&'static str, String); 9] = [
             ("newest 50", "limit=50".into()),
+            (
+                "text in 1 of 977 (q=customer 500), 50",
+                "limit=50&q=customer%20500".into(),
+            ),
+            (
+                "text in 1 task (q=report 1234), 50",
+                "limit=50&q=report%201234%20".into(),
+            ),
+            (
+                "text in no task (q=nowhere), 50",
+                "limit=50&q=nowhere".into(),
+            ),
+            ("since (newest 2%), 50", format!("limit=50&since={since}")),
             ("status=failed, newest 50", "limit=50&status=failed".into()),
             (
                 "status=running (1 in 1000), newest 50",

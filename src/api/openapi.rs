@@ -89,6 +89,7 @@ pub(super) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(templates::get, templates::delete))
         .routes(routes!(system::stats))
         .routes(routes!(system::recovery_stats))
+        .routes(routes!(system::activity))
         .routes(routes!(system::workers))
         .routes(routes!(auth::create, auth::list))
         .routes(routes!(auth::revoke))
@@ -220,6 +221,15 @@ pub(super) fn status_filter() -> Schema {
 pub(super) fn before_cursor() -> Schema {
     AnyOfBuilder::new()
         .item(string().format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))))
+        .item(string().format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime))))
+        .item(empty())
+        .build()
+        .into()
+}
+
+/// An RFC 3339 time, or empty for none.
+pub(super) fn time_or_empty() -> Schema {
+    AnyOfBuilder::new()
         .item(string().format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime))))
         .item(empty())
         .build()

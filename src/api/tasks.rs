@@ -672,6 +672,13 @@ pub(super) struct ListQuery {
     /// A task id (cursor) or an RFC 3339 timestamp; empty: no cursor.
     #[param(schema_with = super::openapi::before_cursor)]
     before: Option<String>,
+    /// Only tasks created at or after this RFC 3339 time; empty: no bound.
+    #[param(schema_with = super::openapi::time_or_empty)]
+    since: Option<String>,
+    /// Only tasks whose description contains this text, in any case (at most 200 characters);
+    /// empty: any.
+    #[param(max_length = 200)]
+    q: Option<String>,
 }
 
 /// List tasks, newest first.
@@ -705,6 +712,17 @@ pub(super) async fn list(
         limit,
         ..Default::default()
     };
+    if let Some(t) = q.since.as_deref().filter(|t| !t.is_empty()) {
+        let ts = DateTime::parse_from_rfc3339(t)
+            .map_err(|_| ApiError::bad_request("since must be an RFC 3339 timestamp"))?;
+        filter.since = Some(ts.with_timezone(&Utc));
+    }
+    if let Some(text) = q.q.filter(|t| !t.is_empty()) {
+        if text.chars().count() > 200 {
+            return Err(ApiError::bad_request("q must be at most 200 characters"));
+        }
+        filter.text = Some(text);
+    }
     if let Some(b) = q.before.as_deref().filter(|b| !b.is_empty()) {
         if let Ok(id) = Uuid::parse_str(b) {
             filter.before_task = Some(id);

@@ -514,6 +514,82 @@ pub struct RecoveryStatsView {
     pub task_outcomes: Vec<Value>,
 }
 
+/// `GET /stats/activity`: the last hour's work and the queue now (the dashboard's overview).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActivityView {
+    /// Attempts finished per minute over the last hour, oldest first; minutes with none are
+    /// left out.
+    pub minutes: Vec<MinuteView>,
+    /// Ready and running steps per tool, with how long the oldest ready one has waited (the
+    /// queue lag).
+    pub queue: Vec<QueueView>,
+    /// Live workers.
+    pub workers: i64,
+    /// Steps and decisions the live workers held at their last heartbeat.
+    pub in_flight: i64,
+}
+
+/// One minute of [`ActivityView`].
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MinuteView {
+    pub minute: DateTime<Utc>,
+    pub succeeded: i64,
+    pub failed: i64,
+}
+
+/// One tool's queue in [`ActivityView`].
+#[derive(Debug, Default, Serialize, ToSchema)]
+pub struct QueueView {
+    pub tool: String,
+    pub ready: i64,
+    pub running: i64,
+    /// Seconds the oldest ready step of the tool has waited (0 when none is ready).
+    pub oldest_ready_secs: f64,
+}
+
+/// The activity view from the store's rows.
+pub fn activity(
+    minutes: Vec<crate::store::reads::ActivityRow>,
+    gauges: &[crate::store::reads::GaugeRow],
+) -> ActivityView {
+    let mut queue: BTreeMap<&str, QueueView> = BTreeMap::new();
+    let (mut workers, mut in_flight) = (0, 0);
+    for g in gauges {
+        match (g.family.as_str(), g.status.as_str()) {
+            ("steps", status) => {
+                let q = queue.entry(&g.tool).or_insert_with(|| QueueView {
+                    tool: g.tool.clone(),
+                    ..Default::default()
+                });
+                if status == "ready" {
+                    q.ready = g.n;
+                    q.oldest_ready_secs = g.oldest_secs;
+                } else {
+                    q.running = g.n;
+                }
+            }
+            ("workers", _) => {
+                workers = g.n;
+                in_flight = g.oldest_secs as i64;
+            }
+            _ => {}
+        }
+    }
+    ActivityView {
+        minutes: minutes
+            .into_iter()
+            .map(|m| MinuteView {
+                minute: m.minute,
+                succeeded: m.succeeded,
+                failed: m.failed,
+            })
+            .collect(),
+        queue: queue.into_values().collect(),
+        workers,
+        in_flight,
+    }
+}
+
 /// `GET /health` and `GET /ready`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {

@@ -24,6 +24,24 @@ pub struct ListTasks {
     pub before_task: Option<Uuid>,
     /// ... or before this instant.
     pub before_time: Option<DateTime<Utc>>,
+    /// Only tasks created at or after this instant.
+    pub since: Option<DateTime<Utc>>,
+    /// Only tasks whose description contains this text (any case).
+    pub text: Option<String>,
+}
+
+/// A `LIKE` pattern matching `text` anywhere (its `%`, `_` and `\` taken literally).
+fn contains_pattern(text: &str) -> String {
+    let mut p = String::with_capacity(text.len() + 2);
+    p.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            p.push('\\');
+        }
+        p.push(c);
+    }
+    p.push('%');
+    p
 }
 
 impl Store {
@@ -106,24 +124,37 @@ impl Store {
         .await?)
     }
 
-    /// Newest first (columns `id, status, description, created_at, updated_at`).
+    /// Newest first (columns `id, status, description, created_at, updated_at`). The statement
+    /// holds only the filters given, so each combination is its own prepared statement with
+    /// its own plan: an `$n IS NULL OR …` form would let PostgreSQL settle on one generic plan
+    /// for every combination, which walks the wrong index once a text search has run.
     pub async fn list_tasks<R: Row>(&self, q: &ListTasks) -> Result<Vec<R>> {
-        Ok(sqlx::query_as(
-            r#"
-            SELECT id, status, description, created_at, updated_at FROM tasks
-            WHERE ($1::text IS NULL OR status = $1)
-              AND ($2::uuid IS NULL OR (created_at, id) < (SELECT c.created_at, c.id FROM tasks c WHERE c.id = $2))
-              AND ($3::timestamptz IS NULL OR created_at < $3)
-            ORDER BY created_at DESC, id DESC
-            LIMIT $4
-            "#,
-        )
-        .bind(q.status)
-        .bind(q.before_task)
-        .bind(q.before_time)
-        .bind(q.limit)
-        .fetch_all(&self.pool)
-        .await?)
+        let mut sql = sqlx::QueryBuilder::new(
+            "SELECT id, status, description, created_at, updated_at FROM tasks WHERE true",
+        );
+        if let Some(s) = q.status {
+            sql.push(" AND status = ").push_bind(s);
+        }
+        if let Some(id) = q.before_task {
+            sql.push(
+                " AND (created_at, id) < (SELECT c.created_at, c.id FROM tasks c WHERE c.id = ",
+            )
+            .push_bind(id)
+            .push(")");
+        }
+        if let Some(t) = q.before_time {
+            sql.push(" AND created_at < ").push_bind(t);
+        }
+        if let Some(t) = q.since {
+            sql.push(" AND created_at >= ").push_bind(t);
+        }
+        if let Some(text) = &q.text {
+            sql.push(" AND description ILIKE ")
+                .push_bind(contains_pattern(text));
+        }
+        sql.push(" ORDER BY created_at DESC, id DESC LIMIT ")
+            .push_bind(q.limit);
+        Ok(sql.build_query_as().fetch_all(&self.pool).await?)
     }
 
     /// Task and step counts by status, every status present (zero when none).
@@ -228,6 +259,28 @@ impl Store {
         .await?)
     }
 
+    /// Attempts finished per minute over the last `minutes` minutes (database clock), oldest
+    /// first; minutes with none are left out. Attempts are inserted as they finish, so their
+    /// ids follow `finished_at`: the window starts after the newest attempt older than it,
+    /// found by walking the primary key back from the newest. The cost follows the window's
+    /// attempts, never the history, and the hot path pays for no index on `finished_at`.
+    pub async fn activity(&self, minutes: i32) -> Result<Vec<ActivityRow>> {
+        Ok(sqlx::query_as(
+            "SELECT date_trunc('minute', finished_at) AS minute,
+                    count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+                    count(*) FILTER (WHERE status = 'failed') AS failed
+             FROM attempts
+             WHERE id > coalesce((SELECT id FROM attempts
+                                  WHERE finished_at <= now() - make_interval(mins => $1)
+                                  ORDER BY id DESC LIMIT 1), 0)
+               AND finished_at > now() - make_interval(mins => $1)
+             GROUP BY 1 ORDER BY 1",
+        )
+        .bind(minutes)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// Created → finished (or → now, database clock, while unfinished), in milliseconds.
     pub async fn task_duration_ms(&self, id: Uuid) -> Result<i64> {
         sqlx::query_scalar(
@@ -239,6 +292,14 @@ impl Store {
         .await?
         .ok_or_else(|| StoreError::NotFound(format!("task {id}")))
     }
+}
+
+/// One minute of [`Store::activity`].
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ActivityRow {
+    pub minute: DateTime<Utc>,
+    pub succeeded: i64,
+    pub failed: i64,
 }
 
 /// One row of [`Store::metrics_gauges`]: `family` is `tasks` (by `status`), `steps` (by

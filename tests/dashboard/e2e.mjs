@@ -37,10 +37,23 @@ try {
   await page.waitForSelector('#nav:not([hidden])');
   check((await page.textContent('#who')).includes('admin'), 'signed in as admin');
   check(await page.evaluate(() => sessionStorage.getItem('trellis.key') !== null), 'the key is kept in session storage');
+  await page.waitForSelector('#activity');
+  check(await page.locator('#activity rect.bar.succeeded').count() >= 1, 'the overview charts the last hour\'s attempts');
+  check(/\d+\.\d s/.test(await page.textContent('#queue-lag')), 'the overview shows the queue lag');
   await page.screenshot({ path: `${ARTIFACTS}/overview.png`, fullPage: true });
 
+  // filter the list by text: only the task whose description matches
+  await page.goto(`${URL}#/tasks`);
+  await page.waitForSelector('#task-list');
+  await page.fill('#text-filter', 'FLAKY step');
+  await page.press('#text-filter', 'Enter');
+  await page.waitForFunction(() => location.hash.includes('q='));
+  await page.waitForSelector(`#task-list tr[data-task="${RUNNING}"]`, { state: 'detached' });
+  check(await page.locator(`#task-list tr[data-task="${RECOVERED}"]`).count() === 1
+    && await page.locator('#task-list tbody tr').count() === 1, 'a text filter leaves only the matching task');
+
   // find the recovered task in the list and open it
-  await page.click('nav a[href="#/tasks"]');
+  await page.goto(`${URL}#/tasks`);
   const row = page.locator(`#task-list tr[data-task="${RECOVERED}"]`);
   await row.waitFor();
   await row.locator('a').click();
@@ -69,11 +82,31 @@ try {
   check(await page.locator('#plan-graph g[data-status="succeeded"]').count() === 2, 'both its steps are drawn succeeded');
   await page.screenshot({ path: `${ARTIFACTS}/finished-live.png`, fullPage: true });
 
+  // rerun the recovered task from its flaky step with edited parameters: a new plan version,
+  // whose changes from the first are shown, and which runs to the end on screen
+  await page.goto(`${URL}#/tasks/${RECOVERED}`);
+  await page.waitForSelector(`h1[data-task="${RECOVERED}"]`);
+  await page.selectOption('#actions select', RECOVERED_STEP);
+  await page.fill('#actions textarea', '{"fail_times": 0}');
+  await page.click('#actions button:has-text("Rerun from step")');
+  await page.waitForSelector('#version');
+  check(await page.locator('#version option').count() === 2, 'the rerun is a second plan version, with a selector for both');
+  const changed = await page.textContent('#version-changes');
+  check(changed.includes(`~ ${RECOVERED_STEP}`) && changed.includes('parameters changed'), `the changes from v1 name the edited step (${changed})`);
+  await page.waitForSelector('main h1 + .toolbar .status[data-status="succeeded"]', { timeout: 60000 });
+  check(await page.locator(`#plan-graph g[data-step="${RECOVERED_STEP}"][data-status="succeeded"]`).count() === 1, 'the rerun step succeeded on screen');
+
   // the recovery page
   await page.click('nav a[href="#/recovery"]');
   await page.waitForSelector('table[data-view="recovery_by_tool"]');
   check((await page.textContent('table[data-view="recovery_by_tool"]')).includes('flaky'), 'the recovery page lists the flaky tool');
+  check(await page.locator('#by-tool rect.bar').count() >= 2 && await page.locator('#by-tier rect.bar').count() >= 2, 'the recovery page charts by tool and by tier');
   await page.screenshot({ path: `${ARTIFACTS}/recovery.png`, fullPage: true });
+
+  // tools and templates
+  await page.click('nav a[href="#/tools"]');
+  await page.waitForSelector('#tools');
+  check((await page.textContent('#tools')).includes('flaky') && (await page.textContent('#templates')).includes('greet'), 'the tools page lists the tools and the templates');
 
   // a phone-width screen: nothing wider than the screen
   await page.setViewportSize({ width: 390, height: 844 });

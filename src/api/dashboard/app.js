@@ -90,8 +90,11 @@ const views = { '': overview, tasks, recovery, tools, workers };
 async function route() {
   if (!state.role) return;
   stopStream();
-  const [, page, id] = (location.hash || '#/').split('/');
-  const view = $('view');
+  const [, path, id] = (location.hash || '#/').split('/');
+  const page = path.split('?')[0];
+  // a fresh container per visit: a slower render of the page left behind fills a detached one
+  const view = h('div', {});
+  fill($('view'), view);
   try {
     if (page === 'tasks' && id) await task(view, decodeURIComponent(id));
     else await (views[page] || overview)(view);
@@ -103,19 +106,48 @@ window.addEventListener('hashchange', route);
 
 // ---- overview
 async function overview(view) {
-  const [stats, fleet, rec] = await Promise.all([api('/stats'), api('/workers'), api('/stats/recovery')]);
+  const [stats, fleet, rec, act] = await Promise.all([api('/stats'), api('/workers'), api('/stats/recovery'), api('/stats/activity')]);
   const cards = (counts) => h('div', { class: 'cards' }, Object.entries(counts).map(([k, n]) => h('div', { class: 'card' }, h('b', {}, n), status(k))));
   const failing = {};
   for (const r of rec.recovery_by_tool) failing[r.tool] = (failing[r.tool] || 0) + Number(r.failures || 0);
   const top = Object.entries(failing).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]).slice(0, 5);
-  fill(view, 
+  const lag = act.queue.length ? Math.max(...act.queue.map((q) => q.oldest_ready_secs)) : 0;
+  fill(view,
     h('h1', {}, 'Overview'),
+    h('div', { class: 'cards' },
+      h('div', { class: 'card' }, h('b', { id: 'queue-lag' }, `${lag.toFixed(1)} s`), 'queue lag (oldest ready step)'),
+      h('div', { class: 'card' }, h('b', {}, act.workers), `live workers, ${act.in_flight} in flight`)),
+    h('h2', {}, 'Steps per second and failures, last hour'), activityChart(act.minutes),
     h('h2', {}, 'Tasks by status'), cards(stats.tasks),
     h('h2', {}, 'Steps by status'), cards(stats.steps),
+    h('h2', {}, 'Queue by tool'), act.queue.length
+      ? table(['tool', 'ready', 'running', 'oldest ready waited'], act.queue.map((q) => [q.tool, q.ready, q.running, `${q.oldest_ready_secs.toFixed(1)} s`]))
+      : h('p', { class: 'muted' }, 'Nothing queued.'),
     h('h2', {}, `Workers (${fleet.length})`), workerTable(fleet),
     h('h2', {}, 'Most failing tools'),
     top.length ? table(['tool', 'failures'], top.map(([t, n]) => [t, n])) : h('p', { class: 'muted' }, 'No failures recorded.'),
   );
+}
+// a bar per minute of the last hour: succeeded attempts (green) under failed ones (red)
+function activityChart(minutes) {
+  const W = 720; const H = 140; const now = Date.now();
+  const slot = (W - 40) / 60;
+  const peak = Math.max(1, ...minutes.map((m) => m.succeeded + m.failed));
+  const bars = minutes.flatMap((m) => {
+    const age = Math.floor((now - Date.parse(m.minute)) / 60000);
+    if (age < 0 || age > 59) return [];
+    const x = 40 + (59 - age) * slot;
+    const ok = (m.succeeded / peak) * (H - 30); const bad = (m.failed / peak) * (H - 30);
+    return [
+      h('rect', { class: 'bar succeeded', 'data-minute': m.minute, x, y: H - 20 - ok, width: slot - 1, height: ok }, h('title', {}, `${new Date(m.minute).toLocaleTimeString()}: ${(m.succeeded / 60).toFixed(2)} steps/s, ${m.failed} failed`)),
+      h('rect', { class: 'bar failed', x, y: H - 20 - ok - bad, width: slot - 1, height: bad }),
+    ];
+  });
+  const total = minutes.reduce((n, m) => n + m.succeeded, 0);
+  return h('div', { class: 'scroll' }, h('svg', { id: 'activity', role: 'img', 'aria-label': `${total} attempts succeeded in the last hour`, width: W, height: H },
+    h('text', { x: 0, y: 12 }, `${(peak / 60).toFixed(2)}/s`), h('text', { x: 0, y: H - 22 }, '0'),
+    h('text', { x: 40, y: H - 4 }, '−60 min'), h('text', { x: W - 40, y: H - 4 }, 'now'),
+    h('line', { x1: 38, y1: H - 20, x2: W, y2: H - 20, stroke: '#999' }), bars));
 }
 function table(head, rows, attrs) {
   return h('div', { class: 'scroll' }, h('table', attrs || {}, h('thead', {}, h('tr', {}, head.map((c) => h('th', { scope: 'col' }, c)))),
@@ -126,9 +158,20 @@ function table(head, rows, attrs) {
 async function tasks(view) {
   const params = new URLSearchParams(location.hash.split('?')[1] || '');
   const st = params.get('status') || '';
-  const before = params.get('before') || '';
-  const list = await api(`/tasks?limit=50${st ? `&status=${st}` : ''}${before ? `&before=${before}` : ''}`);
-  const filter = h('select', { id: 'status-filter', 'aria-label': 'status filter', onchange: (e) => { location.hash = `#/tasks?status=${e.target.value}`; } },
+  const text = params.get('q') || '';
+  const since = params.get('since') || '';
+  const query = new URLSearchParams({ limit: 50 });
+  for (const k of ['status', 'q', 'since', 'before']) if (params.get(k)) query.set(k, params.get(k));
+  const list = await api(`/tasks?${query}`);
+  const go = (changes) => {
+    const next = new URLSearchParams(params);
+    next.delete('before');
+    for (const [k, v] of Object.entries(changes)) { if (v) next.set(k, v); else next.delete(k); }
+    location.hash = `#/tasks?${next}`;
+  };
+  const search = h('input', { id: 'text-filter', type: 'search', value: text, placeholder: 'description contains…', 'aria-label': 'description contains', maxlength: 200, onchange: (e) => go({ q: e.target.value.trim() }) });
+  const sinceBox = h('input', { id: 'since-filter', type: 'datetime-local', 'aria-label': 'submitted since', value: since ? new Date(since).toISOString().slice(0, 16) : '', onchange: (e) => go({ since: e.target.value ? new Date(e.target.value).toISOString() : '' }) });
+  const filter = h('select', { id: 'status-filter', 'aria-label': 'status filter', onchange: (e) => go({ status: e.target.value }) },
     h('option', { value: '' }, 'any status'),
     ['pending', 'planning', 'running', 'reflecting', 'replanning', 'evaluating', 'succeeded', 'failed', 'needs_intervention', 'cancelled']
       .map((s) => h('option', { value: s, selected: s === st }, s)));
@@ -147,11 +190,11 @@ async function tasks(view) {
   const last = list[list.length - 1];
   fill(view, 
     h('h1', {}, 'Tasks'),
-    h('div', { class: 'toolbar' }, filter,
+    h('div', { class: 'toolbar' }, filter, search, h('label', {}, 'since ', sinceBox),
       OPERATOR() ? h('button', { type: 'button', onclick: () => bulk('cancel') }, 'Cancel selected') : null,
       OPERATOR() ? h('button', { type: 'button', onclick: () => bulk('resume') }, 'Resume selected') : null),
     table([OPERATOR() ? '' : null, 'task', 'status', h('span', { class: 'hide-narrow' }, 'submitted')].filter((c) => c !== null), rows, { id: 'task-list' }),
-    list.length === 50 && last ? h('p', {}, h('a', { href: `#/tasks?status=${st}&before=${last.task_id}` }, 'Older tasks →')) : null,
+    list.length === 50 && last ? h('p', {}, h('a', { href: `#/tasks?${new URLSearchParams({ ...Object.fromEntries(params), before: last.task_id })}` }, 'Older tasks →')) : null,
   );
 }
 
@@ -224,26 +267,33 @@ function graph(plan) {
     const a = pos[x]; const b = pos[s.id];
     return h('path', { class: 'edge', 'data-from': x, 'data-to': s.id, d: `M${a.x + W},${a.y + H / 2} C${a.x + W + GX / 2},${a.y + H / 2} ${b.x - GX / 2},${b.y + H / 2} ${b.x},${b.y + H / 2}` });
   }));
-  const nodes = steps.map((s) => h('g', { class: `node ${s.status}`, 'data-step': s.id, 'data-status': s.status, transform: `translate(${pos[s.id].x},${pos[s.id].y})` },
+  const nodes = steps.map((s) => h('g', { class: `node ${s.status}`, 'data-step': s.id, 'data-status': s.status, tabindex: 0, role: 'img', 'aria-label': `step ${s.id}: ${s.status}`, transform: `translate(${pos[s.id].x},${pos[s.id].y})` },
     h('title', {}, `${s.id}: ${s.status}, tool ${s.tool}, ${s.attempts} attempt(s)`),
     h('rect', { width: W, height: H }),
     h('text', { x: 8, y: 17 }, s.id.length > 20 ? `${s.id.slice(0, 19)}…` : s.id),
     h('text', { x: 8, y: 34, fill: '#555' }, `${s.tool} · ${s.status}${s.attempts > 1 ? ` · ×${s.attempts}` : ''}`)));
   return h('div', { class: 'scroll' }, h('svg', { id: 'plan-graph', role: 'img', 'aria-label': `plan version ${plan.version}`, width, height, viewBox: `0 0 ${width} ${height}` }, edges, nodes));
 }
-// what changed from the version before the one shown
+// what changed between the version shown and another (the one before it, unless picked)
 function changes(versions, shown) {
-  const prev = versions.find((p) => p.version < shown.version);
-  if (!prev) return null;
-  const key = (s) => JSON.stringify([s.tool, s.parameters, s.dependencies]);
-  const before = Object.fromEntries(prev.steps.map((s) => [s.id, s]));
-  const now = Object.fromEntries(shown.steps.map((s) => [s.id, s]));
-  const lines = [
-    ...shown.steps.filter((s) => !before[s.id]).map((s) => `+ ${s.id} (${s.tool})`),
-    ...prev.steps.filter((s) => !now[s.id]).map((s) => `− ${s.id}`),
-    ...shown.steps.filter((s) => before[s.id] && key(before[s.id]) !== key(s)).map((s) => `~ ${s.id}: ${before[s.id].tool} → ${s.tool}`),
-  ];
-  return h('details', { id: 'version-changes' }, h('summary', {}, `Changes from v${prev.version}`), lines.length ? h('pre', {}, lines.join('\n')) : h('p', { class: 'muted' }, 'No step changed.'));
+  const others = versions.filter((p) => p.version !== shown.version);
+  const box = h('details', { id: 'version-changes', open: true });
+  const show = (prev) => {
+    const key = (s) => JSON.stringify([s.tool, s.parameters, s.dependencies]);
+    const before = Object.fromEntries(prev.steps.map((s) => [s.id, s]));
+    const now = Object.fromEntries(shown.steps.map((s) => [s.id, s]));
+    const lines = [
+      ...shown.steps.filter((s) => !before[s.id]).map((s) => `+ ${s.id} (${s.tool})`),
+      ...prev.steps.filter((s) => !now[s.id]).map((s) => `− ${s.id}`),
+      ...shown.steps.filter((s) => before[s.id] && key(before[s.id]) !== key(s)).map((s) => `~ ${s.id}: ${before[s.id].tool} → ${s.tool}${JSON.stringify(before[s.id].parameters) !== JSON.stringify(s.parameters) ? ', parameters changed' : ''}`),
+    ];
+    const pick = h('select', { 'aria-label': 'compare with version', onchange: (e) => show(others.find((p) => p.version === Number(e.target.value))) },
+      others.map((p) => h('option', { value: p.version, selected: p === prev }, `v${p.version} (${p.origin})`)));
+    fill(box, h('summary', {}, `Changes from v${prev.version} to v${shown.version}`), h('label', {}, 'compare with ', pick),
+      lines.length ? h('pre', {}, lines.join('\n')) : h('p', { class: 'muted' }, 'No step changed.'));
+  };
+  show(others.find((p) => p.version < shown.version) || others[0]);
+  return box;
 }
 // attempts as a timeline: a row per step, a bar per attempt (parallel steps overlap)
 function gantt(attempts) {
@@ -315,22 +365,58 @@ function follow(id, refresh) {
 // ---- recovery statistics, tools, workers
 async function recovery(view) {
   const rec = await api('/stats/recovery');
-  const section = (name, rows) => [h('h2', {}, name.replace(/_/g, ' ')), rows.length
+  const sum = (rows, key, fields) => {
+    const out = {};
+    for (const r of rows) {
+      const k = String(r[key]);
+      const o = (out[k] = out[k] || Object.fromEntries(fields.map((f) => [f, 0])));
+      for (const f of fields) o[f] += Number(r[f] || 0);
+    }
+    return Object.entries(out).map(([label, v]) => ({ label, ...v }));
+  };
+  const section = (name, rows) => [h('h3', {}, `${name.replace(/_/g, ' ')} (rows)`), rows.length
     ? table(Object.keys(rows[0]), rows.map((r) => Object.values(r).map((v) => (typeof v === 'object' && v !== null ? JSON.stringify(v) : v ?? ''))), { 'data-view': name })
     : h('p', { class: 'muted' }, 'No rows yet.')];
-  fill(view, h('h1', {}, 'Recovery'), ...Object.entries(rec).flatMap(([k, rows]) => section(k, rows)));
+  fill(view,
+    h('h1', {}, 'Recovery'),
+    h('h2', {}, 'By tool'), barChart('by-tool', sum(rec.recovery_by_tool, 'tool', ['failures', 'recovered']), 'failures', 'recovered'),
+    h('h2', {}, 'By category'), barChart('by-category', sum(rec.recovery_by_category, 'category', ['failures', 'recovered']), 'failures', 'recovered'),
+    h('h2', {}, 'By tier'), barChart('by-tier', sum(rec.recovery_by_tier, 'tier', ['actions', 'saved']).map((r) => ({ ...r, label: `tier ${r.label}` })), 'actions', 'saved'),
+    h('h2', {}, 'By day'), barChart('by-day', sum(rec.recovery_by_tool, 'day', ['failures', 'recovered']), 'failures', 'recovered'),
+    h('h2', {}, 'The views'), ...Object.entries(rec).flatMap(([k, rows]) => section(k, rows)));
+}
+// horizontal bars, two per label: `a` (red) and how many of them `b` (green)
+function barChart(id, rows, a, b) {
+  if (!rows.length) return h('p', { class: 'muted' }, 'No rows yet.');
+  const W = 600; const L = 150; const R = 30;
+  const peak = Math.max(1, ...rows.map((r) => Math.max(r[a], r[b])));
+  const scale = (n) => (n / peak) * (W - L - 60);
+  return h('div', { class: 'scroll' }, h('svg', { id, role: 'img', 'aria-label': `${a} and ${b} by ${id.slice(3)}`, width: W, height: 24 + rows.length * R },
+    h('text', { x: L, y: 12 }, `■ ${a}`), h('text', { x: L + 90, y: 12 }, `■ ${b}`),
+    rows.flatMap((r, i) => [
+      h('text', { x: 0, y: 32 + i * R }, r.label.length > 22 ? `${r.label.slice(0, 21)}…` : r.label),
+      h('rect', { class: 'bar failed', x: L, y: 20 + i * R, width: scale(r[a]), height: 10 }, h('title', {}, `${r.label}: ${r[a]} ${a}`)),
+      h('rect', { class: 'bar succeeded', x: L, y: 31 + i * R, width: scale(r[b]), height: 10 }, h('title', {}, `${r.label}: ${r[b]} ${b}`)),
+      h('text', { x: L + scale(Math.max(r[a], r[b])) + 6, y: 36 + i * R }, `${r[a]} / ${r[b]}`),
+    ])));
 }
 async function tools(view) {
-  const [list, rec] = await Promise.all([api('/tools'), api('/stats/recovery')]);
+  const [list, templates, rec] = await Promise.all([api('/tools'), api('/templates'), api('/stats/recovery')]);
   const rate = {};
   for (const r of rec.recovery_by_tool) {
     const x = (rate[r.tool] = rate[r.tool] || { ok: 0, n: 0 });
     x.n += Number(r.attempts || 0); x.ok += Number(r.attempts || 0) - Number(r.failures || 0);
   }
-  fill(view, h('h1', {}, 'Tools'), table(['id', 'kind', 'endpoint', 'limits', 'attempts'], list.map((t) => [
-    t.id, t.kind, t.endpoint || '', [t.max_concurrency && `≤ ${t.max_concurrency} at once`, t.rate_limit_per_sec && `${t.rate_limit_per_sec}/s`].filter(Boolean).join(', '),
-    rate[t.id] && rate[t.id].n ? `${rate[t.id].n} (${Math.round((100 * rate[t.id].ok) / rate[t.id].n)}% ok)` : '',
-  ])));
+  fill(view,
+    h('h1', {}, 'Tools'),
+    table(['id', 'kind', 'endpoint', 'limits', 'attempts (success rate)'], list.map((t) => [
+      t.id, t.kind, t.endpoint || '', [t.max_concurrency && `≤ ${t.max_concurrency} at once`, t.rate_limit_per_sec && `${t.rate_limit_per_sec}/s`].filter(Boolean).join(', '),
+      rate[t.id] && rate[t.id].n ? `${rate[t.id].n} (${Math.round((100 * rate[t.id].ok) / rate[t.id].n)}% ok)` : '',
+    ]), { id: 'tools' }),
+    h('h1', {}, 'Templates'),
+    templates.length
+      ? table(['id', 'description', 'steps', 'input schema'], templates.map((t) => [t.id, t.description, (t.plan.steps || []).length, collapsible('input_schema', t.input_schema)]), { id: 'templates' })
+      : h('p', { class: 'muted' }, 'No template registered.'));
 }
 function workerTable(fleet) {
   return fleet.length
