@@ -50,7 +50,7 @@ async fn dashboard_end_to_end_in_headless_chromium() {
             "description": "still running when the browser opens it",
             "plan": {"steps": [
                 {"id": "start", "tool": "echo", "parameters": {"text": "go"}},
-                {"id": "wait", "tool": "sleep", "parameters": {"ms": 8000}, "dependencies": ["start"]}
+                {"id": "wait", "tool": "sleep", "parameters": {"ms": 12000}, "dependencies": ["start"]}
             ]}
         }))
         .await;
@@ -74,6 +74,17 @@ async fn dashboard_end_to_end_in_headless_chromium() {
     };
     assert_eq!((sum("succeeded"), sum("failed")), (2, 1), "{act}");
     assert!(act["workers"].as_i64().unwrap() >= 1, "{act}");
+    let flaky = act["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tool"] == "flaky")
+        .expect("flaky in the last hour");
+    assert_eq!(
+        (flaky["attempts"].as_i64(), flaky["failed"].as_i64()),
+        (Some(2), Some(1)),
+        "{act}"
+    );
     let artifacts = format!("{root}/target/dashboard-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
     let out = tokio::process::Command::new("node")

@@ -1,9 +1,9 @@
 //! The OpenAPI document, generated from the handlers' types (utoipa with utoipa-axum): every
 //! handler carries `#[utoipa::path]` (its route, parameters, body and every status it answers),
-//! every body and view derives `ToSchema`, and [`routes`] registers each handler in the router
+//! every body and view derives `ToSchema`, and `routes` registers each handler in the router
 //! and in the document at once, so a route cannot exist without its entry.
 //!
-//! Two kinds of rule are added to the generated JSON by [`cross_field`], because a Rust type
+//! Two kinds of rule are added to the generated JSON by `cross_field`, because a Rust type
 //! cannot state them: which fields of a body exclude or require each other (a submit names a
 //! plan or a template, not both), and step ids a plan may not use. The served document has two
 //! forms: a server without a planning brain asks every submit for a plan or a template

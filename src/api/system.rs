@@ -41,16 +41,18 @@ pub(super) async fn recovery_stats(
 
 /// The last hour's work and the queue now.
 ///
-/// Attempts finished per minute over the last hour (succeeded and failed), ready and running
-/// steps per tool with the oldest ready step's wait, and the live workers with what they hold.
+/// Attempts finished per minute over the last hour (succeeded and failed), each tool's attempts,
+/// failures and durations over that hour, ready and running steps per tool with the oldest
+/// ready step's wait, and the live workers with what they hold.
 /// Its cost follows the last hour's work and the live queue, not the history.
 #[utoipa::path(get, path = "/stats/activity", operation_id = "activity", tag = "system", security(("bearer" = [])),
     responses((status = 200, description = "activity", body = ActivityView), Guarded),
 )]
 pub(super) async fn activity(State(st): State<AppState>) -> Result<Json<ActivityView>, ApiError> {
     let minutes = st.store.activity(60).await?;
+    let tools = st.store.tool_activity(60).await?;
     let gauges = st.store.metrics_gauges().await?;
-    Ok(Json(super::views::activity(minutes, &gauges)))
+    Ok(Json(super::views::activity(minutes, tools, &gauges)))
 }
 
 /// The live worker fleet: workers not stopped whose last heartbeat is younger than their lease.

@@ -523,6 +523,8 @@ pub struct ActivityView {
     /// Ready and running steps per tool, with how long the oldest ready one has waited (the
     /// queue lag).
     pub queue: Vec<QueueView>,
+    /// Per tool: attempts finished over the last hour, failures, and their duration.
+    pub tools: Vec<ToolActivityView>,
     /// Live workers.
     pub workers: i64,
     /// Steps and decisions the live workers held at their last heartbeat.
@@ -535,6 +537,16 @@ pub struct MinuteView {
     pub minute: DateTime<Utc>,
     pub succeeded: i64,
     pub failed: i64,
+}
+
+/// One tool's last hour in [`ActivityView`].
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolActivityView {
+    pub tool: String,
+    pub attempts: i64,
+    pub failed: i64,
+    pub median_ms: f64,
+    pub mean_ms: f64,
 }
 
 /// One tool's queue in [`ActivityView`].
@@ -550,6 +562,7 @@ pub struct QueueView {
 /// The activity view from the store's rows.
 pub fn activity(
     minutes: Vec<crate::store::reads::ActivityRow>,
+    tools: Vec<crate::store::reads::ToolActivityRow>,
     gauges: &[crate::store::reads::GaugeRow],
 ) -> ActivityView {
     let mut queue: BTreeMap<&str, QueueView> = BTreeMap::new();
@@ -582,6 +595,16 @@ pub fn activity(
                 minute: m.minute,
                 succeeded: m.succeeded,
                 failed: m.failed,
+            })
+            .collect(),
+        tools: tools
+            .into_iter()
+            .map(|t| ToolActivityView {
+                tool: t.tool,
+                attempts: t.attempts,
+                failed: t.failed,
+                median_ms: t.median_ms,
+                mean_ms: t.mean_ms,
             })
             .collect(),
         queue: queue.into_values().collect(),

@@ -281,6 +281,28 @@ impl Store {
         .await?)
     }
 
+    /// Per tool, the attempts finished in the last `minutes` minutes: how many, how many
+    /// failed, and their median and mean duration. The window is found as in
+    /// [`Store::activity`].
+    pub async fn tool_activity(&self, minutes: i32) -> Result<Vec<ToolActivityRow>> {
+        Ok(sqlx::query_as(
+            "SELECT tool, count(*) AS attempts,
+                    count(*) FILTER (WHERE status = 'failed') AS failed,
+                    coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms), 0)::float8
+                        AS median_ms,
+                    coalesce(avg(duration_ms), 0)::float8 AS mean_ms
+             FROM attempts
+             WHERE id > coalesce((SELECT id FROM attempts
+                                  WHERE finished_at <= now() - make_interval(mins => $1)
+                                  ORDER BY id DESC LIMIT 1), 0)
+               AND finished_at > now() - make_interval(mins => $1)
+             GROUP BY tool ORDER BY tool",
+        )
+        .bind(minutes)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// Created → finished (or → now, database clock, while unfinished), in milliseconds.
     pub async fn task_duration_ms(&self, id: Uuid) -> Result<i64> {
         sqlx::query_scalar(
@@ -300,6 +322,16 @@ pub struct ActivityRow {
     pub minute: DateTime<Utc>,
     pub succeeded: i64,
     pub failed: i64,
+}
+
+/// One tool of [`Store::tool_activity`].
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ToolActivityRow {
+    pub tool: String,
+    pub attempts: i64,
+    pub failed: i64,
+    pub median_ms: f64,
+    pub mean_ms: f64,
 }
 
 /// One row of [`Store::metrics_gauges`]: `family` is `tasks` (by `status`), `steps` (by

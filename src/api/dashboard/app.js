@@ -401,7 +401,8 @@ function barChart(id, rows, a, b) {
     ])));
 }
 async function tools(view) {
-  const [list, templates, rec] = await Promise.all([api('/tools'), api('/templates'), api('/stats/recovery')]);
+  const [list, templates, rec, act] = await Promise.all([api('/tools'), api('/templates'), api('/stats/recovery'), api('/stats/activity')]);
+  const hour = Object.fromEntries(act.tools.map((t) => [t.tool, t]));
   const rate = {};
   for (const r of rec.recovery_by_tool) {
     const x = (rate[r.tool] = rate[r.tool] || { ok: 0, n: 0 });
@@ -409,10 +410,11 @@ async function tools(view) {
   }
   fill(view,
     h('h1', {}, 'Tools'),
-    table(['id', 'kind', 'endpoint', 'limits', 'attempts (success rate)'], list.map((t) => [
+    table(['id', 'kind', 'endpoint', 'limits', 'attempts (success rate)', 'last hour: attempts, median / mean ms'], list.map((t) => [
       t.id, t.kind, t.endpoint || '', [t.max_concurrency && `≤ ${t.max_concurrency} at once`, t.rate_limit_per_sec && `${t.rate_limit_per_sec}/s`].filter(Boolean).join(', '),
       rate[t.id] && rate[t.id].n ? `${rate[t.id].n} (${Math.round((100 * rate[t.id].ok) / rate[t.id].n)}% ok)` : '',
-    ]), { id: 'tools' }),
+      hour[t.id] ? `${hour[t.id].attempts} (${hour[t.id].failed} failed), ${hour[t.id].median_ms.toFixed(0)} / ${hour[t.id].mean_ms.toFixed(0)} ms` : '',
+    ].map((c, i) => (i === 0 ? h('span', { 'data-tool': t.id }, c) : c))), { id: 'tools' }),
     h('h1', {}, 'Templates'),
     templates.length
       ? table(['id', 'description', 'steps', 'input schema'], templates.map((t) => [t.id, t.description, (t.plan.steps || []).length, collapsible('input_schema', t.input_schema)]), { id: 'templates' })
