@@ -45,6 +45,18 @@ async fn dashboard_end_to_end_in_headless_chromium() {
         .await;
     let done = app.wait_done(recovered, Duration::from_secs(30)).await;
     assert_eq!(done["status"], "succeeded", "{done}");
+    let broken = app
+        .submit(json!({
+            "description": "a step that cannot succeed",
+            "limits": {"max_task_replans": 1},
+            "plan": {"steps": [
+                {"id": "broken", "tool": "fail",
+                 "parameters": {"message": "the input is malformed", "category": "bad_input", "retryable": false}}
+            ]}
+        }))
+        .await;
+    let ended = app.wait_done(broken, Duration::from_secs(60)).await;
+    assert_ne!(ended["status"], "succeeded", "{ended}");
     let running = app
         .submit(json!({
             "description": "still running when the browser opens it",
@@ -72,7 +84,14 @@ async fn dashboard_end_to_end_in_headless_chromium() {
             .map(|m| m[k].as_i64().unwrap())
             .sum::<i64>()
     };
-    assert_eq!((sum("succeeded"), sum("failed")), (2, 1), "{act}");
+    let tools = act["tools"].as_array().unwrap();
+    let per_tool = |k: &str| tools.iter().map(|t| t[k].as_i64().unwrap()).sum::<i64>();
+    assert_eq!(
+        (sum("succeeded") + sum("failed"), sum("failed")),
+        (per_tool("attempts"), per_tool("failed")),
+        "the minutes and the tools count the same attempts: {act}"
+    );
+    assert!(sum("succeeded") >= 2 && sum("failed") >= 2, "{act}");
     assert!(act["workers"].as_i64().unwrap() >= 1, "{act}");
     let flaky = act["tools"]
         .as_array()
@@ -95,6 +114,7 @@ async fn dashboard_end_to_end_in_headless_chromium() {
         .env("RECOVERED_TASK", recovered.to_string())
         .env("RECOVERED_STEP", "shaky")
         .env("RUNNING_TASK", running.to_string())
+        .env("BROKEN_TASK", broken.to_string())
         .env("ARTIFACTS", &artifacts)
         .env("NO_PROXY", "127.0.0.1")
         .kill_on_drop(true)

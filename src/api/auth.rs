@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::openapi::{BadBody, BadUri, Guarded, Missing};
-use super::views::KeyView;
+use super::views::{KeyView, WhoAmI};
 use super::{ApiError, ApiJson, AppState, views};
 use crate::domain::auth::{Role, required_role};
 use crate::store::keys::NewKey;
@@ -188,16 +188,6 @@ pub(super) async fn revoke(
         .map_err(|_| ApiError::bad_request(format!("{raw:?} is not a key id (UUID)")))?;
     st.store.revoke_key(id).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// `GET /whoami`: what the presented key may do (the dashboard shows only those actions).
-#[derive(Debug, serde::Serialize, ToSchema)]
-pub struct WhoAmI {
-    /// `admin`, `operator` or `reader` (`admin` when access control is off).
-    #[schema(schema_with = super::openapi::role)]
-    pub role: &'static str,
-    /// Whether keys are checked at all (`[auth]`).
-    pub access_control: bool,
 }
 
 /// The caller's role.

@@ -613,6 +613,16 @@ pub fn activity(
     }
 }
 
+/// `GET /whoami`: what the presented key may do (the dashboard shows only those actions).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WhoAmI {
+    /// `admin`, `operator` or `reader` (`admin` when access control is off).
+    #[schema(schema_with = super::openapi::role)]
+    pub role: &'static str,
+    /// Whether keys are checked at all (`[auth]`).
+    pub access_control: bool,
+}
+
 /// `GET /health` and `GET /ready`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {

@@ -11,6 +11,7 @@ const READER = env('READER_KEY');
 const RECOVERED = env('RECOVERED_TASK');
 const RECOVERED_STEP = env('RECOVERED_STEP');
 const RUNNING = env('RUNNING_TASK');
+const BROKEN = env('BROKEN_TASK');
 const ARTIFACTS = env('ARTIFACTS');
 const check = (ok, what) => { if (!ok) throw new Error(`check failed: ${what}`); console.log(`ok - ${what}`); };
 
@@ -69,9 +70,21 @@ try {
   check(await first.getAttribute('data-status') === 'failed', 'its first attempt failed');
   check(await retry.getAttribute('data-status') === 'succeeded', 'its retry succeeded');
   check(await page.locator(`#gantt rect.bar[data-step="${RECOVERED_STEP}"]`).count() === 2, 'the timeline shows both attempts');
-  check(await page.locator('#recovery-chain li[data-level="step"]').count() >= 1, 'the recovery chain shows the step reflection');
+  const link = page.locator(`#recovery-chain > li[data-step="${RECOVERED_STEP}"]`);
+  const chainText = await link.textContent();
+  check(await link.getAttribute('data-outcome') === 'succeeded' && chainText.includes('reflection: tool_error') && chainText.includes('tier 1: retry as attempt 2'),
+    `the recovery chain shows the failure, its reflection, the tier-1 retry and the outcome (${chainText})`);
   check(await page.locator('#actions').count() === 1, 'an admin sees the task actions');
   await page.screenshot({ path: `${ARTIFACTS}/recovered-task.png`, fullPage: true });
+
+  // a failure no retry can fix: the chain climbs to tier 3 (a reflection on the whole task)
+  await page.goto(`${URL}#/tasks/${BROKEN}`);
+  await page.waitForSelector(`h1[data-task="${BROKEN}"]`);
+  const escalated = await page.textContent('#recovery-chain');
+  check(escalated.includes('tier 3: reflection on the whole task'), `the recovery chain of an unfixable step reaches tier 3 (${escalated})`);
+  check(!escalated.includes('[object') && await page.locator('#recovery-chain > li[data-outcome="needs_intervention"]').count() === 1,
+    'the last failure ends in needs_intervention, each strategy named');
+  await page.screenshot({ path: `${ARTIFACTS}/escalated-task.png`, fullPage: true });
 
   // watch a running task finish without a reload
   await page.goto(`${URL}#/tasks/${RUNNING}`);

@@ -200,13 +200,13 @@ async function tasks(view) {
 
 // ---- one task
 async function task(view, id) {
-  const load = () => Promise.all([api(`/tasks/${id}`), api(`/tasks/${id}/plan`).catch(() => null), api(`/tasks/${id}/attempts`), api(`/tasks/${id}/reflections`)]);
+  const load = () => Promise.all([api(`/tasks/${id}`), api(`/tasks/${id}/plan`).catch(() => null), api(`/tasks/${id}/attempts`), api(`/tasks/${id}/reflections`), api(`/tasks/${id}/events?limit=10000`)]);
   let version = null;
-  const render = ([t, plan, attempts, reflections]) => {
+  const render = ([t, plan, attempts, reflections, events]) => {
     const versions = plan ? [plan, ...plan.history].sort((a, b) => b.version - a.version) : [];
     const shown = versions.find((p) => p.version === version) || versions[0];
     const picker = versions.length > 1
-      ? h('select', { id: 'version', 'aria-label': 'plan version', onchange: (e) => { version = Number(e.target.value); render([t, plan, attempts, reflections]); } },
+      ? h('select', { id: 'version', 'aria-label': 'plan version', onchange: (e) => { version = Number(e.target.value); render([t, plan, attempts, reflections, events]); } },
         versions.map((p) => h('option', { value: p.version, selected: p === shown }, `v${p.version} (${p.origin})`)))
       : null;
     fill(view, 
@@ -218,7 +218,7 @@ async function task(view, id) {
       shown ? graph(shown) : h('p', { class: 'muted' }, 'Not planned yet.'),
       shown && versions.length > 1 ? changes(versions, shown) : null,
       h('h2', {}, 'Attempts'), gantt(attempts), attemptTable(attempts),
-      h('h2', {}, 'Recovery'), chain(reflections, attempts),
+      h('h2', {}, 'Recovery'), chain(events, reflections),
       h('h2', {}, 'Counters'), json(t.counters),
       collapsible('Result outputs', shown && Object.fromEntries(shown.steps.filter((s) => s.output !== null).map((s) => [s.id, s.output]))),
     );
@@ -317,27 +317,52 @@ function attemptTable(attempts) {
     h('td', {}, a.step_id), h('td', {}, a.attempt), h('td', {}, a.tool), h('td', {}, status(a.status)), h('td', {}, a.duration_ms ?? ''),
     h('td', {}, collapsible('error', a.error), collapsible('output', a.output), collapsible('parameters', a.parameters)))), { id: 'attempts' });
 }
-// each failure's recovery: the reflection (with the brain's reasoning), its tier and action,
-// and the outcome (the step's next attempt)
+// each failure's recovery, from the task's events: the failure, the reflection (with the
+// brain's analysis), what each tier did (retry, repair, replan with its strategy, or a stop) and
+// the outcome (the step's next success, or the task's end)
+const strategy = (x) => (x && typeof x === 'object' ? [x.strategy_type, x.step_id || (x.step_ids || []).join(', ')].filter(Boolean).join(' ') : x);
 const TIER = { retry_with_params: 1, retry_with_tool: 1, repair: 2, trigger_overall_reflection: 3 };
-function chain(reflections, attempts) {
-  if (!reflections.length) return h('p', { class: 'muted' }, 'No failure needed recovery.');
-  return h('ol', { class: 'chain', id: 'recovery-chain' }, reflections.map((r) => {
-    const b = r.body || {};
-    let what; let outcome = null;
-    if (r.level === 'step') {
-      const a = b.suggested_action || {};
-      const data = typeof a.data === 'string' ? a.data : a.data ? JSON.stringify(a.data) : '';
-      what = `${b.root_cause_category || 'failure'}: ${b.root_cause || ''} → tier ${TIER[a.type] || '?'} ${a.type || ''} ${data}`;
-      const next = attempts.find((x) => x.step_id === r.step_key && Date.parse(x.started_at) >= Date.parse(r.created_at));
-      outcome = next ? h('span', {}, ' → ', status(next.status)) : null;
-    } else {
-      what = b.should_replan ? `tier 3: replan (${b.replanning_strategy || 'strategy chosen by the brain'})` : `tier 3: stop${b.stop_reason ? ` (${b.stop_reason})` : ''}`;
+function chain(events, reflections) {
+  const analyses = {};
+  for (const r of reflections) (analyses[r.step_key || ''] = analyses[r.step_key || ''] || []).push(r.body || {});
+  const open = {};
+  const failures = [];
+  const add = (stepId, line, cls) => { const f = open[stepId] || open['*']; if (f) f.lines.push([line, cls]); };
+  for (const e of events) {
+    const p = e.payload || {};
+    const step = p.step_id;
+    switch (e.kind) {
+      case 'step_failed': {
+        if (open[step] && !open[step].outcome) open[step].outcome = 'failed';
+        const f = { step, attempt: p.attempt, error: p.error || {}, lines: [], outcome: null };
+        failures.push(f); open[step] = f; open['*'] = f;
+        break;
+      }
+      case 'step_reflected': {
+        const a = p.suggested_action || {};
+        const why = (analyses[step] || []).shift();
+        add(step, `reflection: ${p.root_cause_category || '?'} → tier ${TIER[a.type] || '?'} ${a.type || ''}${p.fallback ? ' (rules fallback)' : ''}`, null);
+        if (why && why.analysis) add(step, why.analysis, 'muted');
+        break;
+      }
+      case 'retry_scheduled': add(step, `tier ${p.tier}: retry as attempt ${p.next_attempt}${p.delay_ms ? ` after ${p.delay_ms} ms` : ''}`, null); break;
+      case 'step_repaired': add(step, p.ok ? `tier 2: repaired (${p.old_tool} → ${p.new_tool}), plan v${p.plan_version}` : `tier 2: repair failed: ${p.reason}`, null); break;
+      case 'overall_reflected': add(step || '*', p.should_replan ? `tier 3: reflection on the whole task → replan (${strategy(p.replanning_strategy) || 'strategy chosen by the brain'})` : `tier 3: reflection on the whole task → stop${p.stop_reason ? `: ${p.stop_reason}` : ''}`, null); break;
+      case 'replanned': add('*', `replanned: v${p.from_version} → v${p.to_version} (${strategy(p.strategy)}), ${(p.kept || []).length} succeeded step(s) kept`, null); break;
+      case 'intervention_required':
+        add(step || '*', `needs intervention: ${p.reason}`, 'error');
+        for (const f of Object.values(open)) if (!f.outcome) f.outcome = 'needs_intervention';
+        break;
+      case 'step_completed': if (open[step]) { open[step].outcome = 'succeeded'; if (open['*'] === open[step]) delete open['*']; delete open[step]; } break;
+      case 'task_failed': case 'task_cancelled': for (const f of Object.values(open)) if (!f.outcome) f.outcome = e.kind === 'task_failed' ? 'failed' : 'cancelled'; break;
+      default: break;
     }
-    return h('li', { 'data-level': r.level },
-      h('b', {}, r.level === 'step' ? `step ${r.step_key}` : 'whole task'), ` (round ${r.round}, plan v${r.plan_version}${r.is_fallback ? ', rules fallback' : ''}): `,
-      what, outcome, b.analysis ? h('div', { class: 'muted' }, b.analysis) : null, collapsible('reflection', b));
-  }));
+  }
+  if (!failures.length) return h('p', { class: 'muted' }, 'No failure needed recovery.');
+  return h('ol', { class: 'chain', id: 'recovery-chain' }, failures.map((f) => h('li', { 'data-step': f.step, 'data-outcome': f.outcome || 'open' },
+    h('b', {}, `step ${f.step}, attempt ${f.attempt} failed`), `: ${f.error.message || ''}${f.error.category ? ` (${f.error.category})` : ''}`,
+    h('ol', {}, f.lines.map(([line, cls]) => h('li', { class: cls }, line))),
+    h('div', {}, 'outcome: ', f.outcome ? status(f.outcome) : h('span', { class: 'muted' }, 'not settled yet')))));
 }
 
 // live updates: the SSE stream, read with fetch (EventSource cannot send the key)
