@@ -1,4 +1,5 @@
-//! Acceptance (issue 3) 5: the four recovery views return the right numbers for a known mix.
+//! Acceptance (issue 3) 5: the recovery views return the right numbers for a known mix (and
+//! `recovery_by_action`, added for the dashboard's recovery page).
 
 mod common;
 
@@ -85,6 +86,27 @@ async fn views_count_a_known_scenario_mix() {
     assert_eq!((n(t3, "tier"), n(t3, "actions"), n(t3, "saved")), (3, 1, 0));
     assert!(t3["mean_ms_to_recover"].is_null());
 
+    let actions = store.report(ReportView::RecoveryByAction).await.unwrap();
+    let by_action: Vec<(i64, String, i64, i64)> = actions
+        .iter()
+        .map(|r| {
+            (
+                n(r, "tier"),
+                r["action"].as_str().unwrap().to_string(),
+                n(r, "actions"),
+                n(r, "saved"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by_action,
+        [
+            (1, "retry_with_params".to_string(), 1, 1),
+            (1, "retry_with_tool".to_string(), 1, 1),
+            (3, "intervention".to_string(), 1, 0),
+        ],
+        "{actions:?}"
+    );
     let tools = store.report(ReportView::RecoveryByTool).await.unwrap();
     let flaky = row(&tools, "tool", "flaky");
     assert_eq!(
@@ -176,6 +198,7 @@ async fn views_count_a_known_scenario_mix() {
     // the same numbers over HTTP
     let (_, all) = app.get("/api/v1/stats/recovery").await;
     assert_eq!(all["recovery_by_tier"], json!(tiers));
+    assert_eq!(all["recovery_by_action"], json!(actions));
     assert_eq!(
         all["task_outcomes"].as_array().unwrap().len(),
         outcomes.len()

@@ -16,7 +16,7 @@ fn one(tool: &str, params: Value) -> Value {
     json!({"description": tool, "plan": {"steps": [{"id": "step_1", "tool": tool, "parameters": params}]}})
 }
 
-/// All four statistics views; durations of tasks that have not ended move with the clock, so
+/// All the statistics views; durations of tasks that have not ended move with the clock, so
 /// they are left out of the comparison.
 async fn reports(store: &trellis::store::Store) -> Value {
     let mut all = serde_json::Map::new();
@@ -24,6 +24,7 @@ async fn reports(store: &trellis::store::Store) -> Value {
         ("tier", ReportView::RecoveryByTier),
         ("tool", ReportView::RecoveryByTool),
         ("category", ReportView::RecoveryByCategory),
+        ("action", ReportView::RecoveryByAction),
         ("outcomes", ReportView::TaskOutcomes),
     ] {
         let mut rows = store.report(view).await.unwrap();
@@ -102,6 +103,12 @@ async fn prune_deletes_only_expired_finished_tasks_and_keeps_the_statistics() {
     // the roll-ups really hold something: the recovered task's tier 1 action is still counted
     let tiers = store.report(ReportView::RecoveryByTier).await.unwrap();
     assert_eq!(tiers[0]["actions"], 1, "{tiers:?}");
+    let actions = store.report(ReportView::RecoveryByAction).await.unwrap();
+    assert_eq!(
+        (&actions[0]["action"], &actions[0]["actions"]),
+        (&json!("retry_with_params"), &json!(1)),
+        "the roll-ups keep each action: {actions:?}"
+    );
 
     // a task that ends after a prune is counted with the rolled-up history
     let w = app.worker(|_| {});

@@ -33,6 +33,7 @@ pub(super) async fn recovery_stats(
             ReportView::RecoveryByTool => out.recovery_by_tool = rows,
             ReportView::RecoveryByCategory => out.recovery_by_category = rows,
             ReportView::RecoveryByTier => out.recovery_by_tier = rows,
+            ReportView::RecoveryByAction => out.recovery_by_action = rows,
             ReportView::TaskOutcomes => out.task_outcomes = rows,
         }
     }

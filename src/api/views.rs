@@ -510,6 +510,9 @@ pub struct RecoveryStatsView {
     pub recovery_by_category: Vec<Value>,
     #[schema(value_type = Vec<Object>)]
     pub recovery_by_tier: Vec<Value>,
+    /// Per day, tier and action (`replan:<strategy>` for replans).
+    #[schema(value_type = Vec<Object>)]
+    pub recovery_by_action: Vec<Value>,
     #[schema(value_type = Vec<Object>)]
     pub task_outcomes: Vec<Value>,
 }

@@ -10,14 +10,16 @@ pub enum ReportView {
     RecoveryByTool,
     RecoveryByCategory,
     RecoveryByTier,
+    RecoveryByAction,
     TaskOutcomes,
 }
 
 impl ReportView {
-    pub const ALL: [ReportView; 4] = [
+    pub const ALL: [ReportView; 5] = [
         ReportView::RecoveryByTool,
         ReportView::RecoveryByCategory,
         ReportView::RecoveryByTier,
+        ReportView::RecoveryByAction,
         ReportView::TaskOutcomes,
     ];
 
@@ -26,6 +28,7 @@ impl ReportView {
             ReportView::RecoveryByTool => "recovery_by_tool",
             ReportView::RecoveryByCategory => "recovery_by_category",
             ReportView::RecoveryByTier => "recovery_by_tier",
+            ReportView::RecoveryByAction => "recovery_by_action",
             ReportView::TaskOutcomes => "task_outcomes",
         }
     }
@@ -43,6 +46,9 @@ impl Store {
             }
             ReportView::RecoveryByTier => {
                 "SELECT to_jsonb(v) FROM recovery_by_tier v ORDER BY day, tier"
+            }
+            ReportView::RecoveryByAction => {
+                "SELECT to_jsonb(v) FROM recovery_by_action v ORDER BY day, tier, action"
             }
             ReportView::TaskOutcomes => {
                 "SELECT to_jsonb(v) FROM task_outcomes v ORDER BY day, status"

@@ -117,6 +117,8 @@ try {
   await page.waitForSelector('table[data-view="recovery_by_tool"]');
   check((await page.textContent('table[data-view="recovery_by_tool"]')).includes('flaky'), 'the recovery page lists the flaky tool');
   check(await page.locator('#by-tool rect.bar').count() >= 2 && await page.locator('#by-tier rect.bar').count() >= 2, 'the recovery page charts by tool and by tier');
+  const byAction = await page.textContent('#by-action');
+  check(byAction.includes('retry_with_params') && byAction.includes('replan:'), `the recovery page charts by action and replanning strategy (${byAction})`);
   await page.screenshot({ path: `${ARTIFACTS}/recovery.png`, fullPage: true });
 
   // tools and templates

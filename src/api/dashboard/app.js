@@ -407,6 +407,7 @@ async function recovery(view) {
     h('h2', {}, 'By tool'), barChart('by-tool', sum(rec.recovery_by_tool, 'tool', ['failures', 'recovered']), 'failures', 'recovered'),
     h('h2', {}, 'By category'), barChart('by-category', sum(rec.recovery_by_category, 'category', ['failures', 'recovered']), 'failures', 'recovered'),
     h('h2', {}, 'By tier'), barChart('by-tier', sum(rec.recovery_by_tier, 'tier', ['actions', 'saved']).map((r) => ({ ...r, label: `tier ${r.label}` })), 'actions', 'saved'),
+    h('h2', {}, 'By action and replanning strategy'), barChart('by-action', sum(rec.recovery_by_action, 'action', ['actions', 'saved']).map((r) => ({ ...r, label: r.label || '(not recorded)' })), 'actions', 'saved'),
     h('h2', {}, 'By day'), barChart('by-day', sum(rec.recovery_by_tool, 'day', ['failures', 'recovered']), 'failures', 'recovered'),
     h('h2', {}, 'The views'), ...Object.entries(rec).flatMap(([k, rows]) => section(k, rows)));
 }
