@@ -104,6 +104,12 @@ async fn dashboard_end_to_end_in_headless_chromium() {
         (Some(2), Some(1)),
         "{act}"
     );
+    let doomed = app
+        .submit(json!({
+            "description": "cancelled from the list",
+            "plan": {"steps": [{"id": "long", "tool": "sleep", "parameters": {"ms": 600000}}]}
+        }))
+        .await;
     let artifacts = format!("{root}/target/dashboard-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
     let out = tokio::process::Command::new("node")
@@ -115,6 +121,7 @@ async fn dashboard_end_to_end_in_headless_chromium() {
         .env("RECOVERED_STEP", "shaky")
         .env("RUNNING_TASK", running.to_string())
         .env("BROKEN_TASK", broken.to_string())
+        .env("DOOMED_TASK", doomed.to_string())
         .env("ARTIFACTS", &artifacts)
         .env("NO_PROXY", "127.0.0.1")
         .kill_on_drop(true)

@@ -12,6 +12,7 @@ const RECOVERED = env('RECOVERED_TASK');
 const RECOVERED_STEP = env('RECOVERED_STEP');
 const RUNNING = env('RUNNING_TASK');
 const BROKEN = env('BROKEN_TASK');
+const DOOMED = env('DOOMED_TASK');
 const ARTIFACTS = env('ARTIFACTS');
 const check = (ok, what) => { if (!ok) throw new Error(`check failed: ${what}`); console.log(`ok - ${what}`); };
 
@@ -55,6 +56,27 @@ try {
     return rows.length === 1 && rows[0].dataset.task === id;
   }, RECOVERED, { timeout: 10000 }).then(() => true, () => false);
   check(filtered, 'a text filter leaves only the matching task');
+
+  // keyboard: the navigation is reachable with Tab (from the top of the page)
+  await page.evaluate(() => document.activeElement?.blur());
+  await page.mouse.click(3, 3);
+  let reached = false;
+  for (let i = 0; i < 12 && !reached; i += 1) {
+    await page.keyboard.press('Tab');
+    reached = await page.evaluate(() => document.activeElement?.getAttribute('href') === '#/tasks');
+  }
+  check(reached, 'the navigation is reachable with the keyboard');
+
+  // bulk cancel from the list
+  await page.goto(`${URL}#/tasks?status=running`);
+  await page.waitForSelector(`#task-list tr[data-task="${DOOMED}"]`);
+  await page.check(`#task-list tr[data-task="${DOOMED}"] input[type=checkbox]`);
+  await page.click('#view button:has-text("Cancel selected")');
+  await page.waitForSelector(`#task-list tr[data-task="${DOOMED}"]`, { state: 'detached' });
+  await page.goto(`${URL}#/tasks?status=cancelled`);
+  const cancelled = await page.waitForSelector(`#task-list tr[data-task="${DOOMED}"] .status[data-status="cancelled"]`, { timeout: 10000 })
+    .then(() => true, () => false);
+  check(cancelled, 'a selected task is cancelled from the list');
 
   // find the recovered task in the list and open it
   await page.goto(`${URL}#/tasks`);
