@@ -62,7 +62,7 @@ async fn dashboard_end_to_end_in_headless_chromium() {
             "description": "still running when the browser opens it",
             "plan": {"steps": [
                 {"id": "start", "tool": "echo", "parameters": {"text": "go"}},
-                {"id": "wait", "tool": "sleep", "parameters": {"ms": 12000}, "dependencies": ["start"]}
+                {"id": "wait", "tool": "sleep", "parameters": {"ms": 20000}, "dependencies": ["start"]}
             ]}
         }))
         .await;
