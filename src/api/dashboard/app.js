@@ -91,7 +91,7 @@ async function route() {
   if (!state.role) return;
   stopStream();
   const [, path, id] = (location.hash || '#/').split('/');
-  const page = path.split('?')[0];
+  const page = (path || '').split('?')[0];
   // a fresh container per visit: a slower render of the page left behind fills a detached one
   const view = h('div', {});
   fill($('view'), view);
