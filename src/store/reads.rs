@@ -30,6 +30,19 @@ pub struct ListTasks {
     pub text: Option<String>,
 }
 
+/// `WHERE` over `attempts` for those finished in the last `$1` minutes (database clock).
+/// Attempts are inserted as they finish, so their ids follow `finished_at`: the window starts
+/// after the newest attempt older than it, found by walking the primary key back from the
+/// newest, so the cost follows the window's attempts, never the history.
+macro_rules! last_minutes {
+    () => {
+        "WHERE id > coalesce((SELECT id FROM attempts
+                              WHERE finished_at <= now() - make_interval(mins => $1)
+                              ORDER BY id DESC LIMIT 1), 0)
+           AND finished_at > now() - make_interval(mins => $1)"
+    };
+}
+
 /// A `LIKE` pattern matching `text` anywhere (its `%`, `_` and `\` taken literally).
 fn contains_pattern(text: &str) -> String {
     let mut p = String::with_capacity(text.len() + 2);
@@ -260,44 +273,35 @@ impl Store {
     }
 
     /// Attempts finished per minute over the last `minutes` minutes (database clock), oldest
-    /// first; minutes with none are left out. Attempts are inserted as they finish, so their
-    /// ids follow `finished_at`: the window starts after the newest attempt older than it,
-    /// found by walking the primary key back from the newest. The cost follows the window's
-    /// attempts, never the history, and the hot path pays for no index on `finished_at`.
+    /// first; minutes with none are left out. The window is `last_minutes!`: no index on
+    /// `finished_at`, so the hot path pays nothing for it.
     pub async fn activity(&self, minutes: i32) -> Result<Vec<ActivityRow>> {
-        Ok(sqlx::query_as(
+        Ok(sqlx::query_as(concat!(
             "SELECT date_trunc('minute', finished_at) AS minute,
                     count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
                     count(*) FILTER (WHERE status = 'failed') AS failed
-             FROM attempts
-             WHERE id > coalesce((SELECT id FROM attempts
-                                  WHERE finished_at <= now() - make_interval(mins => $1)
-                                  ORDER BY id DESC LIMIT 1), 0)
-               AND finished_at > now() - make_interval(mins => $1)
-             GROUP BY 1 ORDER BY 1",
-        )
+             FROM attempts ",
+            last_minutes!(),
+            " GROUP BY 1 ORDER BY 1"
+        ))
         .bind(minutes)
         .fetch_all(&self.pool)
         .await?)
     }
 
     /// Per tool, the attempts finished in the last `minutes` minutes: how many, how many
-    /// failed, and their median and mean duration. The window is found as in
-    /// [`Store::activity`].
+    /// failed, and their median and mean duration (the window as in [`Store::activity`]).
     pub async fn tool_activity(&self, minutes: i32) -> Result<Vec<ToolActivityRow>> {
-        Ok(sqlx::query_as(
+        Ok(sqlx::query_as(concat!(
             "SELECT tool, count(*) AS attempts,
                     count(*) FILTER (WHERE status = 'failed') AS failed,
                     coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms), 0)::float8
                         AS median_ms,
                     coalesce(avg(duration_ms), 0)::float8 AS mean_ms
-             FROM attempts
-             WHERE id > coalesce((SELECT id FROM attempts
-                                  WHERE finished_at <= now() - make_interval(mins => $1)
-                                  ORDER BY id DESC LIMIT 1), 0)
-               AND finished_at > now() - make_interval(mins => $1)
-             GROUP BY tool ORDER BY tool",
-        )
+             FROM attempts ",
+            last_minutes!(),
+            " GROUP BY tool ORDER BY tool"
+        ))
         .bind(minutes)
         .fetch_all(&self.pool)
         .await?)
