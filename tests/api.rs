@@ -171,6 +171,27 @@ async fn idempotency_key_returns_the_existing_task() {
     assert_eq!(counts, app.store().row_counts().await.unwrap());
 }
 
+/// Extreme numbers in a stored schema come back as they went in: PostgreSQL writes
+/// -1.7976931348623157e308 as a 309-digit integer, which JSON parsing must not overflow (it did:
+/// a 500 on every read of the tool registry, found by schemathesis).
+#[tokio::test]
+async fn extreme_numbers_in_stored_json_read_back() {
+    let app = spawn_app().await;
+    let schema = json!({"type": "object", "x-bounds": [-1.7976931348623157e308, 1.7976931348623157e308, 1.1125369292536007e-308, 5e-324]});
+    let (s, v) = app
+        .post(
+            "/api/v1/tools",
+            &json!({"id": "extreme", "endpoint": "http://127.0.0.1:9/x", "input_schema": schema}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let (s, one) = app.get("/api/v1/tools/extreme").await;
+    assert_eq!(s, StatusCode::OK, "{one}");
+    assert_eq!(one["input_schema"], schema);
+    let (s, all) = app.get("/api/v1/tools").await;
+    assert_eq!(s, StatusCode::OK, "{all}");
+}
+
 /// `GET /tasks?q=&since=`: text anywhere in the description, in any case, with `%` and `_`
 /// taken literally; a submission-time bound; both with the other filters and the cursor.
 #[tokio::test]
