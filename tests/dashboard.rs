@@ -93,6 +93,26 @@ async fn dashboard_end_to_end_in_headless_chromium() {
     );
     assert!(sum("succeeded") >= 2 && sum("failed") >= 2, "{act}");
     assert!(act["workers"].as_i64().unwrap() >= 1, "{act}");
+    // tasks: the last hour's by status (every status present), the unfinished ones
+    let recent = act["recent_tasks"].as_object().unwrap();
+    assert_eq!(recent.len(), 10, "every status: {act}");
+    assert_eq!(
+        recent.values().map(|n| n.as_i64().unwrap()).sum::<i64>(),
+        3,
+        "{act}"
+    );
+    assert_eq!(recent["succeeded"], 1, "{act}");
+    assert_eq!(act["recent_cap"], 100_000, "{act}");
+    let unfinished = act["unfinished_tasks"].as_object().unwrap();
+    assert!(
+        !unfinished.contains_key("succeeded") && unfinished.contains_key("needs_intervention"),
+        "{act}"
+    );
+    let still = unfinished
+        .values()
+        .map(|n| n.as_i64().unwrap())
+        .sum::<i64>();
+    assert!(still >= 1, "the sleeping task is unfinished: {act}");
     let flaky = act["tools"]
         .as_array()
         .unwrap()

@@ -125,3 +125,37 @@ async fn a_scrape_costs_the_same_whatever_the_history_holds() {
         "the measurement sees a scan: /stats {stats_empty} → {stats_full} blocks"
     );
 }
+
+/// The dashboard overview's count of the last hour's tasks: every status present, a count
+/// stops at its cap + 1, and tasks older than the window are not counted.
+#[tokio::test]
+async fn the_overview_counts_stop_at_their_cap() {
+    let db = trellis::testkit::fresh_db().await;
+    let store = db.store.clone();
+    for _ in 0..3 {
+        let t = common::new_task(json!([{"id": "a", "tool": "echo"}]));
+        store.submit_task(&t).await.unwrap();
+    }
+    let total = |m: &std::collections::BTreeMap<String, i64>| m.values().sum::<i64>();
+    let open = store.recent_task_counts(60, 10).await.unwrap();
+    assert_eq!(open.len(), 10, "every status: {open:?}");
+    assert_eq!(total(&open), 3, "{open:?}");
+    let capped = store.recent_task_counts(60, 2).await.unwrap();
+    assert_eq!(
+        total(&capped),
+        3,
+        "3 tasks, cap 2: reported as 2 + 1: {capped:?}"
+    );
+    let capped = store.recent_task_counts(60, 1).await.unwrap();
+    assert_eq!(
+        total(&capped),
+        2,
+        "3 tasks, cap 1: reported as 1 + 1: {capped:?}"
+    );
+    let none = store.recent_task_counts(0, 10).await.unwrap();
+    assert_eq!(
+        total(&none),
+        0,
+        "a window that began after the submits: {none:?}"
+    );
+}

@@ -114,15 +114,21 @@ impl Bench {
         settings.server.port = 0;
         let app =
             trellis::startup::Application::build_with_store(store.clone(), settings, false).await?;
-        let base = format!("http://{}/api/v1/tasks", app.addr());
+        let root = format!("http://{}/api/v1", app.addr());
         let stop = CancellationToken::new();
         let server = tokio::spawn(app.run_until_stopped(stop.clone()));
         let http = reqwest::Client::builder().no_proxy().build()?;
         let get = |q: String| {
-            let (http, url) = (http.clone(), format!("{base}?{q}"));
+            // `q` is a query on the task list, or another route of the API after a `/`
+            let url = if q.starts_with('/') {
+                format!("{root}{q}")
+            } else {
+                format!("{root}/tasks?{q}")
+            };
+            let http = http.clone();
             async move {
                 let began = Instant::now();
-                let page: Vec<Value> = http
+                let page: Value = http
                     .get(&url)
                     .send()
                     .await?
@@ -139,7 +145,7 @@ impl Bench {
             .to_string();
         let mut out = Vec::new();
         let since = chrono_mid(n / 50); // the newest 2% of the table
-        let cases: [(&'static str, String); 9] = [
+        let cases: [(&'static str, String); 12] = [
             ("newest 50", "limit=50".into()),
             (
                 "text in 1 of 977 (q=customer 500), 50",
@@ -167,6 +173,10 @@ impl Bench {
                 "status=failed, cursor in the middle, 50",
                 format!("limit=50&status=failed&before={mid_id}"),
             ),
+            // the overview's reads, and the whole-history counts it no longer reads
+            ("overview: GET /stats/activity", "/stats/activity".into()),
+            ("overview: GET /workers", "/workers".into()),
+            ("whole history: GET /stats", "/stats".into()),
         ];
         for (case, q) in cases {
             get(q.clone()).await?; // warm the plan and the pages
@@ -181,13 +191,26 @@ impl Bench {
         for _ in 0..100 {
             let (t, page) = get(q).await?;
             ms.push(t);
-            let last = page.last().context("a full page")?["task_id"]
+            let last = page
+                .as_array()
+                .and_then(|p| p.last())
+                .context("a full page")?["task_id"]
                 .as_str()
                 .unwrap()
                 .to_string();
             q = format!("limit=50&before={last}");
         }
         out.push(("100 keyset pages in a row, each", ms));
+        // the overview's worst hour: many recent tasks, their pages not yet vacuumed
+        let recent = (n * 3 / 10).max(1);
+        eprintln!("adding {recent} tasks submitted in the last hour…");
+        store.load_recent_tasks(recent).await?;
+        get("/stats/activity".into()).await?;
+        let mut ms = Vec::new();
+        for _ in 0..30 {
+            ms.push(get("/stats/activity".into()).await?.0);
+        }
+        out.push(("overview, 30% of the tasks in the last hour", ms));
         stop.cancel();
         server.await??;
         Ok(out)

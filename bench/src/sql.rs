@@ -16,6 +16,7 @@ pub(crate) trait BenchSql {
     async fn count_unfinished_tasks(&self) -> Result<i64>;
     async fn cost_snapshot(&self) -> Result<Cost>;
     async fn load_task_list(&self, tasks: i64) -> Result<()>;
+    async fn load_recent_tasks(&self, tasks: i64) -> Result<()>;
 }
 
 /// Cumulative counters of the server: statements run in this database (pg_stat_statements),
@@ -142,6 +143,27 @@ impl BenchSql for Store {
                     1, 3, 1, 1, 3, 5, 8, 0,
                     now() - make_interval(secs => $1 - i), now() - make_interval(secs => $1 - i),
                     CASE WHEN i % 1000 = 0 THEN NULL ELSE now() - make_interval(secs => $1 - i) END
+             FROM generate_series(1, $1) AS i",
+        )
+        .bind(tasks)
+        .execute(self.pool())
+        .await?;
+        sqlx::query("ANALYZE tasks").execute(self.pool()).await?;
+        Ok(())
+    }
+
+    /// More `tasks` rows, all submitted within the last hour (1 in 50 failed, the rest
+    /// succeeded), appended after the older ones and not vacuumed: the overview's worst hour.
+    async fn load_recent_tasks(&self, tasks: i64) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO tasks (id, description, status, plan_version, max_step_retries,
+                 max_single_step_repairs, max_task_replans, max_consecutive_failures,
+                 max_reflection_rounds, max_concurrent_steps, event_seq,
+                 created_at, updated_at, finished_at)
+             SELECT gen_random_uuid(), 'recent ' || i,
+                    CASE WHEN i % 50 = 0 THEN 'failed' ELSE 'succeeded' END,
+                    1, 3, 1, 1, 3, 5, 8, 0,
+                    now() - make_interval(secs => i % 3500), now(), now()
              FROM generate_series(1, $1) AS i",
         )
         .bind(tasks)

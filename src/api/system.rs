@@ -40,11 +40,15 @@ pub(super) async fn recovery_stats(
     Ok(Json(out))
 }
 
+/// Where the activity's counts of the last hour's tasks stop (per status).
+const RECENT_CAP: i64 = 100_000;
+
 /// The last hour's work and the queue now.
 ///
 /// Attempts finished per minute over the last hour (succeeded and failed), each tool's attempts,
 /// failures and durations over that hour, ready and running steps per tool with the oldest
-/// ready step's wait, and the live workers with what they hold.
+/// ready step's wait, the live workers with what they hold, unfinished tasks by status, and
+/// the tasks submitted in the last hour by status (each count stops above `recent_cap`).
 /// Its cost follows the last hour's work and the live queue, not the history.
 #[utoipa::path(get, path = "/stats/activity", operation_id = "activity", tag = "system", security(("bearer" = [])),
     responses((status = 200, description = "activity", body = ActivityView), Guarded),
@@ -53,7 +57,13 @@ pub(super) async fn activity(State(st): State<AppState>) -> Result<Json<Activity
     let minutes = st.store.activity(60).await?;
     let tools = st.store.tool_activity(60).await?;
     let gauges = st.store.metrics_gauges().await?;
-    Ok(Json(super::views::activity(minutes, tools, &gauges)))
+    let recent = st.store.recent_task_counts(60, RECENT_CAP).await?;
+    Ok(Json(super::views::activity(
+        minutes,
+        tools,
+        &gauges,
+        (recent, RECENT_CAP),
+    )))
 }
 
 /// The live worker fleet: workers not stopped whose last heartbeat is younger than their lease.

@@ -532,6 +532,14 @@ pub struct ActivityView {
     pub workers: i64,
     /// Steps and decisions the live workers held at their last heartbeat.
     pub in_flight: i64,
+    /// Unfinished tasks by status, every unfinished status present (exact, through the status
+    /// index: the cost follows the live work).
+    pub unfinished_tasks: BTreeMap<String, i64>,
+    /// Tasks submitted in the last hour by their status now, every status present. A count
+    /// above `recent_cap` is reported as `recent_cap + 1` (shown as "more than").
+    pub recent_tasks: BTreeMap<String, i64>,
+    /// Where the counts of `recent_tasks` stop.
+    pub recent_cap: i64,
 }
 
 /// One minute of [`ActivityView`].
@@ -567,11 +575,22 @@ pub fn activity(
     minutes: Vec<crate::store::reads::ActivityRow>,
     tools: Vec<crate::store::reads::ToolActivityRow>,
     gauges: &[crate::store::reads::GaugeRow],
+    (recent_tasks, recent_cap): (BTreeMap<String, i64>, i64),
 ) -> ActivityView {
     let mut queue: BTreeMap<&str, QueueView> = BTreeMap::new();
     let (mut workers, mut in_flight) = (0, 0);
+    let mut unfinished_tasks: BTreeMap<String, i64> = TaskStatus::ALL
+        .iter()
+        .filter(|s| !s.is_terminal())
+        .map(|s| (s.to_string(), 0))
+        .collect();
     for g in gauges {
         match (g.family.as_str(), g.status.as_str()) {
+            ("tasks", status) => {
+                if let Some(n) = unfinished_tasks.get_mut(status) {
+                    *n = g.n;
+                }
+            }
             ("steps", status) => {
                 let q = queue.entry(&g.tool).or_insert_with(|| QueueView {
                     tool: g.tool.clone(),
@@ -613,6 +632,9 @@ pub fn activity(
         queue: queue.into_values().collect(),
         workers,
         in_flight,
+        unfinished_tasks,
+        recent_tasks,
+        recent_cap,
     }
 }
 

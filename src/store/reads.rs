@@ -1,6 +1,7 @@
 //! Read models: tasks, steps, plans, attempts, events, reflections, evaluations, LLM usage.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -305,6 +306,40 @@ impl Store {
         .bind(minutes)
         .fetch_all(&self.pool)
         .await?)
+    }
+
+    /// Tasks submitted in the last `minutes` minutes (database clock) by their status now, every
+    /// status present; each count stops at `cap` + 1, so the cost is at most `cap` + 1 entries
+    /// of the status index per status, whatever the history or the hour's volume.
+    pub async fn recent_task_counts(
+        &self,
+        minutes: i32,
+        cap: i64,
+    ) -> Result<BTreeMap<String, i64>> {
+        // a branch per status with the status written in, so each is planned with its own
+        // selectivity; the ORDER BY keeps every branch on the status index (a LIMIT over a
+        // sequential scan would read the whole history when the recent rows are at its end)
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            TaskStatus::ALL
+                .iter()
+                .map(|s| {
+                    format!(
+                        "SELECT '{s}' AS status, count(*) AS n FROM (
+                             SELECT 1 FROM tasks
+                             WHERE status = '{s}'
+                               AND created_at >= now() - make_interval(mins => $1)
+                             ORDER BY created_at DESC LIMIT $2 + 1) AS capped"
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" UNION ALL ")
+        });
+        let rows: Vec<(String, i64)> = sqlx::query_as(SQL.as_str())
+            .bind(minutes)
+            .bind(cap)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.into_iter().collect())
     }
 
     /// Created → finished (or → now, database clock, while unfinished), in milliseconds.

@@ -42,6 +42,12 @@ try {
   await page.waitForSelector('#activity');
   check(await page.locator('#activity rect.bar.succeeded').count() >= 1, 'the overview charts the last hour\'s attempts');
   check(/\d+\.\d s/.test(await page.textContent('#queue-lag')), 'the overview shows the queue lag');
+  const counts = async (id) => page.$$eval(`#${id} [data-count-of]`, (cards) => Object.fromEntries(cards.map((c) => [c.dataset.countOf, Number(c.querySelector('b').textContent.replace(/,/g, ''))])));
+  const recent = await counts('recent-tasks');
+  const total = (c) => Object.values(c).reduce((a, b) => a + b, 0);
+  check(total(recent) === 4 && recent.succeeded >= 1 && 'cancelled' in recent, `the overview counts the last hour's four tasks by status (${JSON.stringify(recent)})`);
+  const unfinished = await counts('unfinished-tasks');
+  check(total(unfinished) >= 1 && !('succeeded' in unfinished), `the overview counts the unfinished tasks (${JSON.stringify(unfinished)})`);
   await page.screenshot({ path: `${ARTIFACTS}/overview.png`, fullPage: true });
 
   // filter the list by text: only the task whose description matches

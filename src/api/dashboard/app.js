@@ -106,26 +106,31 @@ window.addEventListener('hashchange', route);
 
 // ---- overview
 async function overview(view) {
-  const [stats, fleet, rec, act] = await Promise.all([api('/stats'), api('/workers'), api('/stats/recovery'), api('/stats/activity')]);
-  const cards = (counts) => h('div', { class: 'cards' }, Object.entries(counts).map(([k, n]) => h('div', { class: 'card' }, h('b', {}, n), status(k))));
-  const failing = {};
-  for (const r of rec.recovery_by_tool) failing[r.tool] = (failing[r.tool] || 0) + Number(r.failures || 0);
-  const top = Object.entries(failing).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]).slice(0, 5);
+  // every read here costs what the live work and the last hour cost, never the whole history
+  const [fleet, act] = await Promise.all([api('/workers'), api('/stats/activity')]);
+  const count = (n) => (n > act.recent_cap ? `${act.recent_cap.toLocaleString('en')}+` : n.toLocaleString('en'));
+  const lifecycle = ['pending', 'planning', 'running', 'reflecting', 'replanning', 'evaluating', 'needs_intervention', 'succeeded', 'failed', 'cancelled'];
+  const inOrder = (counts) => Object.entries(counts).sort(([a], [b]) => lifecycle.indexOf(a) - lifecycle.indexOf(b));
+  const cards = (id, counts) => h('div', { class: 'cards', id }, inOrder(counts).map(([k, n]) => h('div', { class: 'card', 'data-count-of': k }, h('b', {}, count(n)), status(k))));
+  const top = act.tools.filter((t) => t.failed > 0).sort((a, b) => b.failed - a.failed).slice(0, 5);
   const lag = act.queue.length ? Math.max(...act.queue.map((q) => q.oldest_ready_secs)) : 0;
+  const sum = (key) => act.queue.reduce((n, q) => n + q[key], 0);
   fill(view,
     h('h1', {}, 'Overview'),
     h('div', { class: 'cards' },
       h('div', { class: 'card' }, h('b', { id: 'queue-lag' }, `${lag.toFixed(1)} s`), 'queue lag (oldest ready step)'),
+      h('div', { class: 'card' }, h('b', {}, sum('ready')), 'steps ready'),
+      h('div', { class: 'card' }, h('b', {}, sum('running')), 'steps running'),
       h('div', { class: 'card' }, h('b', {}, act.workers), `live workers, ${act.in_flight} in flight`)),
     h('h2', {}, 'Steps per second and failures, last hour'), activityChart(act.minutes),
-    h('h2', {}, 'Tasks by status'), cards(stats.tasks),
-    h('h2', {}, 'Steps by status'), cards(stats.steps),
+    h('h2', {}, 'Unfinished tasks'), cards('unfinished-tasks', act.unfinished_tasks),
+    h('h2', {}, 'Tasks submitted in the last hour, by status now'), cards('recent-tasks', act.recent_tasks),
     h('h2', {}, 'Queue by tool'), act.queue.length
       ? table(['tool', 'ready', 'running', 'oldest ready waited'], act.queue.map((q) => [q.tool, q.ready, q.running, `${q.oldest_ready_secs.toFixed(1)} s`]))
       : h('p', { class: 'muted' }, 'Nothing queued.'),
     h('h2', {}, `Workers (${fleet.length})`), workerTable(fleet),
-    h('h2', {}, 'Most failing tools'),
-    top.length ? table(['tool', 'failures'], top.map(([t, n]) => [t, n])) : h('p', { class: 'muted' }, 'No failures recorded.'),
+    h('h2', {}, 'Most failing tools, last hour'),
+    top.length ? table(['tool', 'failed attempts', 'of attempts'], top.map((t) => [t.tool, t.failed, t.attempts])) : h('p', { class: 'muted' }, 'No failures in the last hour.'),
   );
 }
 // a bar per minute of the last hour: succeeded attempts (green) under failed ones (red)
