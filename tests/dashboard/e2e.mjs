@@ -49,6 +49,11 @@ try {
   const unfinished = await counts('unfinished-tasks');
   check(total(unfinished) >= 1 && !('succeeded' in unfinished), `the overview counts the unfinished tasks (${JSON.stringify(unfinished)})`);
   await page.screenshot({ path: `${ARTIFACTS}/overview.png`, fullPage: true });
+  // the overview redraws itself without a reload
+  const stamp = await page.getAttribute('#updated', 'data-at');
+  const loadsAtOverview = loads;
+  await page.waitForFunction((at) => document.querySelector('#updated')?.dataset.at !== at, stamp, { timeout: 20000 });
+  check(loads === loadsAtOverview && await page.locator('#activity').count() === 1, 'the overview refreshes itself without a reload');
 
   // filter the list by text: only the task whose description matches
   await page.goto(`${URL}#/tasks`);

@@ -104,8 +104,26 @@ async function route() {
 }
 window.addEventListener('hashchange', route);
 
+// pages that redraw themselves every few seconds while open and visible (cheap reads only)
+const REFRESH_MS = 5000;
+function every(view, redraw) {
+  const tick = async () => {
+    if (!view.isConnected) return; // another page was opened
+    if (!document.hidden) {
+      try { await redraw(); } catch (e) { if (e.status === 401) return; }
+    }
+    setTimeout(tick, REFRESH_MS);
+  };
+  setTimeout(tick, REFRESH_MS);
+}
+const updated = () => h('p', { class: 'muted', id: 'updated', 'data-at': String(performance.now()) }, `Updated ${new Date().toLocaleTimeString()}; refreshes every ${REFRESH_MS / 1000} s.`);
+
 // ---- overview
 async function overview(view) {
+  await drawOverview(view);
+  every(view, () => drawOverview(view));
+}
+async function drawOverview(view) {
   // every read here costs what the live work and the last hour cost, never the whole history
   const [fleet, act] = await Promise.all([api('/workers'), api('/stats/activity')]);
   const count = (n) => (n > act.recent_cap ? `${act.recent_cap.toLocaleString('en')}+` : n.toLocaleString('en'));
@@ -116,7 +134,7 @@ async function overview(view) {
   const lag = act.queue.length ? Math.max(...act.queue.map((q) => q.oldest_ready_secs)) : 0;
   const sum = (key) => act.queue.reduce((n, q) => n + q[key], 0);
   fill(view,
-    h('h1', {}, 'Overview'),
+    h('h1', {}, 'Overview'), updated(),
     h('div', { class: 'cards' },
       h('div', { class: 'card' }, h('b', { id: 'queue-lag' }, `${lag.toFixed(1)} s`), 'queue lag (oldest ready step)'),
       h('div', { class: 'card' }, h('b', {}, sum('ready')), 'steps ready'),
@@ -457,7 +475,9 @@ function workerTable(fleet) {
     : h('p', { class: 'muted' }, 'No live worker.');
 }
 async function workers(view) {
-  fill(view, h('h1', {}, 'Workers'), workerTable(await api('/workers')));
+  const draw = async () => fill(view, h('h1', {}, 'Workers'), updated(), workerTable(await api('/workers')));
+  await draw();
+  every(view, draw);
 }
 
 start();
