@@ -28,7 +28,11 @@ pub(super) async fn run(
             .insert(d.id, Held::Decision(d.fence()));
         let span = tracing::info_span!("decision", decision_id = %d.id, kind = %d.kind);
         let began = std::time::Instant::now();
-        let result = decide_and_apply(store, cfg, &d).instrument(span).await;
+        // boxed: a decision (brain call, then its transaction) is a large future, and most
+        // steps start none; inline, every running step's task would be sized for one
+        let result = Box::pin(decide_and_apply(store, cfg, &d))
+            .instrument(span)
+            .await;
         metrics::histogram!(crate::metrics::DECISION_SECONDS, "kind" => d.kind.as_str())
             .record(began.elapsed().as_secs_f64());
         in_flight.lock().expect("in-flight lock").remove(&d.id);

@@ -77,7 +77,10 @@ pub(super) async fn execute(
                 parameters: ran.parameters,
                 failure,
             };
-            with_retries(|| store.fail_step(&f, cfg.policy))
+            // boxed: the failure path's transaction is a large future, and inline it would
+            // size every running step's task for it (the success path hands off to the
+            // completer and stays small)
+            with_retries(|| Box::pin(store.fail_step(&f, cfg.policy)))
                 .await
                 .map(|o| ("failed", o.decision))
         }
