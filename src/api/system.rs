@@ -54,16 +54,8 @@ const RECENT_CAP: i64 = 100_000;
     responses((status = 200, description = "activity", body = ActivityView), Guarded),
 )]
 pub(super) async fn activity(State(st): State<AppState>) -> Result<Json<ActivityView>, ApiError> {
-    let minutes = st.store.activity(60).await?;
-    let tools = st.store.tool_activity(60).await?;
-    let gauges = st.store.metrics_gauges().await?;
-    let recent = st.store.recent_task_counts(60, RECENT_CAP).await?;
-    Ok(Json(super::views::activity(
-        minutes,
-        tools,
-        &gauges,
-        (recent, RECENT_CAP),
-    )))
+    let read = st.store.activity(60, RECENT_CAP).await?;
+    Ok(Json(super::views::activity(read, RECENT_CAP)))
 }
 
 /// The live worker fleet: workers not stopped whose last heartbeat is younger than their lease.

@@ -571,12 +571,13 @@ pub struct QueueView {
 }
 
 /// The activity view from the store's rows.
-pub fn activity(
-    minutes: Vec<crate::store::reads::ActivityRow>,
-    tools: Vec<crate::store::reads::ToolActivityRow>,
-    gauges: &[crate::store::reads::GaugeRow],
-    (recent_tasks, recent_cap): (BTreeMap<String, i64>, i64),
-) -> ActivityView {
+pub fn activity(read: crate::store::reads::Activity, recent_cap: i64) -> ActivityView {
+    let crate::store::reads::Activity {
+        minutes,
+        tools,
+        gauges,
+        recent_tasks,
+    } = read;
     let mut queue: BTreeMap<&str, QueueView> = BTreeMap::new();
     let (mut workers, mut in_flight) = (0, 0);
     let mut unfinished_tasks: BTreeMap<String, i64> = TaskStatus::ALL
@@ -584,7 +585,7 @@ pub fn activity(
         .filter(|s| !s.is_terminal())
         .map(|s| (s.to_string(), 0))
         .collect();
-    for g in gauges {
+    for g in &gauges {
         match (g.family.as_str(), g.status.as_str()) {
             ("tasks", status) => {
                 if let Some(n) = unfinished_tasks.get_mut(status) {

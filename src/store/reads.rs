@@ -251,61 +251,51 @@ impl Store {
     /// running steps by tool (through their partial indexes) with the oldest ready step's wait,
     /// and the live workers with the steps they hold.
     pub async fn metrics_gauges(&self) -> Result<Vec<GaugeRow>> {
-        Ok(sqlx::query_as(
-            "SELECT 'tasks' AS family, status, '' AS tool, count(*) AS n, 0::float8 AS oldest_secs
-             FROM tasks
-             WHERE status IN ('pending', 'planning', 'running', 'reflecting', 'replanning',
-                              'evaluating', 'needs_intervention')
-             GROUP BY status
-             UNION ALL
-             SELECT 'steps', 'ready', coalesce(tool_override, tool), count(*),
-                    coalesce(extract(epoch FROM max(now() - run_after)), 0)::float8
-             FROM steps WHERE status = 'ready' GROUP BY 3
-             UNION ALL
-             SELECT 'steps', 'running', coalesce(tool_override, tool), count(*), 0
-             FROM steps WHERE status = 'running' GROUP BY 3
-             UNION ALL
-             SELECT 'workers', '', '', count(*), coalesce(sum(in_flight), 0)::float8
-             FROM workers
-             WHERE stopped_at IS NULL AND last_heartbeat > now() - make_interval(secs => lease_secs)",
-        )
-        .fetch_all(&self.pool)
-        .await?)
+        gauges(&self.pool).await
     }
 
-    /// Attempts finished per minute over the last `minutes` minutes (database clock), oldest
-    /// first; minutes with none are left out. The window is `last_minutes!`: no index on
-    /// `finished_at`, so the hot path pays nothing for it.
-    pub async fn activity(&self, minutes: i32) -> Result<Vec<ActivityRow>> {
-        Ok(sqlx::query_as(concat!(
-            "SELECT date_trunc('minute', finished_at) AS minute,
-                    count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
-                    count(*) FILTER (WHERE status = 'failed') AS failed
-             FROM attempts ",
-            last_minutes!(),
-            " GROUP BY 1 ORDER BY 1"
-        ))
-        .bind(minutes)
-        .fetch_all(&self.pool)
-        .await?)
-    }
-
-    /// Per tool, the attempts finished in the last `minutes` minutes: how many, how many
-    /// failed, and their median and mean duration (the window as in [`Store::activity`]).
-    pub async fn tool_activity(&self, minutes: i32) -> Result<Vec<ToolActivityRow>> {
-        Ok(sqlx::query_as(concat!(
-            "SELECT tool, count(*) AS attempts,
-                    count(*) FILTER (WHERE status = 'failed') AS failed,
-                    coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms), 0)::float8
-                        AS median_ms,
-                    coalesce(avg(duration_ms), 0)::float8 AS mean_ms
-             FROM attempts ",
-            last_minutes!(),
-            " GROUP BY tool ORDER BY tool"
-        ))
-        .bind(minutes)
-        .fetch_all(&self.pool)
-        .await?)
+    /// The last `minutes` minutes' work and the live work, as the dashboard's overview shows
+    /// them, all read in one snapshot (a read-only repeatable-read transaction), so the parts
+    /// agree with each other: attempts finished per minute, per tool, the gauges of
+    /// [`Store::metrics_gauges`], and the tasks submitted in the window by status (each count
+    /// stopping at `cap` + 1, as in [`Store::recent_task_counts`]). The window is
+    /// `last_minutes!`: no index on `finished_at`, so the hot path pays nothing for it.
+    pub async fn activity(&self, minutes: i32, cap: i64) -> Result<Activity> {
+        in_tx!(self.pool, |tx| {
+            sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                .execute(&mut **tx)
+                .await?;
+            let per_minute = sqlx::query_as(concat!(
+                "SELECT date_trunc('minute', finished_at) AS minute,
+                        count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+                        count(*) FILTER (WHERE status = 'failed') AS failed
+                 FROM attempts ",
+                last_minutes!(),
+                " GROUP BY 1 ORDER BY 1"
+            ))
+            .bind(minutes)
+            .fetch_all(&mut **tx)
+            .await?;
+            let tools = sqlx::query_as(concat!(
+                "SELECT tool, count(*) AS attempts,
+                        count(*) FILTER (WHERE status = 'failed') AS failed,
+                        coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms), 0)::float8
+                            AS median_ms,
+                        coalesce(avg(duration_ms), 0)::float8 AS mean_ms
+                 FROM attempts ",
+                last_minutes!(),
+                " GROUP BY tool ORDER BY tool"
+            ))
+            .bind(minutes)
+            .fetch_all(&mut **tx)
+            .await?;
+            Ok(Activity {
+                minutes: per_minute,
+                tools,
+                gauges: gauges(&mut **tx).await?,
+                recent_tasks: recent_counts(&mut **tx, minutes, cap).await?,
+            })
+        })
     }
 
     /// Tasks submitted in the last `minutes` minutes (database clock) by their status now, every
@@ -316,30 +306,7 @@ impl Store {
         minutes: i32,
         cap: i64,
     ) -> Result<BTreeMap<String, i64>> {
-        // a branch per status with the status written in, so each is planned with its own
-        // selectivity; the ORDER BY keeps every branch on the status index (a LIMIT over a
-        // sequential scan would read the whole history when the recent rows are at its end)
-        static SQL: LazyLock<String> = LazyLock::new(|| {
-            TaskStatus::ALL
-                .iter()
-                .map(|s| {
-                    format!(
-                        "SELECT '{s}' AS status, count(*) AS n FROM (
-                             SELECT 1 FROM tasks
-                             WHERE status = '{s}'
-                               AND created_at >= now() - make_interval(mins => $1)
-                             ORDER BY created_at DESC LIMIT $2 + 1) AS capped"
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(" UNION ALL ")
-        });
-        let rows: Vec<(String, i64)> = sqlx::query_as(SQL.as_str())
-            .bind(minutes)
-            .bind(cap)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.into_iter().collect())
+        recent_counts(&self.pool, minutes, cap).await
     }
 
     /// Created → finished (or → now, database clock, while unfinished), in milliseconds.
@@ -355,6 +322,71 @@ impl Store {
     }
 }
 
+/// See [`Store::metrics_gauges`].
+async fn gauges(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<GaugeRow>> {
+    Ok(sqlx::query_as(
+        "SELECT 'tasks' AS family, status, '' AS tool, count(*) AS n, 0::float8 AS oldest_secs
+         FROM tasks
+         WHERE status IN ('pending', 'planning', 'running', 'reflecting', 'replanning',
+                          'evaluating', 'needs_intervention')
+         GROUP BY status
+         UNION ALL
+         SELECT 'steps', 'ready', coalesce(tool_override, tool), count(*),
+                coalesce(extract(epoch FROM max(now() - run_after)), 0)::float8
+         FROM steps WHERE status = 'ready' GROUP BY 3
+         UNION ALL
+         SELECT 'steps', 'running', coalesce(tool_override, tool), count(*), 0
+         FROM steps WHERE status = 'running' GROUP BY 3
+         UNION ALL
+         SELECT 'workers', '', '', count(*), coalesce(sum(in_flight), 0)::float8
+         FROM workers
+         WHERE stopped_at IS NULL AND last_heartbeat > now() - make_interval(secs => lease_secs)",
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// See [`Store::recent_task_counts`].
+async fn recent_counts(
+    db: impl sqlx::PgExecutor<'_>,
+    minutes: i32,
+    cap: i64,
+) -> Result<BTreeMap<String, i64>> {
+    // a branch per status with the status written in, so each is planned with its own
+    // selectivity; the ORDER BY keeps every branch on the status index (a LIMIT over a
+    // sequential scan would read the whole history when the recent rows are at its end)
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        TaskStatus::ALL
+            .iter()
+            .map(|s| {
+                format!(
+                    "SELECT '{s}' AS status, count(*) AS n FROM (
+                         SELECT 1 FROM tasks
+                         WHERE status = '{s}'
+                           AND created_at >= now() - make_interval(mins => $1)
+                         ORDER BY created_at DESC LIMIT $2 + 1) AS capped"
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" UNION ALL ")
+    });
+    let rows: Vec<(String, i64)> = sqlx::query_as(SQL.as_str())
+        .bind(minutes)
+        .bind(cap)
+        .fetch_all(db)
+        .await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// What [`Store::activity`] read, in one snapshot.
+#[derive(Debug, Clone)]
+pub struct Activity {
+    pub minutes: Vec<ActivityRow>,
+    pub tools: Vec<ToolActivityRow>,
+    pub gauges: Vec<GaugeRow>,
+    pub recent_tasks: BTreeMap<String, i64>,
+}
+
 /// One minute of [`Store::activity`].
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ActivityRow {
@@ -363,7 +395,7 @@ pub struct ActivityRow {
     pub failed: i64,
 }
 
-/// One tool of [`Store::tool_activity`].
+/// One tool of [`Store::activity`].
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ToolActivityRow {
     pub tool: String,
