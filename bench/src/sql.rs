@@ -28,6 +28,16 @@ pub(crate) struct Cost {
     pub wal_bytes: i64,
 }
 
+/// The head of the task loads' `INSERT … SELECT` (the columns their `SELECT`s fill).
+macro_rules! insert_tasks {
+    () => {
+        "INSERT INTO tasks (id, description, status, plan_version, max_step_retries,
+             max_single_step_repairs, max_task_replans, max_consecutive_failures,
+             max_reflection_rounds, max_concurrent_steps, event_seq,
+             created_at, updated_at, finished_at) "
+    };
+}
+
 impl BenchSql for Store {
     /// Submit → first attempt started, per task, in milliseconds (database clock).
     async fn start_latencies_ms(&self) -> Result<Vec<f64>> {
@@ -132,44 +142,45 @@ impl BenchSql for Store {
     /// now, mostly succeeded, one in fifty failed, one in a thousand running; then ANALYZE, as
     /// autovacuum would after a load this size.
     async fn load_task_list(&self, tasks: i64) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO tasks (id, description, status, plan_version, max_step_retries,
-                 max_single_step_repairs, max_task_replans, max_consecutive_failures,
-                 max_reflection_rounds, max_concurrent_steps, event_seq,
-                 created_at, updated_at, finished_at)
-             SELECT gen_random_uuid(), 'report ' || i || ' for customer ' || (i % 977),
-                    CASE WHEN i % 1000 = 0 THEN 'running' WHEN i % 50 = 0 THEN 'failed'
-                         ELSE 'succeeded' END,
-                    1, 3, 1, 1, 3, 5, 8, 0,
-                    now() - make_interval(secs => $1 - i), now() - make_interval(secs => $1 - i),
-                    CASE WHEN i % 1000 = 0 THEN NULL ELSE now() - make_interval(secs => $1 - i) END
-             FROM generate_series(1, $1) AS i",
+        load_tasks(
+            self,
+            tasks,
+            concat!(
+                insert_tasks!(),
+                "SELECT gen_random_uuid(), 'report ' || i || ' for customer ' || (i % 977),
+                        CASE WHEN i % 1000 = 0 THEN 'running' WHEN i % 50 = 0 THEN 'failed'
+                             ELSE 'succeeded' END,
+                        1, 3, 1, 1, 3, 5, 8, 0,
+                        now() - make_interval(secs => $1 - i), now() - make_interval(secs => $1 - i),
+                        CASE WHEN i % 1000 = 0 THEN NULL ELSE now() - make_interval(secs => $1 - i) END
+                 FROM generate_series(1, $1) AS i"
+            ),
         )
-        .bind(tasks)
-        .execute(self.pool())
-        .await?;
-        sqlx::query("ANALYZE tasks").execute(self.pool()).await?;
-        Ok(())
+        .await
     }
 
     /// More `tasks` rows, all submitted within the last hour (1 in 50 failed, the rest
     /// succeeded), appended after the older ones and not vacuumed: the overview's worst hour.
     async fn load_recent_tasks(&self, tasks: i64) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO tasks (id, description, status, plan_version, max_step_retries,
-                 max_single_step_repairs, max_task_replans, max_consecutive_failures,
-                 max_reflection_rounds, max_concurrent_steps, event_seq,
-                 created_at, updated_at, finished_at)
-             SELECT gen_random_uuid(), 'recent ' || i,
-                    CASE WHEN i % 50 = 0 THEN 'failed' ELSE 'succeeded' END,
-                    1, 3, 1, 1, 3, 5, 8, 0,
-                    now() - make_interval(secs => i % 3500), now(), now()
-             FROM generate_series(1, $1) AS i",
+        load_tasks(
+            self,
+            tasks,
+            concat!(
+                insert_tasks!(),
+                "SELECT gen_random_uuid(), 'recent ' || i,
+                        CASE WHEN i % 50 = 0 THEN 'failed' ELSE 'succeeded' END,
+                        1, 3, 1, 1, 3, 5, 8, 0,
+                        now() - make_interval(secs => i % 3500), now(), now()
+                 FROM generate_series(1, $1) AS i"
+            ),
         )
-        .bind(tasks)
-        .execute(self.pool())
-        .await?;
-        sqlx::query("ANALYZE tasks").execute(self.pool()).await?;
-        Ok(())
+        .await
     }
+}
+
+/// Run a task load (`$1` = how many), then ANALYZE, as autovacuum would after a load this size.
+async fn load_tasks(store: &Store, tasks: i64, sql: &'static str) -> Result<()> {
+    sqlx::query(sql).bind(tasks).execute(store.pool()).await?;
+    sqlx::query("ANALYZE tasks").execute(store.pool()).await?;
+    Ok(())
 }
