@@ -166,3 +166,23 @@ async fn dashboard_end_to_end_in_headless_chromium() {
     }
     worker.stop().await;
 }
+
+/// The dashboard's list of task statuses is the domain's, in the same order.
+#[test]
+fn the_dashboards_task_statuses_are_the_domains() {
+    let js = include_str!("../src/api/dashboard/app.js");
+    let line = js
+        .lines()
+        .find_map(|l| l.strip_prefix("const TASK_STATUSES = ["))
+        .expect("TASK_STATUSES in app.js");
+    let listed: Vec<&str> = line
+        .trim_end_matches("];")
+        .split(',')
+        .map(|s| s.trim().trim_matches('\''))
+        .collect();
+    let domain: Vec<String> = trellis::domain::status::TaskStatus::ALL
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(listed, domain);
+}

@@ -4,6 +4,8 @@
 'use strict';
 
 const KEY = 'trellis.key';
+// task statuses in lifecycle order (the domain's TaskStatus::ALL)
+const TASK_STATUSES = ['pending', 'planning', 'running', 'reflecting', 'replanning', 'evaluating', 'succeeded', 'failed', 'needs_intervention', 'cancelled'];
 const TERMINAL = ['succeeded', 'failed', 'cancelled'];
 const state = { role: null, stream: null };
 const OPERATOR = () => state.role === 'operator' || state.role === 'admin';
@@ -127,8 +129,7 @@ async function drawOverview(view) {
   // every read here costs what the live work and the last hour cost, never the whole history
   const [fleet, act] = await Promise.all([api('/workers'), api('/stats/activity')]);
   const count = (n) => (n > act.recent_cap ? `${act.recent_cap.toLocaleString('en')}+` : n.toLocaleString('en'));
-  const lifecycle = ['pending', 'planning', 'running', 'reflecting', 'replanning', 'evaluating', 'needs_intervention', 'succeeded', 'failed', 'cancelled'];
-  const inOrder = (counts) => Object.entries(counts).sort(([a], [b]) => lifecycle.indexOf(a) - lifecycle.indexOf(b));
+  const inOrder = (counts) => Object.entries(counts).sort(([a], [b]) => TASK_STATUSES.indexOf(a) - TASK_STATUSES.indexOf(b));
   const cards = (id, counts) => h('div', { class: 'cards', id }, inOrder(counts).map(([k, n]) => h('div', { class: 'card', 'data-count-of': k }, h('b', {}, count(n)), status(k))));
   const top = act.tools.filter((t) => t.failed > 0).sort((a, b) => b.failed - a.failed).slice(0, 5);
   const lag = act.queue.length ? Math.max(...act.queue.map((q) => q.oldest_ready_secs)) : 0;
@@ -196,8 +197,7 @@ async function tasks(view) {
   const sinceBox = h('input', { id: 'since-filter', type: 'datetime-local', 'aria-label': 'submitted since', value: since ? new Date(since).toISOString().slice(0, 16) : '', onchange: (e) => go({ since: e.target.value ? new Date(e.target.value).toISOString() : '' }) });
   const filter = h('select', { id: 'status-filter', 'aria-label': 'status filter', onchange: (e) => go({ status: e.target.value }) },
     h('option', { value: '' }, 'any status'),
-    ['pending', 'planning', 'running', 'reflecting', 'replanning', 'evaluating', 'succeeded', 'failed', 'needs_intervention', 'cancelled']
-      .map((s) => h('option', { value: s, selected: s === st }, s)));
+    TASK_STATUSES.map((s) => h('option', { value: s, selected: s === st }, s)));
   const selected = new Set();
   const rows = list.map((t) => h('tr', { 'data-task': t.task_id },
     OPERATOR() ? h('td', {}, h('input', { type: 'checkbox', 'aria-label': `select ${t.task_id}`, onchange: (e) => (e.target.checked ? selected.add(t.task_id) : selected.delete(t.task_id)) })) : null,
