@@ -638,6 +638,184 @@ impl Bench {
         Ok(median(store.retry_gaps_ms().await?))
     }
 
+    /// `n` one-step `echo` tasks (bulk submit, 1000 per statement), with `priority`.
+    async fn enqueue_one_step(store: &Store, n: usize, priority: i32) -> Result<()> {
+        let plan: PlanSpec = serde_json::from_value(
+            json!({"steps": [{"id": "s1", "tool": "echo", "parameters": {"i": 1}}]}),
+        )?;
+        let task = NewTask {
+            description: "depth".into(),
+            metadata: json!({}),
+            context: json!({}),
+            priority,
+            idempotency_key: None,
+            limits: Self::limits(false),
+            plan: Some(plan),
+            template: None,
+        };
+        let chunk = vec![task; 1000];
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(1000);
+            if let Err(missing) = store.submit_tasks_quietly(&chunk[..k]).await? {
+                bail!("unknown tools {missing:?}");
+            }
+            left -= k;
+        }
+        Ok(())
+    }
+
+    /// Start `n` worker processes (this binary re-executed with `--as-worker`), each with
+    /// concurrency `c`.
+    fn worker_procs(url: &str, n: usize, c: usize) -> Result<WorkerProcs> {
+        let exe = std::env::current_exe()?;
+        let mut children = Vec::new();
+        for _ in 0..n {
+            children.push(
+                Command::new(&exe)
+                    .args(["--as-worker", url, &c.to_string()])
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .context("starting a worker process")?,
+            );
+        }
+        Ok(WorkerProcs { children })
+    }
+
+    /// Scenario 10 (`--depth`): `depth` one-step tasks queued while no worker runs, then
+    /// drained by 2 worker processes. The claim's `EXPLAIN (ANALYZE, BUFFERS)` at that depth
+    /// (in a rolled-back transaction), and the drain rate (tasks / (last task finished − first
+    /// attempt started), database clock). Stops waiting after `limit` and reports the rate so
+    /// far.
+    async fn depth(&self, depth: usize, limit: Duration) -> Result<DepthRun> {
+        let (store, url) = self.fresh("depth").await?;
+        let load = Instant::now();
+        Self::enqueue_one_step(&store, depth, 0).await?;
+        store.analyze_queue().await?;
+        eprintln!(
+            "      {depth} tasks queued in {:.1} s",
+            load.elapsed().as_secs_f64()
+        );
+        let plans = store.explain_claim(64, 0).await?;
+        let profile = std::env::var("BENCH_PROFILE").is_ok();
+        if profile {
+            store.enable_statement_stats().await?;
+        }
+        let procs = Self::worker_procs(&url, 2, self.sizes.concurrency)?;
+        let start = Instant::now();
+        // the watcher's own probe is one index lookup (a count would read the whole backlog)
+        while store.any_unfinished().await? && start.elapsed() < limit {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        procs.stop();
+        if profile {
+            for (calls, total_ms, query) in store.statement_stats(12).await? {
+                let q: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
+                println!(
+                    "{calls:>8} calls {total_ms:>10.1} ms  {}",
+                    q.chars().take(140).collect::<String>()
+                );
+            }
+        }
+        let (finished, secs) = store.drain_span().await?;
+        let run = DepthRun {
+            depth,
+            finished,
+            rate: finished as f64 / secs.max(1e-9),
+            plans,
+        };
+        drop(store);
+        self.drop_db(&url).await;
+        Ok(run)
+    }
+
+    /// Scenario 11 (`--long-transaction`): 2 worker processes; one-step tasks offered at
+    /// `rate` per second (a bulk submit every 100 ms); after `warm`, a report opens a
+    /// REPEATABLE READ transaction, reads the recovery views (its snapshot is taken) and holds
+    /// it for `hold`; then `after` more. Each second: the backlog (unfinished tasks). Per
+    /// phase: tasks offered and finished per second, p99 submit → finish (database clock).
+    async fn long_transaction(&self, rate: f64, phases: [Duration; 3]) -> Result<LongTx> {
+        let [warm, hold, after] = phases;
+        let (store, url) = self.fresh("longtx").await?;
+        let procs = Self::worker_procs(&url, 2, self.sizes.concurrency)?;
+        let per_tick = rate / 10.0;
+        let started = Instant::now();
+        let mut owed = 0.0;
+        let mut report = None;
+        let mut marks = Vec::new(); // database clock at each phase boundary
+        marks.push(store.db_now().await?);
+        let mut backlog = Vec::new();
+        let mut next_sample = Duration::ZERO;
+        let end = warm + hold + after;
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tick.tick().await;
+            let t = started.elapsed();
+            if t >= end {
+                break;
+            }
+            if report.is_none() && t >= warm && marks.len() == 1 {
+                eprintln!("      the report opens its snapshot…");
+                report = Some(store.open_report().await?);
+                marks.push(store.db_now().await?);
+            }
+            if t >= warm + hold
+                && let Some(r) = report.take()
+            {
+                store.close_report(r).await?;
+                marks.push(store.db_now().await?);
+                eprintln!("      the report committed");
+            }
+            owed += per_tick;
+            let n = owed.floor() as usize;
+            if n > 0 {
+                Self::enqueue_one_step_notify(&store, n).await?;
+                owed -= n as f64;
+            }
+            if t >= next_sample {
+                backlog.push((t.as_secs_f64(), store.count_unfinished_tasks().await?));
+                next_sample += Duration::from_secs(1);
+            }
+        }
+        marks.push(store.db_now().await?);
+        procs.stop();
+        let phases = store.phase_figures(&marks).await?;
+        drop(store);
+        self.drop_db(&url).await;
+        Ok(LongTx { backlog, phases })
+    }
+
+    /// `n` one-step `echo` tasks, submitted as a client would (the workers are woken).
+    async fn enqueue_one_step_notify(store: &Store, n: usize) -> Result<()> {
+        let plan: PlanSpec = serde_json::from_value(
+            json!({"steps": [{"id": "s1", "tool": "echo", "parameters": {"i": 1}}]}),
+        )?;
+        let task = NewTask {
+            description: "offered".into(),
+            metadata: json!({}),
+            context: json!({}),
+            priority: 0,
+            idempotency_key: None,
+            limits: Self::limits(false),
+            plan: Some(plan),
+            template: None,
+        };
+        for chunk in vec![task; n].chunks(1000) {
+            if let Err(missing) = store.submit_tasks(chunk).await? {
+                bail!("unknown tools {missing:?}");
+            }
+        }
+        Ok(())
+    }
+
+    /// Drop a benchmark database (the sweep's largest ones would fill the disk otherwise).
+    async fn drop_db(&self, url: &str) {
+        let name = url.rsplit('/').next().unwrap_or_default().to_string();
+        if let Ok(admin) = Store::connect(&self.admin, 2, Duration::from_secs(30)).await {
+            let _ = admin.drop_database(&name).await;
+        }
+    }
+
     /// Scenario 7: peak RSS of a worker process running 64 concurrent sleep steps.
     async fn memory(&self) -> Result<f64> {
         let (store, url) = self.fresh("memory").await?;
@@ -723,6 +901,42 @@ impl Workers {
             let _ = h.await;
         }
     }
+}
+
+/// Worker processes of a benchmark scenario; stopped with SIGTERM.
+struct WorkerProcs {
+    children: Vec<std::process::Child>,
+}
+
+impl WorkerProcs {
+    fn stop(mut self) {
+        for c in &self.children {
+            // SAFETY: kill(2) on our own child.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        }
+        for c in &mut self.children {
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The long-transaction scenario's figures.
+struct LongTx {
+    /// (seconds since the start, unfinished tasks), every second.
+    backlog: Vec<(f64, i64)>,
+    /// Per phase (before, during, after the report): tasks offered per second, finished per
+    /// second, p99 submit → finish in seconds (unfinished tasks count until the phase's end).
+    phases: Vec<(f64, f64, f64)>,
+}
+
+/// One depth of the sweep.
+struct DepthRun {
+    depth: usize,
+    finished: i64,
+    rate: f64,
+    /// The claim's statements under `EXPLAIN (ANALYZE, BUFFERS)`: (shared buffers read or
+    /// hit, the plan's text).
+    plans: Vec<(i64, String)>,
 }
 
 async fn as_worker(url: &str, concurrency: usize) -> Result<()> {
@@ -856,6 +1070,101 @@ async fn main() -> Result<()> {
                 percentile(&mut v, 99.0),
                 percentile(&mut v, 100.0)
             );
+        }
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--depth") {
+        // scenario 10: the depth sweep, BENCH_DEPTH_RUNS times (default 1), with the pgbench
+        // ceiling of the same run
+        let depths: Vec<usize> = std::env::var("BENCH_DEPTHS")
+            .unwrap_or_else(|_| "2000,20000,100000,1000000".into())
+            .split(',')
+            .filter_map(|d| d.trim().parse().ok())
+            .collect();
+        let limit = Duration::from_secs(env_usize("BENCH_DEPTH_LIMIT_SECS", 1800) as u64);
+        let show_plans = std::env::var("BENCH_SHOW_PLANS").is_ok();
+        for run in 1..=env_usize("BENCH_DEPTH_RUNS", 1) {
+            let (_, pgb_url) = b.fresh("pgbench").await?;
+            let ceiling = b.pgbench(&pgb_url)?;
+            b.drop_db(&pgb_url).await;
+            println!("run {run}: pgbench -N ceiling {ceiling:.0} TPS");
+            let mut base = None;
+            for &d in &depths {
+                eprintln!("[depth] {d} one-step tasks…");
+                let r = b.depth(d, limit).await?;
+                let base_rate = *base.get_or_insert(r.rate);
+                let buffers: Vec<String> = r.plans.iter().map(|(b, _)| b.to_string()).collect();
+                println!(
+                    "run {run}: depth {:>8}: {:>8} finished, {:>7.0} tasks/s = {:.2} × the first depth, {:.2} × ceiling; claim buffers {}",
+                    r.depth,
+                    r.finished,
+                    r.rate,
+                    r.rate / base_rate,
+                    r.rate / ceiling,
+                    buffers.join(" + ")
+                );
+                if show_plans {
+                    for (_, plan) in &r.plans {
+                        println!("{plan}");
+                    }
+                }
+            }
+        }
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--long-transaction") {
+        // scenario 11: capacity from a 20,000-task drain (or BENCH_CAPACITY), half of it
+        // offered, a 3-minute REPEATABLE READ report in the middle
+        let secs = |k: &str, d: usize| Duration::from_secs(env_usize(k, d) as u64);
+        let phases = [
+            secs("BENCH_LONGTX_WARM_SECS", 60),
+            secs("BENCH_LONGTX_HOLD_SECS", 180),
+            secs("BENCH_LONGTX_AFTER_SECS", 60),
+        ];
+        for run in 1..=env_usize("BENCH_LONGTX_RUNS", 1) {
+            let capacity = match std::env::var("BENCH_CAPACITY")
+                .ok()
+                .and_then(|v| v.parse().ok())
+            {
+                Some(c) => c,
+                None => {
+                    eprintln!("[long transaction] capacity: 20,000 one-step tasks drained…");
+                    b.depth(20_000, Duration::from_secs(600)).await?.rate
+                }
+            };
+            let rate = capacity / 2.0;
+            eprintln!("[long transaction] offering {rate:.0} tasks/s…");
+            let r = b.long_transaction(rate, phases).await?;
+            println!("run {run}: capacity {capacity:.0} tasks/s, offered {rate:.0} tasks/s");
+            for (name, (offered, finished, p99)) in ["before", "during the report", "after"]
+                .iter()
+                .zip(&r.phases)
+            {
+                println!(
+                    "run {run}: {name:<18} offered {offered:>6.0}/s finished {finished:>6.0}/s = {:.2} × offered, p99 submit → finish {p99:.2} s",
+                    finished / offered.max(1e-9)
+                );
+            }
+            let at = |t: f64| {
+                r.backlog
+                    .iter()
+                    .min_by(|a, b| (a.0 - t).abs().partial_cmp(&(b.0 - t).abs()).unwrap())
+                    .map(|b| b.1)
+                    .unwrap_or(0)
+            };
+            let (w, h) = (phases[0].as_secs_f64(), phases[1].as_secs_f64());
+            let before = at(w - 1.0);
+            let peak = r.backlog.iter().map(|b| b.1).max().unwrap_or(0);
+            println!(
+                "run {run}: backlog before the report {before}, peak {peak}, at the commit {}, 60 s after {}",
+                at(w + h),
+                at(w + h + 60.0)
+            );
+            if std::env::var("BENCH_SHOW_BACKLOG").is_ok() {
+                for (t, n) in &r.backlog {
+                    println!("{t:.0} {n}");
+                }
+            }
         }
         return Ok(());
     }

@@ -14,9 +14,24 @@ pub(crate) trait BenchSql {
     async fn enable_statement_stats(&self) -> Result<()>;
     async fn statement_stats(&self, limit: i64) -> Result<Vec<(i64, f64, String)>>;
     async fn count_unfinished_tasks(&self) -> Result<i64>;
+    async fn any_unfinished(&self) -> Result<bool>;
     async fn cost_snapshot(&self) -> Result<Cost>;
     async fn load_task_list(&self, tasks: i64) -> Result<()>;
     async fn load_recent_tasks(&self, tasks: i64) -> Result<()>;
+    async fn analyze_queue(&self) -> Result<()>;
+    async fn drain_span(&self) -> Result<(i64, f64)>;
+    async fn db_now(&self) -> Result<chrono::DateTime<chrono::Utc>>;
+    async fn open_report(&self) -> Result<Report>;
+    async fn close_report(&self, r: Report) -> Result<()>;
+    async fn phase_figures(
+        &self,
+        marks: &[chrono::DateTime<chrono::Utc>],
+    ) -> Result<Vec<(f64, f64, f64)>>;
+}
+
+/// A report holding a REPEATABLE READ snapshot on a connection of its own.
+pub(crate) struct Report {
+    conn: sqlx::pool::PoolConnection<sqlx::Postgres>,
 }
 
 /// Cumulative counters of the server: statements run in this database (pg_stat_statements),
@@ -138,6 +153,16 @@ impl BenchSql for Store {
         .await?)
     }
 
+    /// Whether any task is unfinished (one probe of the status index, whatever the backlog).
+    async fn any_unfinished(&self) -> Result<bool> {
+        Ok(sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM tasks
+             WHERE status IN ('pending', 'planning', 'running', 'reflecting', 'replanning', 'evaluating'))",
+        )
+        .fetch_one(self.pool())
+        .await?)
+    }
+
     /// `tasks` rows for the task-list benchmark, without steps: created a second apart up to
     /// now, mostly succeeded, one in fifty failed, one in a thousand running; then ANALYZE, as
     /// autovacuum would after a load this size.
@@ -157,6 +182,91 @@ impl BenchSql for Store {
             ),
         )
         .await
+    }
+
+    /// ANALYZE the queue's tables after a load, as autovacuum would.
+    async fn analyze_queue(&self) -> Result<()> {
+        sqlx::query("ANALYZE tasks, steps, claim_queue")
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// Tasks finished, and seconds from the first attempt's start to the last task's end
+    /// (database clock): a drain's span without the workers' start-up.
+    async fn drain_span(&self) -> Result<(i64, f64)> {
+        Ok(sqlx::query_as(
+            "SELECT (SELECT count(*) FROM tasks WHERE finished_at IS NOT NULL),
+                    coalesce(extract(epoch FROM (SELECT max(finished_at) FROM tasks)
+                                              - (SELECT min(started_at) FROM attempts)), 0)::float8",
+        )
+        .fetch_one(self.pool())
+        .await?)
+    }
+
+    /// The database's clock.
+    async fn db_now(&self) -> Result<chrono::DateTime<chrono::Utc>> {
+        Ok(sqlx::query_scalar("SELECT clock_timestamp()")
+            .fetch_one(self.pool())
+            .await?)
+    }
+
+    /// Open a REPEATABLE READ transaction and read the recovery statistics (so its snapshot is
+    /// taken); it stays open until [`BenchSql::close_report`].
+    async fn open_report(&self) -> Result<Report> {
+        let mut conn = self.pool().acquire().await?;
+        // the report runs longer than the session limits a Trellis pool sets
+        sqlx::query("SET idle_in_transaction_session_timeout = 0")
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query("SELECT count(*) FROM recovery_by_tool")
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query("SELECT count(*), max(finished_at) FROM attempts")
+            .execute(&mut *conn)
+            .await?;
+        Ok(Report { conn })
+    }
+
+    async fn close_report(&self, mut r: Report) -> Result<()> {
+        sqlx::query("COMMIT").execute(&mut *r.conn).await?;
+        sqlx::query("RESET idle_in_transaction_session_timeout")
+            .execute(&mut *r.conn)
+            .await?;
+        Ok(())
+    }
+
+    /// For each phase between consecutive `marks`: tasks submitted per second, tasks finished
+    /// per second, and the p99 of submit → finish in seconds over the tasks submitted in it
+    /// (a task not finished counts until the last mark).
+    async fn phase_figures(
+        &self,
+        marks: &[chrono::DateTime<chrono::Utc>],
+    ) -> Result<Vec<(f64, f64, f64)>> {
+        let mut out = Vec::new();
+        let last = marks.last().copied();
+        for w in marks.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            let row: (f64, f64, f64) = sqlx::query_as(
+                "SELECT (SELECT count(*) FROM tasks WHERE created_at >= $1 AND created_at < $2)::float8
+                          / extract(epoch FROM $2 - $1)::float8,
+                        (SELECT count(*) FROM tasks WHERE finished_at >= $1 AND finished_at < $2)::float8
+                          / extract(epoch FROM $2 - $1)::float8,
+                        coalesce((SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY
+                                     extract(epoch FROM coalesce(finished_at, $3) - created_at))
+                                  FROM tasks WHERE created_at >= $1 AND created_at < $2), 0)::float8",
+            )
+            .bind(a)
+            .bind(b)
+            .bind(last)
+            .fetch_one(self.pool())
+            .await?;
+            out.push(row);
+        }
+        Ok(out)
     }
 
     /// More `tasks` rows, all submitted within the last hour (1 in 50 failed, the rest

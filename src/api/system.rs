@@ -126,7 +126,8 @@ pub(super) async fn metrics(State(st): State<AppState>) -> Result<Response, ApiE
 }
 
 /// The database gauges: every unfinished task status (zero when none), ready and running
-/// steps per tool, the oldest ready step's wait per tool, the live workers and what they hold.
+/// steps per tool, the oldest ready step's wait per tool, the live workers and what they hold,
+/// the age of the oldest open transaction.
 fn gauges_text(rows: &[crate::store::reads::GaugeRow]) -> String {
     use crate::domain::status::TaskStatus;
     use std::fmt::Write;
@@ -137,6 +138,7 @@ fn gauges_text(rows: &[crate::store::reads::GaugeRow]) -> String {
         .map(|s| (s.as_str(), 0))
         .collect();
     let (mut steps, mut oldest, mut workers) = (String::new(), String::new(), (0, 0.0));
+    let mut oldest_tx = 0.0;
     for r in rows {
         match r.family.as_str() {
             "tasks" => {
@@ -158,6 +160,7 @@ fn gauges_text(rows: &[crate::store::reads::GaugeRow]) -> String {
                 }
             }
             "workers" => workers = (r.n, r.oldest_secs),
+            "db" => oldest_tx = r.oldest_secs,
             _ => {}
         }
     }
@@ -176,6 +179,10 @@ fn gauges_text(rows: &[crate::store::reads::GaugeRow]) -> String {
         "# HELP trellis_workers Live workers.\n# TYPE trellis_workers gauge\ntrellis_workers {}\n\
          # HELP trellis_workers_in_flight Steps and decisions the live workers hold.\n# TYPE trellis_workers_in_flight gauge\ntrellis_workers_in_flight {}\n",
         workers.0, workers.1
+    );
+    let _ = write!(
+        out,
+        "# HELP trellis_db_oldest_transaction_seconds Age of the oldest open transaction on the database (any session): dead rows younger than it cannot be vacuumed.\n# TYPE trellis_db_oldest_transaction_seconds gauge\ntrellis_db_oldest_transaction_seconds {oldest_tx:.3}\n"
     );
     out
 }

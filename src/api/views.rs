@@ -540,6 +540,10 @@ pub struct ActivityView {
     pub recent_tasks: BTreeMap<String, i64>,
     /// Where the counts of `recent_tasks` stop.
     pub recent_cap: i64,
+    /// Age in seconds of the oldest open transaction on the database, any session the
+    /// server's role may see (0 when none): rows a newer transaction deleted or updated cannot
+    /// be vacuumed while it stays open, and a long one slows every queue (docs/operations.md).
+    pub oldest_transaction_secs: f64,
 }
 
 /// One minute of [`ActivityView`].
@@ -580,6 +584,7 @@ pub fn activity(read: crate::store::reads::Activity, recent_cap: i64) -> Activit
     } = read;
     let mut queue: BTreeMap<&str, QueueView> = BTreeMap::new();
     let (mut workers, mut in_flight) = (0, 0);
+    let mut oldest_transaction_secs = 0.0;
     let mut unfinished_tasks: BTreeMap<String, i64> = TaskStatus::ALL
         .iter()
         .filter(|s| !s.is_terminal())
@@ -608,6 +613,7 @@ pub fn activity(read: crate::store::reads::Activity, recent_cap: i64) -> Activit
                 workers = g.n;
                 in_flight = g.oldest_secs as i64;
             }
+            ("db", _) => oldest_transaction_secs = g.oldest_secs,
             _ => {}
         }
     }
@@ -636,6 +642,7 @@ pub fn activity(read: crate::store::reads::Activity, recent_cap: i64) -> Activit
         unfinished_tasks,
         recent_tasks,
         recent_cap,
+        oldest_transaction_secs,
     }
 }
 

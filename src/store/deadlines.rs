@@ -36,6 +36,7 @@ impl Store {
                 });
                 fail_task(tx, *task_id, error, &mut events).await?;
             }
+            super::claim_queue::sync(tx, &due).await?;
             append_events(tx, &events).await?;
             Ok(due.len() as u64)
         })

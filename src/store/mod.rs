@@ -4,6 +4,7 @@
 //!
 //! - [`transitions`]: the only writer of a task, step or decision status (named moves);
 //! - [`step_queue`]: claim, heartbeat, complete, fail, release, rescue;
+//! - [`claim_queue`]: the claimable steps, kept per task where its steps change;
 //! - [`decision_queue`]: create, claim, rescue and release decisions; their context;
 //! - [`apply`]: applying a decision's outcome (step-level and task-level);
 //! - [`lifecycle`]: task-level consequences shared by the queue and the appliers;
@@ -73,9 +74,17 @@ macro_rules! in_tx {
 /// `pg_stat_statements`; a worker therefore runs its hot path on a [`Store::with_generic_plans`]
 /// handle, whose sessions start with the mode as a startup parameter, and uses this only where
 /// it shares a pool with the API (`trellis-api --dev`).
-pub const BEGIN_HOT: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
+///
+/// Hot transactions also plan without bitmap scans: every statement of theirs is a keyed
+/// lookup or an ordered walk with a `LIMIT`, and a bitmap scan followed by a sort is what the
+/// planner picks for the claim queue's walk when its estimate of the queue is small (no
+/// statistics yet, after a bulk import): a plan that reads and sorts the whole queue, kept for
+/// the session's life.
+pub const BEGIN_HOT: &str =
+    "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_bitmapscan = off";
 
 pub mod apply;
+pub mod claim_queue;
 pub mod deadlines;
 pub mod decision_queue;
 pub mod keys;
@@ -197,6 +206,8 @@ pub struct Store {
     pool: PgPool,
     /// Every session of `pool` plans with `plan_cache_mode = force_generic_plan`.
     generic_plans: bool,
+    /// Whether claims must walk the limited tools' lanes (shared by this handle's siblings).
+    lanes: std::sync::Arc<claim_queue::LaneCache>,
 }
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -247,6 +258,7 @@ impl Store {
         Ok(Self {
             pool,
             generic_plans: false,
+            lanes: Default::default(),
         })
     }
 
@@ -265,14 +277,16 @@ impl Store {
 
     /// A handle for a worker's hot path (claims, completions, failures, decisions), with a pool
     /// of its own as large as this one's, whose sessions start with
-    /// `plan_cache_mode = force_generic_plan` ([`BEGIN_HOT`] says why). Its statements are
+    /// `plan_cache_mode = force_generic_plan` and `enable_bitmapscan = off` ([`BEGIN_HOT`] says
+    /// why). Its statements are
     /// keyed by ids and leases; the maintenance sweeps, whose time predicates do favour custom
     /// plans, stay on `self`.
     pub async fn with_generic_plans(&self) -> Result<Self> {
         // appended to the session options this handle's pool already starts with
-        let options = (*self.pool.connect_options())
-            .clone()
-            .options([("plan_cache_mode", "force_generic_plan")]);
+        let options = (*self.pool.connect_options()).clone().options([
+            ("plan_cache_mode", "force_generic_plan"),
+            ("enable_bitmapscan", "off"),
+        ]);
         let pool = self.pool.options();
         self.sibling(
             options,
@@ -299,6 +313,7 @@ impl Store {
         Ok(Self {
             pool,
             generic_plans,
+            lanes: self.lanes.clone(),
         })
     }
 

@@ -340,7 +340,15 @@ async fn gauges(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<GaugeRow>> {
          UNION ALL
          SELECT 'workers', '', '', count(*), coalesce(sum(in_flight), 0)::float8
          FROM workers
-         WHERE stopped_at IS NULL AND last_heartbeat > now() - make_interval(secs => lease_secs)",
+         WHERE stopped_at IS NULL AND last_heartbeat > now() - make_interval(secs => lease_secs)
+         UNION ALL
+         -- the oldest open transaction on this database, any session (one the role may see:
+         -- pg_read_all_stats shows every session's): what VACUUM must keep dead rows for
+         SELECT 'db', 'oldest_transaction', '', count(*),
+                coalesce(extract(epoch FROM clock_timestamp() - min(xact_start)), 0)::float8
+         FROM pg_stat_activity
+         WHERE datname = current_database() AND xact_start IS NOT NULL
+           AND pid <> pg_backend_pid()",
     )
     .fetch_all(db)
     .await?)

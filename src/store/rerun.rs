@@ -80,6 +80,7 @@ impl Store {
             .execute(&mut **tx)
             .await?;
             install_version(tx, &task, &plan, &carry, "rerun", false, None).await?;
+            super::claim_queue::sync(tx, &[id]).await?;
             append_events(tx, &events).await?;
             task_status(tx, id).await
         })

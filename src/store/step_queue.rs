@@ -11,10 +11,11 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::apply::{Evaluated, apply_evaluations};
+use super::claim_queue::{self, LaneCache};
 use super::decision_queue::{ClaimedDecision, Lease, create_decision};
 use super::lifecycle::{fail_task, record_recovery, start_evaluation};
 use super::transitions::{
-    DoneStep, FailedRun, Success, claim_ready, claim_ready_plain, complete_running, fail_running,
+    DoneStep, FailedRun, Success, claim_checked, claim_plain, complete_running, fail_running,
     move_tasks, promote_and_count, release_running,
 };
 use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task, notify_ready};
@@ -113,7 +114,7 @@ impl Store {
     /// The commit is asynchronous: losing it in a crash loses only the claim (ARCHITECTURE.md,
     /// "The step queue").
     pub async fn claim_steps(&self, c: &Claim) -> Result<Vec<ClaimedStep>> {
-        in_tx!(hot self, |tx| claim_in(tx, c, true).await)
+        in_tx!(hot self, |tx| claim_in(tx, c, true, &self.lanes).await)
     }
 
     /// [`Store::claim_steps`]; when it claimed fewer than asked, also the milliseconds until
@@ -124,9 +125,13 @@ impl Store {
         c: &Claim,
     ) -> Result<(Vec<ClaimedStep>, Option<f64>)> {
         in_tx!(hot self, |tx| {
-            let claimed = claim_in(tx, c, true).await?;
+            let claimed = claim_in(tx, c, true, &self.lanes).await?;
             let due = if (claimed.len() as i64) < c.limit {
-                next_due(&mut **tx).await?
+                let (due, registry) = next_due(&mut **tx).await?;
+                // an idle worker learns of a tool that gained limits (its steps moved to a
+                // lane the plain claim does not read) at its next poll
+                self.lanes.saw(registry);
+                due
             } else {
                 None
             };
@@ -136,7 +141,7 @@ impl Store {
 
     /// Milliseconds until the earliest ready step in backoff becomes due (None: none waiting).
     pub async fn next_due_ms(&self) -> Result<Option<f64>> {
-        next_due(&self.pool).await
+        Ok(next_due(&self.pool).await?.0)
     }
 
     /// A listener on the ready channel (LISTEN/NOTIFY wakes idle workers).
@@ -158,18 +163,22 @@ impl Store {
     ) -> Result<u64> {
         let (step_ids, step_tokens): (Vec<Uuid>, Vec<i64>) = steps.iter().copied().unzip();
         let (dec_ids, dec_tokens): (Vec<Uuid>, Vec<i64>) = decisions.iter().copied().unzip();
+        // The fence is (id, lease token, owner): a row has an owner exactly while it is
+        // running (a CHECK constraint), so the status is not repeated here. Spelled out, it let
+        // the planner walk the partial index of running steps, whose dead entries grow with
+        // every claim until VACUUM (0.5 s a heartbeat at 100,000 queued tasks); by id, a
+        // heartbeat reads about what it renews.
         let n: i64 = sqlx::query_scalar(
             "WITH s AS (
                  UPDATE steps SET lease_expires_at = now() + make_interval(secs => $2)
                  FROM unnest($3::uuid[], $4::bigint[]) AS f(id, token)
-                 WHERE steps.id = f.id AND steps.lease_token = f.token
-                   AND steps.lease_owner = $1 AND steps.status = 'running'
+                 WHERE steps.id = f.id AND steps.lease_token = f.token AND steps.lease_owner = $1
                  RETURNING 1),
              d AS (
                  UPDATE decisions SET lease_expires_at = now() + make_interval(secs => $2)
                  FROM unnest($5::uuid[], $6::bigint[]) AS f(id, token)
                  WHERE decisions.id = f.id AND decisions.lease_token = f.token
-                   AND decisions.lease_owner = $1 AND decisions.status = 'running'
+                   AND decisions.lease_owner = $1
                  RETURNING 1),
              w AS (UPDATE workers SET last_heartbeat = now(),
                        in_flight = cardinality($3::uuid[]) + cardinality($5::uuid[])
@@ -257,6 +266,7 @@ impl Store {
             lock_task(tx, fence.task_id).await?;
             let step = lock_running_step(tx, fence, false).await?;
             release_running(tx, fence.step_id).await?;
+            claim_queue::sync(tx, &[fence.task_id]).await?;
             append_events(
                 tx,
                 &[NewEvent::new(
@@ -313,25 +323,31 @@ impl Store {
     }
 }
 
-/// Milliseconds until the earliest ready step in backoff falls due, or an empty rate-limit
-/// bucket gets its next token (None: neither).
-async fn next_due(db: impl sqlx::PgExecutor<'_>) -> Result<Option<f64>> {
+/// Milliseconds until the earliest claimable step in backoff falls due, or an empty rate-limit
+/// bucket gets its next token (None: neither); and the tool registry's version.
+async fn next_due(db: impl sqlx::PgExecutor<'_>) -> Result<(Option<f64>, i64)> {
     // also when the next token of an empty rate-limit bucket arrives (its steps may wait)
-    Ok(sqlx::query_scalar(
+    Ok(sqlx::query_as(
         "SELECT least(
-             (SELECT (extract(epoch FROM min(run_after) - now()) * 1000)::float8 FROM steps
-              WHERE status = 'ready' AND run_after > now()),
+             (SELECT (extract(epoch FROM min(run_after) - now()) * 1000)::float8 FROM claim_queue
+              WHERE delayed AND run_after > now()),
              (SELECT min((1 - b.tokens - extract(epoch FROM now() - b.refilled_at) * t.rate_limit_per_sec)
                          / t.rate_limit_per_sec * 1000)::float8
               FROM tool_buckets b JOIN tools t ON t.id = b.tool_id
               WHERE t.rate_limit_per_sec IS NOT NULL
-                AND b.tokens + extract(epoch FROM now() - b.refilled_at) * t.rate_limit_per_sec < 1))",
+                AND b.tokens + extract(epoch FROM now() - b.refilled_at) * t.rate_limit_per_sec < 1)),
+             (SELECT version FROM tool_registry)",
     )
     .fetch_one(db)
     .await?)
 }
 
-/// Claim inside `tx`: lock claimable tasks, lease their ready steps.
+/// Claim inside `tx` from the claim queue ([`super::claim_queue`]).
+///
+/// With no task cap and no tool limits in play, one statement ([`claim_plain`]); otherwise
+/// the checked claim: the admission lock (under a cap), the candidates and their tasks and
+/// tools locked ([`claim_queue::pick`]), then a statement with a later snapshot that counts
+/// and claims ([`claim_checked`]).
 ///
 /// With `async_commit` (a claim on its own) the transaction commits with
 /// `synchronous_commit = off`: its commit returns before its WAL
@@ -343,120 +359,88 @@ pub(crate) async fn claim_in(
     tx: &mut Tx,
     c: &Claim,
     async_commit: bool,
+    lanes: &LaneCache,
 ) -> Result<Vec<ClaimedStep>> {
-    let admission = c.max_running_tasks > 0 && try_admission_lock(tx).await?;
-    let locked = lock_claimable_tasks(tx, c, async_commit, admission).await?;
-    if locked.tasks.is_empty() {
-        return Ok(vec![]);
-    }
-    if locked.limited_wanted || locked.admit >= 0 {
-        claim_ready(tx, &locked.tasks, &locked.tools, locked.admit, c).await
+    let claimed = if c.max_running_tasks > 0 || lanes.limited(tx).await? {
+        let admission = c.max_running_tasks > 0 && try_admission_lock(tx).await?;
+        let picked = claim_queue::pick(tx, c, async_commit, admission).await?;
+        if picked.tasks.is_empty() {
+            return Ok(vec![]);
+        }
+        claim_checked(tx, &picked, c).await?
     } else {
-        // no ready step of these tasks uses a limited tool and no task cap is set: the claim
-        // statement without the limit and admission parts (the common case, and the cheaper one)
-        claim_ready_plain(tx, &locked.tasks, c).await
+        claim_plain(tx, c, async_commit).await?
+    };
+    if let Some(s) = claimed.first() {
+        lanes.saw(s.tools_version);
+    }
+    Ok(claimed)
+}
+
+#[cfg(feature = "testing")]
+impl Store {
+    /// The claim's statements under `EXPLAIN (ANALYZE, BUFFERS)` for a claim of `limit` steps
+    /// (the plain claim, or with a task cap the checked claim's two), in a transaction rolled
+    /// back afterwards: (shared buffers hit or read, the plan) per statement.
+    pub async fn explain_claim(
+        &self,
+        limit: i64,
+        max_running_tasks: i64,
+    ) -> Result<Vec<(i64, String)>> {
+        let mut out = Vec::new();
+        let c = Claim {
+            worker_id: Uuid::nil(),
+            limit,
+            lease_secs: 30.0,
+            max_running_tasks,
+        };
+        // planned as the workers' hot transactions plan it
+        let r: Result<()> = in_tx!(hot self, |tx| {
+            if max_running_tasks > 0 {
+                let admission = try_admission_lock(tx).await?;
+                let sql = format!("EXPLAIN (ANALYZE, BUFFERS) {}", claim_queue::PICK);
+                let lines: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                    .bind(limit)
+                    .bind(false)
+                    .bind(max_running_tasks)
+                    .bind(admission)
+                    .fetch_all(&mut **tx)
+                    .await?;
+                out.push((buffers_of(&lines), lines.join("\n")));
+                let picked = claim_queue::pick(tx, &c, false, admission).await?;
+                out.push(super::transitions::explain_claim_checked(tx, &picked, &c).await?);
+            } else {
+                out.push(super::transitions::explain_claim_plain(tx, &c).await?);
+            }
+            Err(StoreError::Conflict("explained; rolled back".into()))
+        });
+        match r {
+            Err(StoreError::Conflict(_)) | Ok(()) => Ok(out),
+            Err(e) => Err(e),
+        }
     }
 }
 
-/// What [`lock_claimable_tasks`] locked and learned.
-#[derive(sqlx::FromRow)]
-struct Locked {
-    tasks: Vec<Uuid>,
-    /// The limited tools locked (`tool_buckets` rows).
-    tools: Vec<String>,
-    /// Tasks without running steps the claim may start (-1: no cap).
-    admit: i64,
-    /// Whether a ready step of the locked tasks uses a limited tool (locked or not).
-    limited_wanted: bool,
-}
-
-/// Lock up to `limit` running tasks that have due ready steps and free room under their
-/// `max_concurrent_steps`, in claim order, skipping tasks another transaction holds, and the
-/// limited tools (`tool_buckets`) their ready steps use. Sets the transaction's commit
-/// asynchronous (see [`claim_in`]). Under a task cap (`admission`: whether this claim holds
-/// the admission lock) tasks already running steps come first. Returns the tasks and tools
-/// locked, and how many tasks without running steps the claim may start (-1: no cap).
-async fn lock_claimable_tasks(
-    tx: &mut Tx,
-    c: &Claim,
-    async_commit: bool,
-    admission: bool,
-) -> Result<Locked> {
-    Ok(sqlx::query_as(
-        r#"
-        WITH admit AS MATERIALIZED (
-            -- tasks without running steps this claim may start (-1: no cap); counted after the
-            -- admission lock was taken ($5), by an earlier statement
-            SELECT CASE WHEN $4 <= 0 THEN -1 WHEN NOT $5 THEN 0
-                        ELSE greatest($4 - (SELECT count(DISTINCT task_id) FROM steps
-                                            WHERE status = 'running'), 0) END AS n
-        ), cand AS MATERIALIZED (
-            SELECT t.id, t.priority, t.created_at, r.elsewhere > 0 AS elsewhere,
-                   least(t.max_concurrent_steps - r.running, q.ready) AS n
-            FROM tasks t
-            -- correlated probes stay index lookups per task (a semi-join here degenerates
-            -- into rescanning every ready step for every running task)
-            CROSS JOIN LATERAL (SELECT count(*) AS running,
-                                       count(*) FILTER (WHERE r.lease_owner <> $3) AS elsewhere
-                                FROM steps r WHERE r.task_id = t.id AND r.status = 'running') r
-            CROSS JOIN LATERAL (SELECT count(*) AS ready FROM (
-                                    SELECT 1 FROM steps s
-                                    WHERE s.task_id = t.id AND s.status = 'ready' AND s.run_after <= now()
-                                    LIMIT least($1, greatest(t.max_concurrent_steps - r.running, 0))) x) q
-            WHERE t.status = 'running' AND q.ready > 0 AND t.max_concurrent_steps > r.running
-              -- past its deadline a task gets nothing more (the sweep fails it)
-              AND (t.deadline_at IS NULL OR t.deadline_at > now())
-              -- under a task cap with no room left, only tasks already running steps
-              AND (r.running > 0 OR (SELECT n FROM admit) <> 0)
-            -- under a task cap, tasks already running steps come first; among tasks of equal
-            -- priority, those with steps running on another worker come last: that worker
-            -- takes their next steps in its own completion cycles, so two workers rarely
-            -- record steps of the same task (and wait on its row) at once
-            ORDER BY (r.running = 0 AND (SELECT n FROM admit) >= 0), t.priority DESC, elsewhere,
-                     t.created_at, t.id
-            LIMIT $1
-        ), enough AS MATERIALIZED (
-            -- only as many tasks as the claim can take steps from: a task locked for nothing
-            -- would make another worker's completion of its steps wait for this commit
-            SELECT id, sum(n) OVER (ORDER BY priority DESC, elsewhere, created_at, id) - n AS before
-            FROM cand
-        ), locked AS (
-            SELECT t.id FROM tasks t,
-                 (SELECT set_config('synchronous_commit',
-                         CASE WHEN $2 THEN 'off' ELSE current_setting('synchronous_commit') END, true)) AS commit_mode
-            -- by primary key (an id list the planner cannot turn into a rescan per running task)
-            WHERE t.id = ANY(ARRAY(SELECT id FROM enough WHERE before < $1)) AND t.status = 'running'
-              AND (t.deadline_at IS NULL OR t.deadline_at > now())
-            ORDER BY t.id
-            FOR NO KEY UPDATE OF t SKIP LOCKED
-        ), wanted AS MATERIALIZED (
-            -- the limited tools these tasks' ready steps use
-            SELECT b.tool_id FROM tool_buckets b
-            WHERE EXISTS (SELECT 1 FROM steps s
-                          WHERE s.task_id = ANY(ARRAY(SELECT id FROM locked)) AND s.status = 'ready'
-                            AND coalesce(s.tool_override, s.tool) = b.tool_id)
-        ), limited AS (
-            -- locked so that the claim's count of their running steps (a later statement, a
-            -- later snapshot) is exact; a tool another claim holds is skipped (its steps
-            -- wait): no lock wait, no deadlock
-            SELECT b.tool_id FROM tool_buckets b
-            WHERE b.tool_id IN (SELECT tool_id FROM wanted)
-            ORDER BY b.tool_id
-            FOR UPDATE OF b SKIP LOCKED
-        )
-        SELECT coalesce((SELECT array_agg(id ORDER BY id) FROM locked), '{}') AS tasks,
-               coalesce((SELECT array_agg(tool_id ORDER BY tool_id) FROM limited), '{}') AS tools,
-               (SELECT n FROM admit) AS admit,
-               EXISTS (SELECT 1 FROM wanted) AS limited_wanted
-        "#,
-    )
-    .bind(c.limit)
-    .bind(async_commit)
-    .bind(c.worker_id)
-    .bind(c.max_running_tasks)
-    .bind(admission)
-    .fetch_one(&mut **tx)
-    .await?)
+/// Shared buffers (hit + read) of a text plan's top node.
+#[cfg(feature = "testing")]
+pub(crate) fn buffers_of(lines: &[String]) -> i64 {
+    let Some(l) = lines
+        .iter()
+        .find(|l| l.trim_start().starts_with("Buffers:"))
+    else {
+        return 0;
+    };
+    ["hit=", "read="]
+        .iter()
+        .filter_map(|k| {
+            let at = l.find(k)? + k.len();
+            l[at..]
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse::<i64>()
+                .ok()
+        })
+        .sum()
 }
 
 /// Under `max_running_tasks`, only one claim at a time may start tasks that have no running
@@ -523,7 +507,7 @@ impl Store {
                             limit: claim.limit - started - claimed.len() as i64,
                             ..claim.clone()
                         };
-                        let got = claim_in(tx, &round, false).await?;
+                        let got = claim_in(tx, &round, false, &self.lanes).await?;
                         let short = got.is_empty() || (got.len() as i64) == round.limit;
                         claimed.extend(got);
                         if short {
@@ -637,6 +621,21 @@ fn active_tasks(done: &DoneItems<'_>, task_state: &TaskState) -> (Vec<(Uuid, i32
     (active, params)
 }
 
+/// Running tasks of the batch whose completed steps belong to an older plan version (a repair
+/// moved on while they ran): their room grew, though nothing of theirs is promoted.
+fn stale_version_tasks(done: &DoneItems<'_>, task_state: &TaskState) -> Vec<Uuid> {
+    let mut out: Vec<Uuid> = Vec::new();
+    for (_, d) in done {
+        if let Some((TaskStatus::Running, version, _)) = task_state.get(&d.task_id)
+            && *version != d.plan_version
+            && !out.contains(&d.task_id)
+        {
+            out.push(d.task_id);
+        }
+    }
+    out
+}
+
 /// Reset consecutive failures and merge output params into runtime metadata, for the tasks
 /// where either changes anything (no write to a task row a success leaves as it was).
 async fn update_task_rows(
@@ -682,7 +681,10 @@ async fn advance_tasks(
 ) -> Result<(HashMap<Uuid, ClaimedDecision>, bool)> {
     let (active, params) = active_tasks(done, task_state);
     let mut decisions = HashMap::new();
+    // a running task whose finished step belonged to an older plan version has room again too
+    let mut resync: Vec<Uuid> = stale_version_tasks(done, task_state);
     if active.is_empty() {
+        claim_queue::sync(tx, &resync).await?;
         return Ok((decisions, false));
     }
     update_task_rows(tx, &active, task_state, params).await?;
@@ -693,10 +695,15 @@ async fn advance_tasks(
     for p in promote_and_count(tx, &ids, &versions).await? {
         note_promoted(events, p.task_id, &p.promoted);
         any_ready |= p.ready > 0;
+        if p.ready > 0 {
+            // room freed, or steps promoted: the task's next ready steps become claimable
+            resync.push(p.task_id);
+        }
         if p.open == 0 {
             finished.push(p.task_id);
         }
     }
+    claim_queue::sync(tx, &resync).await?;
     match &c.inline {
         _ if finished.is_empty() => {}
         None => {
@@ -798,14 +805,19 @@ async fn live_steps_of(tx: &mut Tx, tasks: &[TaskRow]) -> Result<HashMap<Uuid, V
     Ok(by_task)
 }
 
-/// Every attempt of each task, by task, in order.
+/// Every attempt of each task, by task, in order. One index probe per task (a lateral join
+/// over the ids): a plain `task_id = ANY($1)` got a generic plan made while the table was
+/// empty, a sequential scan kept for the session's life while the history grew (6.5 ms a call
+/// at 100,000 attempts, against 0.2 ms).
 async fn attempts_of(tx: &mut Tx, tasks: &[TaskRow]) -> Result<HashMap<Uuid, Vec<AttemptRow>>> {
     let rows: Vec<(Uuid, AttemptRow)> = {
         use sqlx::{FromRow, Row};
         let raw = sqlx::query(
-            "SELECT task_id, step_id, step_key, plan_version, attempt, tool, parameters, status, output,
-                    error, error_category, worker_id, started_at, finished_at, duration_ms
-             FROM attempts WHERE task_id = ANY($1) ORDER BY id",
+            "SELECT a.task_id, a.step_id, a.step_key, a.plan_version, a.attempt, a.tool, a.parameters,
+                    a.status, a.output, a.error, a.error_category, a.worker_id, a.started_at,
+                    a.finished_at, a.duration_ms
+             FROM unnest($1::uuid[]) AS t(id)
+             CROSS JOIN LATERAL (SELECT * FROM attempts a WHERE a.task_id = t.id ORDER BY a.id) a",
         )
         .bind(tasks.iter().map(|t| t.id).collect::<Vec<_>>())
         .fetch_all(&mut **tx)
@@ -984,6 +996,9 @@ async fn fail_locked(
     )
     .await?;
     let decision = follow_failure(tx, &f, &step, &counted, attempt_id, &error, policy).await?;
+    // the step's slot is free: it (a retry) or the task's next ready step is claimable again;
+    // a failed task's entries go
+    claim_queue::sync(tx, &[task.id]).await?;
     Ok(FailOutcome {
         transition: counted.transition,
         decision,

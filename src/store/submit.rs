@@ -136,6 +136,7 @@ impl Store {
             move_task(tx, id, TaskMove::Cancel).await?;
             let skipped = skip_open_steps(tx, id).await?;
             cancel_open_decisions(tx, id).await?;
+            super::claim_queue::sync(tx, &[id]).await?;
             append_events(
                 tx,
                 &[NewEvent::new(
@@ -182,6 +183,7 @@ impl Store {
                 apply_overrides(tx, &task, &r.step_overrides).await?;
                 rerun_failed_steps(tx, &task).await?;
             }
+            super::claim_queue::sync(tx, &[id]).await?;
             append_events(tx, &events).await?;
             task_status(tx, id).await
         })

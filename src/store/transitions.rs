@@ -232,11 +232,98 @@ macro_rules! claim_result {
     };
 }
 
+/// The plain claim's entries: the head of lane '' (tools without limits) in claim order, and
+/// the delayed entries of lane '' whose backoff ended, each `LIMIT $1 FOR UPDATE SKIP LOCKED`;
+/// the best `$1` of both. Defines `cand`.
+macro_rules! plain_candidates {
+    () => {
+        r#"
+    WITH due AS MATERIALIZED (
+        SELECT q.step_id, q.task_id, q.priority, q.task_created_at, q.position
+        FROM claim_queue q
+        WHERE q.delayed AND q.run_after <= now() AND q.lane = ''
+        ORDER BY q.run_after
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED
+    ), head AS MATERIALIZED (
+        SELECT q.step_id, q.task_id, q.priority, q.task_created_at, q.position
+        FROM claim_queue q
+        WHERE q.lane = '' AND NOT q.delayed
+        ORDER BY q.lane, q.priority DESC, q.task_created_at, q.task_id, q.position
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED
+    ), cand AS MATERIALIZED (
+        SELECT * FROM head UNION ALL SELECT * FROM due
+        ORDER BY priority DESC, task_created_at, task_id, position
+        LIMIT $1
+"#
+    };
+}
+
 statement!(
-    /// With a snapshot taken after the task locks (so the running counts are exact), pick each
-    /// task's ready steps in plan order up to its free room, lease them, and append their
-    /// `step_started` events (the task rows are already locked by this transaction). Returns
-    /// each step with its task's merged metadata and its direct dependencies' outputs.
+    /// The claim when no tool has limits in play and no task cap is set: one statement. Take
+    /// the head of the claim queue, lock its tasks (`SKIP LOCKED`: a task another transaction
+    /// holds keeps its entries for a later claim), dequeue and lease the entries of running
+    /// tasks with time left, and append their `step_started` events. Entries are claimable by
+    /// construction (`claim_queue::sync`): no count is taken here. Entries of a task that no
+    /// longer runs, or whose deadline passed, are dropped.
+    CLAIM_PLAIN = StepMove::Claim,
+    concat!(
+        plain_candidates!(),
+        r#"
+    ), locked AS MATERIALIZED (
+        SELECT t.id, t.status = 'running' AND (t.deadline_at IS NULL OR t.deadline_at > now()) AS ok
+        FROM tasks t,
+             (SELECT set_config('synchronous_commit',
+                     CASE WHEN $2 THEN 'off' ELSE current_setting('synchronous_commit') END, true)) AS commit_mode
+        -- by primary key (an id list, never a join the planner could turn into a scan)
+        WHERE t.id = ANY(ARRAY(SELECT DISTINCT task_id FROM cand))
+        ORDER BY t.id
+        FOR NO KEY UPDATE OF t SKIP LOCKED
+    ), taken AS MATERIALIZED (
+        -- every entry of a locked task leaves the queue: claimed when the task runs with time
+        -- left; dropped when it no longer runs or its deadline passed (the sweep fails it), so
+        -- that no later claim walks over it again
+        SELECT c.*, l.ok FROM cand c JOIN locked l ON l.id = c.task_id
+    ), dequeued AS (
+        DELETE FROM claim_queue q
+        WHERE q.task_id = ANY(ARRAY(SELECT DISTINCT task_id FROM taken))
+          AND q.step_id = ANY(ARRAY(SELECT step_id FROM taken))
+    ), picked AS MATERIALIZED (
+        SELECT step_id AS id,
+               row_number() OVER (ORDER BY priority DESC, task_created_at, task_id, position) AS ord
+        FROM taken WHERE ok
+"#,
+        claim_lease_and_log!(),
+        claim_result!()
+    )
+);
+
+/// `ready → running` for up to `c.limit` steps from the head of the claim queue's lane ''
+/// ([`CLAIM_PLAIN`]). With `async_commit` the transaction commits without waiting for its WAL
+/// flush (see `step_queue::claim_in`).
+pub(crate) async fn claim_plain(
+    tx: &mut Tx,
+    c: &Claim,
+    async_commit: bool,
+) -> Result<Vec<ClaimedStep>> {
+    Ok(sqlx::query_as(CLAIM_PLAIN.as_str())
+        .bind(c.limit)
+        .bind(async_commit)
+        .bind(c.worker_id)
+        .bind(c.lease_secs)
+        .bind(crate::domain::model::event_kind::STEP_STARTED)
+        .fetch_all(&mut **tx)
+        .await?)
+}
+
+statement!(
+    /// The checked claim's second statement, with a snapshot taken after the first locked the
+    /// candidate entries, their tasks and the limited tools (`claim_queue::pick`), so that the
+    /// counts below are exact: each locked limited tool's running steps and tokens give its
+    /// room, and under a task cap ($7 >= 0) only tasks already running steps and the first $7
+    /// others in claim order get steps. Dequeue and lease what passes, append the
+    /// `step_started` events, spend the tokens.
     CLAIM = StepMove::Claim,
     concat!(
         r#"
@@ -247,41 +334,50 @@ statement!(
                CASE WHEN NOT (b.tool_id = ANY($6::text[])) THEN 0 ELSE least(
                    coalesce(t.max_concurrency - (SELECT count(*) FROM steps r
                         WHERE r.status = 'running' AND coalesce(r.tool_override, r.tool) = b.tool_id), 2147483647),
-                   coalesce(floor(least(t.rate_limit_burst::float8,
-                        b.tokens + extract(epoch FROM now() - b.refilled_at) * t.rate_limit_per_sec))::bigint,
-                        2147483647)) END AS cap
+                   -- (least() skips NULLs: without a rate limit the burst must not count)
+                   CASE WHEN t.rate_limit_per_sec IS NULL THEN 2147483647
+                        ELSE floor(least(t.rate_limit_burst::float8,
+                             b.tokens + extract(epoch FROM now() - b.refilled_at) * t.rate_limit_per_sec))::bigint
+                   END) END AS cap
         FROM tool_buckets b JOIN tools t ON t.id = b.tool_id
-    ), room AS MATERIALIZED (
-        -- under a task cap ($7 >= 0), only the first $7 tasks without running steps (priority,
-        -- then submission order) get room
-        SELECT x.task_id, x.priority, x.created_at,
-               CASE WHEN $7 >= 0 AND x.running = 0
-                         AND row_number() OVER (PARTITION BY x.running = 0
-                                                ORDER BY x.priority DESC, x.created_at, x.task_id) > $7
-                    THEN 0 ELSE x.max_concurrent_steps - x.running END AS room
-        FROM (SELECT t.id AS task_id, t.priority, t.created_at, t.max_concurrent_steps,
-                     (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running') AS running
-              FROM tasks t WHERE t.id = ANY($1)) x
+    ), cand AS MATERIALIZED (
+        SELECT q.step_id, q.task_id, q.priority, q.task_created_at, q.position, q.lane
+        FROM claim_queue q
+        WHERE q.task_id = ANY($8::uuid[]) AND q.step_id = ANY($1::uuid[])
+    ), state AS MATERIALIZED (
+        -- the locked tasks (their rows are stable): may they get steps, do they run some
+        SELECT t.id,
+               t.status = 'running' AND (t.deadline_at IS NULL OR t.deadline_at > now()) AS ok,
+               EXISTS (SELECT 1 FROM steps r WHERE r.task_id = t.id AND r.status = 'running') AS active,
+               t.priority, t.created_at
+        FROM tasks t WHERE t.id = ANY($8::uuid[])
+    ), admitted AS MATERIALIZED (
+        SELECT s.id FROM (
+            SELECT s.id, s.active,
+                   row_number() OVER (PARTITION BY s.active ORDER BY s.priority DESC, s.created_at, s.id) AS nth
+            FROM state s WHERE s.ok) s
+        WHERE $7 < 0 OR s.active OR s.nth <= $7
     ), offered AS MATERIALIZED (
-        SELECT p.id, p.tool, room.priority, room.created_at, room.task_id, p.position,
-               row_number() OVER (PARTITION BY p.tool
-                                  ORDER BY room.priority DESC, room.created_at, room.task_id, p.position) AS nth
-        FROM room
-        CROSS JOIN LATERAL (
-            SELECT s.id, s.position, coalesce(s.tool_override, s.tool) AS tool FROM steps s
-            WHERE s.task_id = room.task_id AND s.status IN {from} AND s.run_after <= now()
-              -- a tool with no room now does not take the task's room
-              AND NOT EXISTS (SELECT 1 FROM cap WHERE cap.tool_id = coalesce(s.tool_override, s.tool)
-                                                  AND cap.cap <= 0)
-            ORDER BY s.position
-            LIMIT greatest(room.room, 0)
-        ) p
-    ), picked AS MATERIALIZED (
-        SELECT o.id, row_number() OVER (ORDER BY o.priority DESC, o.created_at, o.task_id, o.position) AS ord
-        FROM offered o
-        WHERE NOT EXISTS (SELECT 1 FROM cap WHERE cap.tool_id = o.tool AND o.nth > cap.cap)
-        ORDER BY o.priority DESC, o.created_at, o.task_id, o.position
+        SELECT c.*, row_number() OVER (PARTITION BY c.lane
+                                       ORDER BY c.priority DESC, c.task_created_at, c.task_id, c.position) AS nth
+        FROM cand c WHERE c.task_id IN (SELECT id FROM admitted)
+    ), chosen AS MATERIALIZED (
+        SELECT o.* FROM offered o
+        WHERE o.lane = '' OR o.nth <= coalesce((SELECT cap FROM cap WHERE cap.tool_id = o.lane), 0)
+        ORDER BY o.priority DESC, o.task_created_at, o.task_id, o.position
         LIMIT $2
+    ), dequeued AS (
+        -- what is claimed leaves the queue; so do the entries of tasks no longer running or
+        -- past their deadline
+        DELETE FROM claim_queue q
+        WHERE q.task_id = ANY($8::uuid[])
+          AND (q.step_id IN (SELECT step_id FROM chosen)
+               OR (q.step_id = ANY($1::uuid[])
+                   AND q.task_id IN (SELECT id FROM state WHERE NOT ok)))
+    ), picked AS MATERIALIZED (
+        SELECT step_id AS id,
+               row_number() OVER (ORDER BY priority DESC, task_created_at, task_id, position) AS ord
+        FROM chosen
 "#,
         claim_lease_and_log!(),
         r#"
@@ -298,51 +394,6 @@ statement!(
     )
 );
 
-statement!(
-    /// [`CLAIM`] without the tool-limit and admission parts: for tasks none of whose ready
-    /// steps uses a limited tool, with no task cap set (the statement the claim loop runs in
-    /// the common case; shorter to plan and to run).
-    CLAIM_PLAIN = StepMove::Claim,
-    concat!(
-        r#"
-    WITH room AS MATERIALIZED (
-        SELECT t.id AS task_id, t.priority, t.created_at,
-               t.max_concurrent_steps
-                 - (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running') AS room
-        FROM tasks t WHERE t.id = ANY($1)
-    ), picked AS MATERIALIZED (
-        SELECT p.id, row_number() OVER (ORDER BY room.priority DESC, room.created_at, room.task_id, p.position) AS ord
-        FROM room
-        CROSS JOIN LATERAL (
-            SELECT s.id, s.position FROM steps s
-            WHERE s.task_id = room.task_id AND s.status IN {from} AND s.run_after <= now()
-            ORDER BY s.position
-            LIMIT greatest(room.room, 0)
-        ) p
-        ORDER BY room.priority DESC, room.created_at, room.task_id, p.position
-        LIMIT $2
-"#,
-        claim_lease_and_log!(),
-        claim_result!()
-    )
-);
-
-/// [`claim_ready`] for tasks none of whose ready steps uses a limited tool, with no task cap.
-pub(crate) async fn claim_ready_plain(
-    tx: &mut Tx,
-    task_ids: &[Uuid],
-    c: &Claim,
-) -> Result<Vec<ClaimedStep>> {
-    Ok(sqlx::query_as(CLAIM_PLAIN.as_str())
-        .bind(task_ids)
-        .bind(c.limit)
-        .bind(c.worker_id)
-        .bind(c.lease_secs)
-        .bind(crate::domain::model::event_kind::STEP_STARTED)
-        .fetch_all(&mut **tx)
-        .await?)
-}
-
 /// Who claims, how many, for how long.
 #[derive(Debug, Clone)]
 pub struct Claim {
@@ -354,26 +405,71 @@ pub struct Claim {
     pub max_running_tasks: i64,
 }
 
-/// `ready → running` for up to `c.limit` steps of the locked `task_ids`, within the limits of
-/// the `limited_tools` this transaction locked (other limited tools start nothing), starting at
-/// most `admit` tasks that have no running steps (-1: any).
-pub(crate) async fn claim_ready(
-    tx: &mut Tx,
-    task_ids: &[Uuid],
-    limited_tools: &[String],
-    admit: i64,
-    c: &Claim,
-) -> Result<Vec<ClaimedStep>> {
+/// What the checked claim's first statement locked (`claim_queue::pick`).
+#[derive(Debug, Default, sqlx::FromRow)]
+pub(crate) struct Picked {
+    /// Candidate entries (their steps), locked.
+    pub steps: Vec<Uuid>,
+    /// Their tasks this transaction locked.
+    pub tasks: Vec<Uuid>,
+    /// The limited tools locked (`tool_buckets` rows).
+    pub tools: Vec<String>,
+    /// Tasks without running steps the claim may start (-1: no cap).
+    pub admit: i64,
+}
+
+/// `ready → running` for up to `c.limit` of the entries `p` locked, within the limits of the
+/// tools it locked (other limited tools start nothing), starting at most `p.admit` tasks that
+/// have no running steps (-1: any).
+pub(crate) async fn claim_checked(tx: &mut Tx, p: &Picked, c: &Claim) -> Result<Vec<ClaimedStep>> {
     Ok(sqlx::query_as(CLAIM.as_str())
-        .bind(task_ids)
+        .bind(&p.steps)
         .bind(c.limit)
         .bind(c.worker_id)
         .bind(c.lease_secs)
         .bind(crate::domain::model::event_kind::STEP_STARTED)
-        .bind(limited_tools)
-        .bind(admit)
+        .bind(&p.tools)
+        .bind(p.admit)
+        .bind(&p.tasks)
         .fetch_all(&mut **tx)
         .await?)
+}
+
+/// [`CLAIM_PLAIN`] under `EXPLAIN (ANALYZE, BUFFERS)`: (shared buffers, the plan).
+#[cfg(feature = "testing")]
+pub(crate) async fn explain_claim_plain(tx: &mut Tx, c: &Claim) -> Result<(i64, String)> {
+    let sql = format!("EXPLAIN (ANALYZE, BUFFERS) {}", CLAIM_PLAIN.as_str());
+    let lines: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(c.limit)
+        .bind(false)
+        .bind(c.worker_id)
+        .bind(c.lease_secs)
+        .bind(crate::domain::model::event_kind::STEP_STARTED)
+        .fetch_all(&mut **tx)
+        .await?;
+    Ok((super::step_queue::buffers_of(&lines), lines.join("\n")))
+}
+
+/// [`CLAIM`] under `EXPLAIN (ANALYZE, BUFFERS)`: (shared buffers, the plan).
+#[cfg(feature = "testing")]
+pub(crate) async fn explain_claim_checked(
+    tx: &mut Tx,
+    p: &Picked,
+    c: &Claim,
+) -> Result<(i64, String)> {
+    let sql = format!("EXPLAIN (ANALYZE, BUFFERS) {}", CLAIM.as_str());
+    let lines: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(&p.steps)
+        .bind(c.limit)
+        .bind(c.worker_id)
+        .bind(c.lease_secs)
+        .bind(crate::domain::model::event_kind::STEP_STARTED)
+        .bind(&p.tools)
+        .bind(p.admit)
+        .bind(&p.tasks)
+        .fetch_all(&mut **tx)
+        .await?;
+    Ok((super::step_queue::buffers_of(&lines), lines.join("\n")))
 }
 
 /// A step a completion batch marked succeeded.
@@ -861,6 +957,7 @@ mod tests {
     fn statements_are_rendered_from_their_moves() {
         assert!(CLAIM.contains("SET status = 'running'"));
         assert!(CLAIM.contains("s.status IN ('ready')"));
+        assert!(CLAIM_PLAIN.contains("s.status IN ('ready')"));
         assert!(SKIP.contains("status IN ('blocked', 'ready')"));
         assert!(SUPERSEDE_OPEN.contains("status IN ('blocked', 'ready', 'failed')"));
         assert!(CANCEL_OPEN.contains("status IN ('pending', 'running')"));

@@ -140,7 +140,10 @@ async function drawOverview(view) {
       h('div', { class: 'card' }, h('b', { id: 'queue-lag' }, `${lag.toFixed(1)} s`), 'queue lag (oldest ready step)'),
       h('div', { class: 'card' }, h('b', {}, sum('ready')), 'steps ready'),
       h('div', { class: 'card' }, h('b', {}, sum('running')), 'steps running'),
-      h('div', { class: 'card' }, h('b', {}, act.workers), `live workers, ${act.in_flight} in flight`)),
+      h('div', { class: 'card' }, h('b', {}, act.workers), `live workers, ${act.in_flight} in flight`),
+      // a transaction held open for minutes keeps every dead row: queues slow down (docs/operations.md)
+      h('div', { class: act.oldest_transaction_secs >= 60 ? 'card warn' : 'card', title: 'VACUUM cannot remove rows changed after the oldest open transaction began; run long reports on a replica' },
+        h('b', { id: 'oldest-transaction' }, `${act.oldest_transaction_secs.toFixed(0)} s`), 'oldest open transaction')),
     h('h2', {}, 'Steps per second and failures, last hour'), activityChart(act.minutes),
     h('h2', {}, 'Unfinished tasks'), cards('unfinished-tasks', act.unfinished_tasks),
     h('h2', {}, 'Tasks submitted in the last hour, by status now'), cards('recent-tasks', act.recent_tasks),

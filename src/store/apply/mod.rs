@@ -86,6 +86,8 @@ impl Store {
             };
             let next = dispatch(tx, &c, &d, outcome, &mut events).await?;
             append_events(tx, &events).await?;
+            // a retry, a repair, a new plan or the task's end changed what is claimable
+            super::claim_queue::sync(tx, &[f.task_id]).await?;
             Ok(next)
         })
     }

@@ -1,0 +1,209 @@
+//! The claim queue (`claim_queue`): one narrow row per claimable step, so that a claim reads
+//! about what it takes, whatever the depth (migration `20261125000018_claim_queue.sql`).
+//!
+//! Architecture invariant: for every task, its entries plus its running steps never exceed
+//! its `max_concurrent_steps`. Entries are the task's first ready steps in plan order, as many
+//! as it has room for; [`sync`] rewrites them under the task's row lock wherever a step becomes
+//! ready, stops running or leaves `ready`, or the task's status changes. A claim turns entries
+//! into running steps one for one, so it needs no count to keep the per-task cap.
+//!
+//! Claim order: priority (higher first), then the task's age, then plan order. A task holds at
+//! most `max_concurrent_steps` entries, so a task with thousands of ready steps takes that
+//! many slots of the head and a task submitted after it is served in the same claim.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+use uuid::Uuid;
+
+use super::transitions::{Claim, Picked};
+use super::{Result, Tx};
+
+/// Rewrite the claim queue entries of these tasks (their rows locked by the caller) from
+/// their steps: a running task gets its first ready steps in plan order, as many as its
+/// `max_concurrent_steps` minus its running steps; any other task gets none. Entries that are
+/// already right are left as they are. One statement; per task, its cost is bounded by its
+/// room, not by its number of steps.
+pub(crate) async fn sync(tx: &mut Tx, task_ids: &[Uuid]) -> Result<()> {
+    if task_ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(SYNC).bind(task_ids).execute(&mut **tx).await?;
+    Ok(())
+}
+
+const SYNC: &str = r#"
+WITH t AS MATERIALIZED (
+    SELECT t.id, t.priority, t.created_at, t.status,
+           greatest(t.max_concurrent_steps
+                    - (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running'), 0) AS room
+    FROM tasks t WHERE t.id = ANY($1)
+), want AS MATERIALIZED (
+    SELECT s.id AS step_id, t.id AS task_id, t.priority, t.created_at, s.position, s.tool, s.run_after
+    FROM t CROSS JOIN LATERAL (
+        SELECT s.id, s.position, s.run_after, coalesce(s.tool_override, s.tool) AS tool
+        FROM steps s WHERE s.task_id = t.id AND s.status = 'ready'
+        ORDER BY s.position LIMIT t.room) s
+    WHERE t.status = 'running'
+), have AS MATERIALIZED (
+    SELECT q.step_id, q.tool, q.run_after FROM claim_queue q WHERE q.task_id = ANY($1)
+), gone AS (
+    DELETE FROM claim_queue q
+    WHERE q.task_id = ANY($1)
+      AND NOT EXISTS (SELECT 1 FROM want w
+                      WHERE w.step_id = q.step_id AND w.tool = q.tool AND w.run_after = q.run_after)
+)
+INSERT INTO claim_queue (step_id, task_id, priority, task_created_at, position, tool, lane,
+                         run_after, delayed)
+SELECT w.step_id, w.task_id, w.priority, w.created_at, w.position, w.tool,
+       CASE WHEN EXISTS (SELECT 1 FROM tool_buckets b WHERE b.tool_id = w.tool) THEN w.tool ELSE '' END,
+       w.run_after, w.run_after > now()
+FROM want w
+WHERE NOT EXISTS (SELECT 1 FROM have h
+                  WHERE h.step_id = w.step_id AND h.tool = w.tool AND h.run_after = w.run_after)
+"#;
+
+/// The checked claim's first statement: with a task cap or a limited tool in play, lock the
+/// candidate entries (the head of lane '', the limited lanes each as far as its tool has room,
+/// delayed entries now due, and under a cap the entries of tasks already running steps),
+/// their tasks and the limited tools, all `SKIP LOCKED`. The next statement
+/// ([`super::transitions::claim_checked`]) counts with a later snapshot and claims.
+pub(crate) async fn pick(
+    tx: &mut Tx,
+    c: &Claim,
+    async_commit: bool,
+    admission: bool,
+) -> Result<Picked> {
+    Ok(sqlx::query_as(PICK)
+        .bind(c.limit)
+        .bind(async_commit)
+        .bind(c.max_running_tasks)
+        .bind(admission)
+        .fetch_one(&mut **tx)
+        .await?)
+}
+
+pub(crate) const PICK: &str = r#"
+WITH admit AS MATERIALIZED (
+    -- tasks without running steps this claim may start (-1: no cap); counted after the
+    -- admission lock was taken ($4), by an earlier statement
+    SELECT CASE WHEN $3 <= 0 THEN -1 WHEN NOT $4 THEN 0
+                ELSE greatest($3 - (SELECT count(DISTINCT task_id) FROM steps
+                                    WHERE status = 'running'), 0) END AS n
+), lanes AS MATERIALIZED (
+    -- the limited tools with claimable entries, locked so that the claim's count of their
+    -- running steps (the next statement, a later snapshot) is exact; a tool another claim
+    -- holds is skipped (its steps wait): no lock wait, no deadlock
+    SELECT b.tool_id FROM tool_buckets b
+    WHERE EXISTS (SELECT 1 FROM claim_queue q WHERE q.lane = b.tool_id AND NOT q.delayed)
+       OR EXISTS (SELECT 1 FROM claim_queue q
+                  WHERE q.delayed AND q.run_after <= now() AND q.lane = b.tool_id)
+    ORDER BY b.tool_id
+    FOR UPDATE OF b SKIP LOCKED
+), room AS MATERIALIZED (
+    -- how far to walk each locked tool's lane: its room as this snapshot sees it
+    SELECT l.tool_id, greatest(least(
+        coalesce(t.max_concurrency - (SELECT count(*) FROM steps r
+             WHERE r.status = 'running' AND coalesce(r.tool_override, r.tool) = l.tool_id), 2147483647),
+        CASE WHEN t.rate_limit_per_sec IS NULL THEN 2147483647
+             ELSE floor(least(t.rate_limit_burst::float8,
+                  b.tokens + extract(epoch FROM now() - b.refilled_at) * t.rate_limit_per_sec))::bigint
+        END,
+        $1), 0) AS n
+    FROM lanes l JOIN tools t ON t.id = l.tool_id JOIN tool_buckets b ON b.tool_id = l.tool_id
+), head AS MATERIALIZED (
+    -- without the admission lock under a cap, only tasks already running steps may get steps:
+    -- the head is left to the claim that holds it
+    SELECT q.step_id, q.task_id FROM claim_queue q
+    WHERE q.lane = '' AND NOT q.delayed AND (SELECT n FROM admit) <> 0
+    ORDER BY q.lane, q.priority DESC, q.task_created_at, q.task_id, q.position
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+), due AS MATERIALIZED (
+    SELECT q.step_id, q.task_id FROM claim_queue q
+    WHERE q.delayed AND q.run_after <= now() AND (SELECT n FROM admit) <> 0
+      AND (q.lane = '' OR q.lane IN (SELECT tool_id FROM lanes))
+    ORDER BY q.run_after
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+), limited AS MATERIALIZED (
+    SELECT x.step_id, x.task_id FROM room CROSS JOIN LATERAL (
+        SELECT q.step_id, q.task_id FROM claim_queue q
+        WHERE q.lane = room.tool_id AND NOT q.delayed AND (SELECT n FROM admit) <> 0
+        ORDER BY q.lane, q.priority DESC, q.task_created_at, q.task_id, q.position
+        LIMIT room.n
+        FOR UPDATE SKIP LOCKED) x
+), active AS MATERIALIZED (
+    -- under a task cap, the entries of tasks already running steps (they need no admission),
+    -- however far behind the head they are
+    SELECT x.step_id, x.task_id
+    FROM (SELECT DISTINCT task_id FROM steps WHERE status = 'running' AND $3 > 0) r
+    CROSS JOIN LATERAL (
+        SELECT q.step_id, q.task_id FROM claim_queue q
+        WHERE q.task_id = r.task_id AND (NOT q.delayed OR q.run_after <= now())
+          AND (q.lane = '' OR q.lane IN (SELECT tool_id FROM lanes))
+        FOR UPDATE SKIP LOCKED) x
+), cand AS MATERIALIZED (
+    SELECT step_id, task_id FROM head UNION SELECT step_id, task_id FROM due
+    UNION SELECT step_id, task_id FROM limited UNION SELECT step_id, task_id FROM active
+), locked AS MATERIALIZED (
+    SELECT t.id FROM tasks t,
+         (SELECT set_config('synchronous_commit',
+                 CASE WHEN $2 THEN 'off' ELSE current_setting('synchronous_commit') END, true)) AS commit_mode
+    -- by primary key (an id list, never a join the planner could turn into a scan)
+    WHERE t.id = ANY(ARRAY(SELECT DISTINCT task_id FROM cand))
+    ORDER BY t.id
+    FOR NO KEY UPDATE OF t SKIP LOCKED
+)
+SELECT coalesce((SELECT array_agg(step_id) FROM cand WHERE task_id IN (SELECT id FROM locked)),
+                '{}') AS steps,
+       coalesce((SELECT array_agg(id ORDER BY id) FROM locked), '{}') AS tasks,
+       coalesce((SELECT array_agg(tool_id ORDER BY tool_id) FROM lanes), '{}') AS tools,
+       (SELECT n FROM admit) AS admit
+"#;
+
+/// Whether a tool with limits exists, as of a version of the tool registry. Claims read only
+/// lane '' (one statement) while none does; with one, they take the checked path, which walks
+/// the limited lanes. Learned from the registry version every claimed step and every idle
+/// poll carries, so it costs no statement of its own but when the registry changed.
+#[derive(Debug)]
+pub(crate) struct LaneCache {
+    /// The registry version `limited` was read at (-1: not yet read).
+    version: AtomicI64,
+    limited: AtomicBool,
+    /// A newer registry version was seen: read again before the next claim.
+    stale: AtomicBool,
+}
+
+impl Default for LaneCache {
+    fn default() -> Self {
+        Self {
+            version: AtomicI64::new(-1),
+            limited: AtomicBool::new(false),
+            stale: AtomicBool::new(true),
+        }
+    }
+}
+
+impl LaneCache {
+    /// Whether claims must walk limited lanes (read afresh when the registry changed).
+    pub(crate) async fn limited(&self, tx: &mut Tx) -> Result<bool> {
+        if self.stale.load(Ordering::Acquire) {
+            let (version, limited): (i64, bool) = sqlx::query_as(
+                "SELECT version, EXISTS (SELECT 1 FROM tool_buckets) FROM tool_registry",
+            )
+            .fetch_one(&mut **tx)
+            .await?;
+            self.limited.store(limited, Ordering::Release);
+            self.version.store(version, Ordering::Release);
+            self.stale.store(false, Ordering::Release);
+        }
+        Ok(self.limited.load(Ordering::Acquire))
+    }
+
+    /// A claim or a poll saw the registry at `version`.
+    pub(crate) fn saw(&self, version: i64) {
+        if version != self.version.load(Ordering::Acquire) {
+            self.stale.store(true, Ordering::Release);
+        }
+    }
+}
