@@ -17,6 +17,28 @@
 -- are walked one by one, each as far as its tool has room. `delayed` entries (a retry's
 -- backoff) sit in their own index by `run_after` and are taken once due, so a step waiting for
 -- its backoff is never walked over.
+--
+-- Dead entries: a claim deletes what it takes, and the deleted entries stay in the claim index
+-- until VACUUM removes them, which it cannot do while any transaction older than them is open
+-- (a long report). A claim would then walk every entry claimed since the report began. So the
+-- queue is a ring of partitions (PgQue's rotation): entries go to the ring's current slot; the
+-- workers turn the ring every couple of seconds and TRUNCATE a slot that has been drained
+-- (moving its few remaining entries to the current slot first, under the slot's exclusive
+-- lock), which frees its dead entries whatever snapshot is open (`store::claim_queue`).
+CREATE TABLE claim_ring (
+    id         boolean PRIMARY KEY DEFAULT true CHECK (id),
+    -- the slot new entries go to
+    slot       smallint NOT NULL DEFAULT 0 CHECK (slot BETWEEN 0 AND 3),
+    turned_at  timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO claim_ring DEFAULT VALUES;
+
+COMMENT ON TABLE claim_ring IS
+    'The claim queue''s current slot (a partition of claim_queue); the workers turn it and truncate drained slots.';
+
+CREATE FUNCTION trellis_claim_slot() RETURNS smallint LANGUAGE sql STABLE
+    AS $$ SELECT slot FROM claim_ring $$;
+
 CREATE TABLE claim_queue (
     step_id          uuid NOT NULL,
     task_id          uuid NOT NULL,
@@ -28,11 +50,17 @@ CREATE TABLE claim_queue (
     lane             text NOT NULL,
     run_after        timestamptz NOT NULL,
     -- run_after was in the future when the entry was written
-    delayed          boolean NOT NULL
-) WITH (fillfactor = 100);
+    delayed          boolean NOT NULL,
+    slot             smallint NOT NULL DEFAULT trellis_claim_slot()
+) PARTITION BY LIST (slot);
+
+CREATE TABLE claim_queue_0 PARTITION OF claim_queue FOR VALUES IN (0) WITH (fillfactor = 100);
+CREATE TABLE claim_queue_1 PARTITION OF claim_queue FOR VALUES IN (1) WITH (fillfactor = 100);
+CREATE TABLE claim_queue_2 PARTITION OF claim_queue FOR VALUES IN (2) WITH (fillfactor = 100);
+CREATE TABLE claim_queue_3 PARTITION OF claim_queue FOR VALUES IN (3) WITH (fillfactor = 100);
 
 COMMENT ON TABLE claim_queue IS
-    'Claimable steps: per task at most max_concurrent_steps minus its running steps, the first ready ones in plan order. Written under the task row lock; a claim deletes what it takes.';
+    'Claimable steps: per task at most max_concurrent_steps minus its running steps, the first ready ones in plan order. Written under the task row lock; a claim deletes what it takes. Partitioned by ring slot (claim_ring).';
 
 CREATE INDEX claim_queue_claim_idx ON claim_queue (lane, priority DESC, task_created_at, task_id, position)
     WHERE NOT delayed;

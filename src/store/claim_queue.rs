@@ -207,3 +207,128 @@ impl LaneCache {
         }
     }
 }
+
+/// Slots of the claim ring (partitions `claim_queue_0` … `claim_queue_3`).
+pub const RING_SLOTS: i16 = 4;
+
+/// A drained slot is truncated once at most this many entries are left in it (they move to
+/// the current slot first): a slot still holding a deep backlog is left to VACUUM.
+const MOVE_AT_MOST: i64 = 2_000;
+
+/// What [`Store::claim_ring_upkeep`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RingUpkeep {
+    /// Slots truncated (their dead entries freed).
+    pub truncated: u32,
+    /// Entries moved out of truncated slots into the current one.
+    pub moved: u64,
+    /// The ring turned to its next slot.
+    pub turned: bool,
+}
+
+impl super::Store {
+    /// Keep the claim queue's ring (migration `20261125000018_claim_queue.sql`): truncate every
+    /// slot but the current one that holds rows but few live entries (moving those to the
+    /// current slot first, under the slot's exclusive lock, taken with a 50 ms lock timeout so
+    /// that claims never wait longer; a slot whose lock is not granted is left for the next
+    /// round), then turn the ring when the current slot is `turn_secs` old, has entries, and
+    /// the next slot is empty. Safe to run from every worker at once.
+    pub async fn claim_ring_upkeep(&self, turn_secs: f64) -> Result<RingUpkeep> {
+        let (current, age, sizes): (i16, f64, Vec<i64>) = sqlx::query_as(
+            "SELECT slot, extract(epoch FROM now() - turned_at)::float8,
+                    ARRAY(SELECT pg_relation_size(format('claim_queue_%s', s)::regclass)
+                          FROM generate_series(0, $1 - 1) AS s ORDER BY s)
+             FROM claim_ring",
+        )
+        .bind(i32::from(RING_SLOTS))
+        .fetch_one(&self.pool)
+        .await?;
+        let mut done = RingUpkeep::default();
+        for slot in 0..RING_SLOTS {
+            if slot == current || sizes.get(slot as usize).copied().unwrap_or(0) == 0 {
+                continue;
+            }
+            if let Some(moved) = self.truncate_slot(slot).await? {
+                done.truncated += 1;
+                done.moved += moved;
+            }
+        }
+        let next = (current + 1) % RING_SLOTS;
+        let next_empty = sizes.get(next as usize).copied().unwrap_or(0) == 0 || done.truncated > 0;
+        if age >= turn_secs && sizes.get(current as usize).copied().unwrap_or(0) > 0 && next_empty {
+            let n = sqlx::query(
+                "UPDATE claim_ring SET slot = $2, turned_at = now()
+                 WHERE slot = $1 AND pg_relation_size(format('claim_queue_%s', $2)::regclass) = 0",
+            )
+            .bind(current)
+            .bind(next)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+            done.turned = n == 1;
+        }
+        Ok(done)
+    }
+
+    /// Truncate one slot of the ring if few entries are left in it: Some(entries moved), or
+    /// None when it still holds many or its lock was not granted in time.
+    async fn truncate_slot(&self, slot: i16) -> Result<Option<u64>> {
+        // a first look without the lock (a sequential read of the slot, dead rows included)
+        let live: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT count(*) FROM (SELECT 1 FROM claim_queue_{slot} LIMIT {}) AS x",
+            MOVE_AT_MOST + 1
+        )))
+        .fetch_one(&self.pool)
+        .await?;
+        if live > MOVE_AT_MOST {
+            return Ok(None);
+        }
+        let r: Result<u64> = in_tx!(self.pool, |tx| {
+            sqlx::query("SET LOCAL lock_timeout = '50ms'")
+                .execute(&mut **tx)
+                .await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "LOCK TABLE claim_queue_{slot} IN ACCESS EXCLUSIVE MODE"
+            )))
+            .execute(&mut **tx)
+            .await?;
+            // another worker may have truncated this slot meanwhile and turned the ring to it;
+            // once it is not the current slot, the ring cannot turn to it while it holds rows
+            let current: i16 = sqlx::query_scalar("SELECT slot FROM claim_ring")
+                .fetch_one(&mut **tx)
+                .await?;
+            if current == slot {
+                return Err(super::StoreError::Conflict("the current slot".into()));
+            }
+            // under the lock every committed entry is seen, and none can change; the moved
+            // entries take the ring's current slot
+            let moved = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "INSERT INTO claim_queue (step_id, task_id, priority, task_created_at, position,
+                                          tool, lane, run_after, delayed)
+                 SELECT step_id, task_id, priority, task_created_at, position, tool, lane,
+                        run_after, delayed
+                 FROM claim_queue_{slot}"
+            )))
+            .execute(&mut **tx)
+            .await?
+            .rows_affected();
+            sqlx::query(sqlx::AssertSqlSafe(format!("TRUNCATE claim_queue_{slot}")))
+                .execute(&mut **tx)
+                .await?;
+            Ok(moved)
+        });
+        match r {
+            Ok(moved) => Ok(Some(moved)),
+            Err(super::StoreError::Conflict(_)) => Ok(None),
+            Err(super::StoreError::Db(sqlx::Error::Database(e)))
+                if e.code().as_deref() == Some(LOCK_NOT_AVAILABLE) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// SQLSTATE of a lock not granted within `lock_timeout`.
+const LOCK_NOT_AVAILABLE: &str = "55P03";

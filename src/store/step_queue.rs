@@ -406,7 +406,7 @@ impl Store {
                     .bind(admission)
                     .fetch_all(&mut **tx)
                     .await?;
-                out.push((buffers_of(&lines), lines.join("\n")));
+                out.push((super::transitions::buffers_of(&lines), lines.join("\n")));
                 let picked = claim_queue::pick(tx, &c, false, admission).await?;
                 out.push(super::transitions::explain_claim_checked(tx, &picked, &c).await?);
             } else {
@@ -419,28 +419,6 @@ impl Store {
             Err(e) => Err(e),
         }
     }
-}
-
-/// Shared buffers (hit + read) of a text plan's top node.
-#[cfg(feature = "testing")]
-pub(crate) fn buffers_of(lines: &[String]) -> i64 {
-    let Some(l) = lines
-        .iter()
-        .find(|l| l.trim_start().starts_with("Buffers:"))
-    else {
-        return 0;
-    };
-    ["hit=", "read="]
-        .iter()
-        .filter_map(|k| {
-            let at = l.find(k)? + k.len();
-            l[at..]
-                .split(|c: char| !c.is_ascii_digit())
-                .next()?
-                .parse::<i64>()
-                .ok()
-        })
-        .sum()
 }
 
 /// Under `max_running_tasks`, only one claim at a time may start tasks that have no running

@@ -50,6 +50,17 @@ impl Store {
         Ok(rows.into_iter().collect())
     }
 
+    /// Bytes the claim queue's partitions and their indexes take on disk: what a claim may
+    /// have to walk (live entries, and dead ones VACUUM or the ring has not freed yet).
+    pub async fn claim_queue_bytes(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar(
+            "SELECT coalesce(sum(pg_total_relation_size(inhrelid)), 0)::bigint FROM pg_inherits
+             WHERE inhparent = 'claim_queue'::regclass",
+        )
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
     /// Make a step's lease look expired (as if its worker stopped heartbeating long ago).
     pub async fn expire_lease(&self, step_id: Uuid) -> Result<u64> {
         let sql = "UPDATE steps SET lease_expires_at = now() - interval '1 second'

@@ -447,7 +447,7 @@ pub(crate) async fn explain_claim_plain(tx: &mut Tx, c: &Claim) -> Result<(i64, 
         .bind(crate::domain::model::event_kind::STEP_STARTED)
         .fetch_all(&mut **tx)
         .await?;
-    Ok((super::step_queue::buffers_of(&lines), lines.join("\n")))
+    Ok((buffers_of(&lines), lines.join("\n")))
 }
 
 /// [`CLAIM`] under `EXPLAIN (ANALYZE, BUFFERS)`: (shared buffers, the plan).
@@ -469,7 +469,29 @@ pub(crate) async fn explain_claim_checked(
         .bind(&p.tasks)
         .fetch_all(&mut **tx)
         .await?;
-    Ok((super::step_queue::buffers_of(&lines), lines.join("\n")))
+    Ok((buffers_of(&lines), lines.join("\n")))
+}
+
+/// Shared buffers (hit + read) of a text plan's top node.
+#[cfg(feature = "testing")]
+pub(crate) fn buffers_of(lines: &[String]) -> i64 {
+    let Some(l) = lines
+        .iter()
+        .find(|l| l.trim_start().starts_with("Buffers:"))
+    else {
+        return 0;
+    };
+    ["hit=", "read="]
+        .iter()
+        .filter_map(|k| {
+            let at = l.find(k)? + k.len();
+            l[at..]
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse::<i64>()
+                .ok()
+        })
+        .sum()
 }
 
 /// A step a completion batch marked succeeded.

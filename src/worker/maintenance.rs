@@ -1,5 +1,5 @@
 //! Background loops of a worker: LISTEN for ready work, heartbeat leases, rescue the work of
-//! dead workers.
+//! dead workers, keep the claim queue's ring.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,6 +37,7 @@ pub(super) async fn spawn(
         wake.clone(),
         stop.clone(),
     ));
+    helpers.spawn(ring_loop(store.clone(), stop.clone()));
     if cfg.retention.finished_task_ttl_secs > 0 {
         helpers.spawn(retention_loop(store.clone(), cfg.clone(), stop.clone()));
     }
@@ -75,6 +76,34 @@ async fn retention_loop(store: Store, cfg: WorkerConfig, stop: CancellationToken
         }
         if deleted > 0 {
             tracing::info!(deleted, "deleted finished tasks past their retention");
+        }
+    }
+}
+
+/// How often the claim ring turns: each slot holds about this many seconds of new entries,
+/// so a claim walks at most a couple of slots' worth of dead entries while a long transaction
+/// keeps VACUUM from removing them.
+const RING_TURN_SECS: f64 = 2.0;
+
+/// Keep the claim queue's ring: truncate drained slots, turn to the next
+/// ([`Store::claim_ring_upkeep`]).
+async fn ring_loop(store: Store, stop: CancellationToken) {
+    loop {
+        let jitter = Duration::from_millis(u64::from(Uuid::new_v4().as_bytes()[0]) * 2);
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_millis(500) + jitter) => {}
+        }
+        match store.claim_ring_upkeep(RING_TURN_SECS).await {
+            Ok(u) if u.truncated > 0 => {
+                tracing::debug!(
+                    truncated = u.truncated,
+                    moved = u.moved,
+                    "claim ring upkeep"
+                )
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "claim ring upkeep failed"),
         }
     }
 }
