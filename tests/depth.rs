@@ -391,3 +391,36 @@ async fn a_held_snapshot_does_not_slow_the_claim() {
     );
     assert!(truncated >= 5, "drained slots were truncated: {truncated}");
 }
+
+/// Plans made on empty tables stay keyed: a hot session that planned its statements while the
+/// tables were empty (a new install) still reaches tasks and steps by primary key after
+/// 20,000 tasks were queued, never through the status index or a partial index of every
+/// running or ready step, and walks the claim queue in order.
+#[tokio::test]
+async fn plans_made_on_empty_tables_stay_keyed() {
+    let db = fresh_db().await;
+    let store = &db.store;
+    let mut probe = store.plan_probe().await.unwrap();
+    queue_one_step(store, DEPTH, 0).await;
+    for (name, plan) in probe.explain().await.unwrap() {
+        match name.as_str() {
+            "probe_move" => assert!(plan.contains("tasks_pkey"), "{name}: {plan}"),
+            "probe_complete" => assert!(plan.contains("steps_pkey"), "{name}: {plan}"),
+            "probe_claim" => {
+                // the partitions of claim_queue_claim_idx
+                assert!(plan.contains("lane_priority"), "{name}: {plan}");
+                assert!(plan.contains("steps_pkey"), "{name}: {plan}");
+            }
+            _ => {}
+        }
+        for wrong in [
+            "tasks_status_created_idx",
+            "steps_running",
+            "steps_ready",
+            "Seq Scan on steps",
+            "Seq Scan on tasks",
+        ] {
+            assert!(!plan.contains(wrong), "{name} plans with {wrong}: {plan}");
+        }
+    }
+}

@@ -732,11 +732,15 @@ impl Bench {
     /// Scenario 11 (`--long-transaction`): 2 worker processes; one-step tasks offered at
     /// `rate` per second (a bulk submit every 100 ms); after `warm`, a report opens a
     /// REPEATABLE READ transaction, reads the recovery views (its snapshot is taken) and holds
-    /// it for `hold`; then `after` more. Each second: the backlog (unfinished tasks). Per
+    /// it for `hold`; then `after` more. Each second: the backlog (steps queued, not started). Per
     /// phase: tasks offered and finished per second, p99 submit → finish (database clock).
     async fn long_transaction(&self, rate: f64, phases: [Duration; 3]) -> Result<LongTx> {
         let [warm, hold, after] = phases;
         let (store, url) = self.fresh("longtx").await?;
+        let profile = std::env::var("BENCH_PROFILE").is_ok();
+        if profile {
+            store.enable_statement_stats().await?;
+        }
         let procs = Self::worker_procs(&url, 2, self.sizes.concurrency)?;
         let per_tick = rate / 10.0;
         let started = Instant::now();
@@ -773,12 +777,21 @@ impl Bench {
                 owed -= n as f64;
             }
             if t >= next_sample {
-                backlog.push((t.as_secs_f64(), store.count_unfinished_tasks().await?));
+                backlog.push((t.as_secs_f64(), store.queued_entries().await?));
                 next_sample += Duration::from_secs(1);
             }
         }
         marks.push(store.db_now().await?);
         procs.stop();
+        if profile {
+            for (calls, total_ms, query) in store.statement_stats(15).await? {
+                let q: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
+                println!(
+                    "{calls:>8} calls {total_ms:>10.1} ms  {}",
+                    q.chars().take(140).collect::<String>()
+                );
+            }
+        }
         let phases = store.phase_figures(&marks).await?;
         drop(store);
         self.drop_db(&url).await;
@@ -922,7 +935,7 @@ impl WorkerProcs {
 
 /// The long-transaction scenario's figures.
 struct LongTx {
-    /// (seconds since the start, unfinished tasks), every second.
+    /// (seconds since the start, steps queued and not started), every second.
     backlog: Vec<(f64, i64)>,
     /// Per phase (before, during, after the report): tasks offered per second, finished per
     /// second, p99 submit → finish in seconds (unfinished tasks count until the phase's end).

@@ -15,6 +15,7 @@ pub(crate) trait BenchSql {
     async fn statement_stats(&self, limit: i64) -> Result<Vec<(i64, f64, String)>>;
     async fn count_unfinished_tasks(&self) -> Result<i64>;
     async fn any_unfinished(&self) -> Result<bool>;
+    async fn queued_entries(&self) -> Result<i64>;
     async fn cost_snapshot(&self) -> Result<Cost>;
     async fn load_task_list(&self, tasks: i64) -> Result<()>;
     async fn load_recent_tasks(&self, tasks: i64) -> Result<()>;
@@ -161,6 +162,14 @@ impl BenchSql for Store {
         )
         .fetch_one(self.pool())
         .await?)
+    }
+
+    /// Steps waiting in the claim queue: the backlog of one-step tasks not yet started (a
+    /// count that reads the queue's live slots, not the tasks' history or its dead rows).
+    async fn queued_entries(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar("SELECT count(*) FROM claim_queue")
+            .fetch_one(self.pool())
+            .await?)
     }
 
     /// `tasks` rows for the task-list benchmark, without steps: created a second apart up to

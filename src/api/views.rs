@@ -542,7 +542,7 @@ pub struct ActivityView {
     pub recent_cap: i64,
     /// Age in seconds of the oldest open transaction on the database, any session the
     /// server's role may see (0 when none): rows a newer transaction deleted or updated cannot
-    /// be vacuumed while it stays open, and a long one slows every queue (docs/operations.md).
+    /// be vacuumed while it stays open, and a long one slows every queue (docs/sql-reporting.md, "Long reports").
     pub oldest_transaction_secs: f64,
 }
 

@@ -64,24 +64,39 @@ macro_rules! in_tx {
 }
 
 /// How the hot path's transactions begin (one round trip, as a plain `BEGIN`): with generic
-/// plans. Under the default `plan_cache_mode = auto` PostgreSQL keeps planning the claim and
-/// completion statements anew on every execution (their generic plans' estimates lose to the
-/// custom plans' by a little), and planning the claim's CTEs took longer than running them:
-/// 0.18 + 0.68 ms of planning against 0.07 + 0.34 ms of execution per idle claim. Their
-/// parameters are ids, limits and flags whose values do not change which plan is good.
+/// plans, read through indexes only. Under the default `plan_cache_mode = auto` PostgreSQL
+/// keeps planning the claim and completion statements anew on every execution (their generic
+/// plans' estimates lose to the custom plans' by a little), and planning the claim's CTEs took
+/// longer than running them: 0.18 + 0.68 ms of planning against 0.07 + 0.34 ms of execution
+/// per idle claim. Their parameters are ids, limits and flags whose values do not change which
+/// plan is good.
 ///
-/// The `SET LOCAL` costs no round trip, but it is one more statement per transaction in
-/// `pg_stat_statements`; a worker therefore runs its hot path on a [`Store::with_generic_plans`]
-/// handle, whose sessions start with the mode as a startup parameter, and uses this only where
-/// it shares a pool with the API (`trellis-api --dev`).
+/// A generic plan is made once per session, with the statistics of that moment, and kept: made
+/// on the empty tables of a new install (PostgreSQL assumes ten pages), every statement that
+/// reads by a list of ids became a sequential scan or a hash join over a whole table, kept
+/// while the tables grew (a worker fell to a quarter of its rate within a minute of load; see
+/// BENCHMARKS.md), and the claim queue's ordered walk became a bitmap scan and a sort of the
+/// whole queue when its estimate was small. Every hot statement reaches its rows through an
+/// index (keys, or an ordered walk with a `LIMIT`), so hot sessions plan with
+/// `enable_seqscan` and `enable_bitmapscan` off: such a plan is then never chosen while an
+/// index path exists, whatever the statistics say. JIT is off too: these statements run in
+/// a millisecond, and the cost a disabled path adds to a plan that has no other (a one-row
+/// table's scan) made PostgreSQL compile the claim on every run (800 ms).
 ///
-/// Hot transactions also plan without bitmap scans: every statement of theirs is a keyed
-/// lookup or an ordered walk with a `LIMIT`, and a bitmap scan followed by a sort is what the
-/// planner picks for the claim queue's walk when its estimate of the queue is small (no
-/// statistics yet, after a bulk import): a plan that reads and sorts the whole queue, kept for
-/// the session's life.
-pub const BEGIN_HOT: &str =
-    "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_bitmapscan = off";
+/// The `SET LOCAL`s cost no round trip, but they are statements in `pg_stat_statements`; a
+/// worker therefore runs its hot path on a [`Store::with_generic_plans`] handle, whose sessions
+/// start with these settings as startup parameters, and uses this only where it shares a pool
+/// with the API (`trellis-api --dev`).
+pub const BEGIN_HOT: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; \
+     SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL jit = off";
+
+/// The hot sessions' planner settings ([`BEGIN_HOT`] says why).
+pub(crate) const HOT_SETTINGS: [(&str, &str); 4] = [
+    ("plan_cache_mode", "force_generic_plan"),
+    ("enable_seqscan", "off"),
+    ("enable_bitmapscan", "off"),
+    ("jit", "off"),
+];
 
 pub mod apply;
 pub mod claim_queue;
@@ -276,17 +291,13 @@ impl Store {
     }
 
     /// A handle for a worker's hot path (claims, completions, failures, decisions), with a pool
-    /// of its own as large as this one's, whose sessions start with
-    /// `plan_cache_mode = force_generic_plan` and `enable_bitmapscan = off` ([`BEGIN_HOT`] says
-    /// why). Its statements are
-    /// keyed by ids and leases; the maintenance sweeps, whose time predicates do favour custom
+    /// of its own as large as this one's, whose sessions start with the planner settings of
+    /// [`BEGIN_HOT`] (generic plans, index paths only, no JIT). Its statements are keyed by
+    /// ids and leases; the maintenance sweeps, whose time predicates do favour custom
     /// plans, stay on `self`.
     pub async fn with_generic_plans(&self) -> Result<Self> {
         // appended to the session options this handle's pool already starts with
-        let options = (*self.pool.connect_options()).clone().options([
-            ("plan_cache_mode", "force_generic_plan"),
-            ("enable_bitmapscan", "off"),
-        ]);
+        let options = (*self.pool.connect_options()).clone().options(HOT_SETTINGS);
         let pool = self.pool.options();
         self.sibling(
             options,

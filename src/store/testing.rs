@@ -305,3 +305,53 @@ impl Store {
         Ok(())
     }
 }
+
+/// The generic plans of hot statements as a worker's session makes them: prepared and planned
+/// once (`probe`), then shown (`explain`) after the tables changed, without re-planning (as a
+/// long-lived hot connection keeps them).
+pub struct PlanProbe {
+    conn: sqlx::pool::PoolConnection<sqlx::Postgres>,
+}
+
+impl std::fmt::Debug for PlanProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PlanProbe")
+    }
+}
+
+impl Store {
+    /// Prepare the hot statements on a connection of this pool with the hot sessions' planner
+    /// settings, and make their generic plans now.
+    pub async fn plan_probe(&self) -> Result<PlanProbe> {
+        let mut conn = self.pool.acquire().await?;
+        for (k, v) in super::HOT_SETTINGS {
+            sqlx::query(sqlx::AssertSqlSafe(format!("SET {k} = {v}")))
+                .execute(&mut *conn)
+                .await?;
+        }
+        for (name, sql, args) in super::transitions::probe_statements() {
+            sqlx::query(sqlx::AssertSqlSafe(format!("PREPARE {name} AS {sql}")))
+                .execute(&mut *conn)
+                .await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN EXECUTE {name}{args}")))
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(PlanProbe { conn })
+    }
+}
+
+impl PlanProbe {
+    /// (statement, its cached plan) for each probed statement.
+    pub async fn explain(&mut self) -> Result<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        for (name, _, args) in super::transitions::probe_statements() {
+            let lines: Vec<String> =
+                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN EXECUTE {name}{args}")))
+                    .fetch_all(&mut *self.conn)
+                    .await?;
+            out.push((name.to_string(), lines.join("\n")));
+        }
+        Ok(out)
+    }
+}

@@ -141,7 +141,7 @@ async function drawOverview(view) {
       h('div', { class: 'card' }, h('b', {}, sum('ready')), 'steps ready'),
       h('div', { class: 'card' }, h('b', {}, sum('running')), 'steps running'),
       h('div', { class: 'card' }, h('b', {}, act.workers), `live workers, ${act.in_flight} in flight`),
-      // a transaction held open for minutes keeps every dead row: queues slow down (docs/operations.md)
+      // a transaction held open for minutes keeps every dead row (docs/sql-reporting.md, "Long reports")
       h('div', { class: act.oldest_transaction_secs >= 60 ? 'card warn' : 'card', title: 'VACUUM cannot remove rows changed after the oldest open transaction began; run long reports on a replica' },
         h('b', { id: 'oldest-transaction' }, `${act.oldest_transaction_secs.toFixed(0)} s`), 'oldest open transaction')),
     h('h2', {}, 'Steps per second and failures, last hour'), activityChart(act.minutes),

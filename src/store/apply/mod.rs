@@ -97,7 +97,7 @@ impl Store {
 async fn lock_decision(tx: &mut Tx, f: &DecisionFence) -> Result<Locked> {
     let row: Option<(DecisionKind, Option<Uuid>, i64, Value)> = sqlx::query_as(
         "SELECT kind, step_id, task_version, input FROM decisions
-         WHERE id = $1 AND task_id = $2 AND lease_token = $3 AND status = 'running'
+         WHERE id = $1 AND task_id = $2 AND lease_token = $3 AND (status = 'running') IS NOT FALSE
          FOR UPDATE",
     )
     .bind(f.id)
