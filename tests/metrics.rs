@@ -159,3 +159,51 @@ async fn the_overview_counts_stop_at_their_cap() {
         "a window that began after the submits: {none:?}"
     );
 }
+
+/// The oldest open transaction on the database is on `/metrics`
+/// (`trellis_db_oldest_transaction_seconds`) and in `GET /api/v1/stats/activity`
+/// (`oldest_transaction_secs`): a report that holds a snapshot shows, and goes when it commits.
+#[tokio::test]
+async fn the_oldest_open_transaction_is_shown() {
+    let db = trellis::testkit::fresh_db().await;
+    let store = db.store.clone();
+    let router = app(AppState::new(store.clone(), common::test_settings()));
+    let gauge = |text: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix("trellis_db_oldest_transaction_seconds "))
+            .expect("the gauge")
+            .parse()
+            .unwrap()
+    };
+    let activity = |text: &str| -> f64 {
+        serde_json::from_str::<serde_json::Value>(text).unwrap()["oldest_transaction_secs"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(gauge(&get(&router, "/metrics").await) < 1.0);
+    let mut report = store.pool().acquire().await.unwrap();
+    sqlx::query("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        .execute(&mut *report)
+        .await
+        .unwrap();
+    sqlx::query("SELECT count(*) FROM tasks")
+        .execute(&mut *report)
+        .await
+        .unwrap();
+    trellis::testkit::wait_for(
+        "the report to be a second old",
+        std::time::Duration::from_secs(10),
+        || async {
+            let on_metrics = gauge(&get(&router, "/metrics").await);
+            let on_activity = activity(&get(&router, "/api/v1/stats/activity").await);
+            (on_metrics >= 1.0 && on_activity >= 1.0).then_some(())
+        },
+    )
+    .await;
+    sqlx::query("COMMIT").execute(&mut *report).await.unwrap();
+    drop(report);
+    assert!(
+        gauge(&get(&router, "/metrics").await) < 1.0,
+        "gone with the commit"
+    );
+}

@@ -823,6 +823,10 @@ impl Bench {
 
     /// Drop a benchmark database (the sweep's largest ones would fill the disk otherwise).
     async fn drop_db(&self, url: &str) {
+        if std::env::var("BENCH_KEEP_DB").is_ok() {
+            eprintln!("      kept {url}");
+            return;
+        }
         let name = url.rsplit('/').next().unwrap_or_default().to_string();
         if let Ok(admin) = Store::connect(&self.admin, 2, Duration::from_secs(30)).await {
             let _ = admin.drop_database(&name).await;

@@ -66,6 +66,9 @@ moves!(
         /// same transaction, which then takes `Run`).
         Rerun: [Succeeded, Failed, Cancelled, NeedsIntervention] => Replanning,
         Succeed: [Evaluating] => Succeeded,
+        /// Every step done and the pure evaluation (the rules brain's) passed, applied in the
+        /// completion that finished the plan: the task never rests in `evaluating`.
+        SucceedAtOnce: [Running] => Succeeded,
         /// Also from `pending`: a deadline passes before any plan is installed.
         Fail: [Pending, Planning, Running, Reflecting, Replanning, Evaluating] => Failed,
         /// The overall reflection says stop and ask a person.

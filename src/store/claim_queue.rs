@@ -3,7 +3,7 @@
 //!
 //! Architecture invariant: for every task, its entries plus its running steps never exceed
 //! its `max_concurrent_steps`. Entries are the task's first ready steps in plan order, as many
-//! as it has room for; [`sync`] rewrites them under the task's row lock wherever a step becomes
+//! as it has room for; `sync` rewrites them under the task's row lock wherever a step becomes
 //! ready, stops running or leaves `ready`, or the task's status changes. A claim turns entries
 //! into running steps one for one, so it needs no count to keep the per-task cap.
 //!
@@ -215,7 +215,7 @@ pub const RING_SLOTS: i16 = 4;
 /// the current slot first): a slot still holding a deep backlog is left to VACUUM.
 const MOVE_AT_MOST: i64 = 2_000;
 
-/// What [`Store::claim_ring_upkeep`] did.
+/// What [`super::Store::claim_ring_upkeep`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct RingUpkeep {
     /// Slots truncated (their dead entries freed).

@@ -10,13 +10,13 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::apply::{Evaluated, apply_evaluations};
+use super::apply::{Evaluated, Stage, apply_evaluations};
 use super::claim_queue::{self, LaneCache};
 use super::decision_queue::{ClaimedDecision, Lease, create_decision};
 use super::lifecycle::{fail_task, record_recovery, start_evaluation};
 use super::transitions::{
     DoneStep, FailedRun, Success, claim_checked, claim_plain, complete_running, fail_running,
-    move_tasks, promote_and_count, release_running,
+    promote_and_count, release_running,
 };
 use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task, notify_ready};
 use crate::domain::decision::{DecisionContext, DecisionInput};
@@ -25,7 +25,7 @@ use crate::domain::records::{AttemptRow, StepRow, TaskRow};
 use crate::domain::recovery::{self, AfterFailure, Counters, Evaluation, RecoveryAction};
 use crate::domain::status::{DecisionKind, TaskStatus};
 use crate::domain::tool::ToolDef;
-use crate::domain::transitions::{StepMove, TaskMove};
+use crate::domain::transitions::StepMove;
 
 pub use super::transitions::{Claim, ClaimedStep};
 
@@ -718,9 +718,11 @@ fn finisher_lease(done: &DoneItems<'_>, task_id: Uuid, lease_secs: f64) -> Lease
     }
 }
 
-/// Move the finished tasks to `evaluating` (one statement, which also reads them), evaluate
-/// each with the pure evaluation and apply the outcomes as the evaluation decisions would have
-/// been, set-based: five statements for the whole batch when every task succeeds.
+/// Read the finished tasks, evaluate each with the pure evaluation and apply the outcomes as
+/// the evaluation decisions would have been (same rows, same events), set-based: a task that
+/// passes goes `running → succeeded` with its final score in one write of its row
+/// ([`crate::domain::transitions::TaskMove::SucceedAtOnce`]); the others rest in `evaluating` on their way on. Five
+/// statements for the whole batch when every task succeeds.
 async fn evaluate_inline(
     tx: &mut Tx,
     inline: &InlineEvaluation,
@@ -729,7 +731,7 @@ async fn evaluate_inline(
     done: &DoneItems<'_>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Vec<(Uuid, ClaimedDecision)>> {
-    let tasks = move_tasks(tx, finished, TaskMove::Evaluate).await?;
+    let tasks = read_tasks(tx, finished).await?;
     let mut steps = live_steps_of(tx, &tasks).await?;
     let mut attempts = attempts_of(tx, &tasks).await?;
     let mut evaluated = Vec::with_capacity(tasks.len());
@@ -762,7 +764,15 @@ async fn evaluate_inline(
             lease: *lease,
         })
         .collect();
-    apply_evaluations(tx, &items, &inline.policy, events).await
+    apply_evaluations(tx, &items, &inline.policy, events, Stage::Running).await
+}
+
+/// The rows of tasks this transaction holds locked (by primary key).
+async fn read_tasks(tx: &mut Tx, task_ids: &[Uuid]) -> Result<Vec<TaskRow>> {
+    Ok(sqlx::query_as("SELECT * FROM tasks WHERE id = ANY($1)")
+        .bind(task_ids)
+        .fetch_all(&mut **tx)
+        .await?)
 }
 
 /// Live steps of each task's current plan version, by task, in plan order.

@@ -152,6 +152,39 @@ pub(crate) async fn try_move_task(
     Ok(n == 1)
 }
 
+statement!(
+    /// [`TaskMove::SucceedAtOnce`] for tasks whose pure evaluation passed in the completion that
+    /// finished them, with their final scores: one write of each task row.
+    SUCCEED_AT_ONCE = TaskMove::SucceedAtOnce,
+    "
+    UPDATE tasks t SET status = {to}, updated_at = now(), state_version = t.state_version + 1,
+           finished_at = now(), final_score = s.score
+    FROM unnest($1::uuid[], $2::float8[]) AS s(id, score)
+    WHERE t.id = s.id AND (t.status IN {from}) IS NOT FALSE"
+);
+
+/// `running → succeeded` with the final score, for tasks whose pure evaluation passed (each must
+/// be `running`; otherwise the move is an error and the transaction rolls back).
+pub(crate) async fn succeed_at_once(tx: &mut Tx, task_ids: &[Uuid], scores: &[f64]) -> Result<()> {
+    if task_ids.is_empty() {
+        return Ok(());
+    }
+    let n = sqlx::query(SUCCEED_AT_ONCE.as_str())
+        .bind(task_ids)
+        .bind(scores)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    if n as usize != task_ids.len() {
+        return Err(StoreError::Corrupt(format!(
+            "{:?} moved {n} of {} tasks: the others are not running",
+            TaskMove::SucceedAtOnce,
+            task_ids.len()
+        )));
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // Steps
 

@@ -21,7 +21,7 @@ use crate::domain::status::{DecisionKind, StepStatus, TaskStatus};
 mod step;
 mod task;
 
-pub(crate) use task::{Evaluated, apply_evaluations};
+pub(crate) use task::{Evaluated, Stage, apply_evaluations};
 
 /// What every outcome is applied with: the locked task, the decision's input, the policy, and
 /// the lease any follow-up decision is created with.

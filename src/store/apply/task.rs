@@ -17,7 +17,7 @@ use crate::domain::transitions::TaskMove;
 use crate::store::decision_queue::{ClaimedDecision, Lease, create_decision};
 use crate::store::lifecycle::{fail_task, record_recovery, start_evaluation, start_overall};
 use crate::store::plans::{insert_plan, insert_steps_for_version, replace_plan};
-use crate::store::transitions::{move_task, move_tasks, try_move_task};
+use crate::store::transitions::{move_task, move_tasks, succeed_at_once, try_move_task};
 use crate::store::{NewEvent, Result, Tx, known_tools, notify_ready};
 
 pub(super) async fn apply_overall(
@@ -220,12 +220,24 @@ pub(super) async fn apply_evaluation(
         raw,
         lease: c.lease,
     };
-    let mut next = apply_evaluations(tx, &[item], c.policy, events).await?;
+    let mut next = apply_evaluations(tx, &[item], c.policy, events, Stage::Evaluating).await?;
     Ok(next.pop().map(|(_, d)| d))
 }
 
-/// One evaluation to apply: the task (locked by the caller, `evaluating`), the evaluation, the
-/// raw answer it was parsed from, and the lease a follow-up decision is created with.
+/// Where the tasks of [`apply_evaluations`] stand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// `evaluating`: an evaluation decision's task.
+    Evaluating,
+    /// Still `running`: the completion that finished the plan evaluates it at once (a pure
+    /// evaluation). A task that passes goes straight to `succeeded` (one write of its row);
+    /// the others are moved to `evaluating` first, as a decision would have found them.
+    Running,
+}
+
+/// One evaluation to apply: the task (locked by the caller, in the [`Stage`] given), the
+/// evaluation, the raw answer it was parsed from, and the lease a follow-up decision is created
+/// with.
 pub(crate) struct Evaluated<'a> {
     pub task: &'a TaskRow,
     pub evaluation: &'a Evaluation,
@@ -242,10 +254,40 @@ pub(crate) async fn apply_evaluations(
     items: &[Evaluated<'_>],
     policy: &FailurePolicy,
     events: &mut Vec<NewEvent>,
+    stage: Stage,
 ) -> Result<Vec<(Uuid, ClaimedDecision)>> {
-    record_evaluations(tx, items).await?;
+    let outcomes: Vec<AfterEvaluation> = items
+        .iter()
+        .map(|i| {
+            let counters = i.task.counters(None, policy.max_rescues);
+            recovery::after_evaluation(
+                &counters,
+                i.evaluation,
+                i.task.success_threshold,
+                i.task.auto_reflection,
+            )
+        })
+        .collect();
+    let at_once: Vec<bool> = outcomes
+        .iter()
+        .map(|o| stage == Stage::Running && *o == AfterEvaluation::Succeed)
+        .collect();
+    let at_once = |k: usize| at_once[k];
+    if stage == Stage::Running {
+        let resting: Vec<Uuid> = (0..items.len())
+            .filter(|k| !at_once(*k))
+            .map(|k| items[k].task.id)
+            .collect();
+        move_tasks(tx, &resting, TaskMove::Evaluate).await?;
+    }
+    let scored_here: Vec<Uuid> = (0..items.len())
+        .filter(|k| !at_once(*k))
+        .map(|k| items[k].task.id)
+        .collect();
+    record_evaluations(tx, items, &scored_here).await?;
     let (mut succeeded, mut next) = (Vec::new(), Vec::new());
-    for item in items {
+    let (mut at_once_ids, mut at_once_scores) = (Vec::new(), Vec::new());
+    for (k, (item, outcome)) in items.iter().zip(outcomes).enumerate() {
         let (task, e) = (item.task, item.evaluation);
         let successful = e.overall_score >= task.success_threshold;
         events.push(NewEvent::new(
@@ -254,11 +296,14 @@ pub(crate) async fn apply_evaluations(
             json!({"round": task.round, "overall_score": e.overall_score, "is_successful": successful,
                    "dimensions": e.dimensions}),
         ));
-        let counters = task.counters(None, policy.max_rescues);
-        match recovery::after_evaluation(&counters, e, task.success_threshold, task.auto_reflection)
-        {
+        match outcome {
             AfterEvaluation::Succeed => {
-                succeeded.push(task.id);
+                if at_once(k) {
+                    at_once_ids.push(task.id);
+                    at_once_scores.push(e.overall_score.clamp(0.0, 100.0));
+                } else {
+                    succeeded.push(task.id);
+                }
                 events.push(NewEvent::new(
                     task.id,
                     event_kind::TASK_SUCCEEDED,
@@ -266,16 +311,7 @@ pub(crate) async fn apply_evaluations(
                 ));
             }
             AfterEvaluation::Reflect => {
-                let input = DecisionInput {
-                    trigger: Some(Trigger::Evaluation),
-                    summary: Some(format!(
-                        "evaluation scored {:.1}, below {:.1}",
-                        e.overall_score, task.success_threshold
-                    )),
-                    evaluation: Some(e.clone()),
-                    ..Default::default()
-                };
-                if let Some(d) = start_overall(tx, task.id, None, input, item.lease).await? {
+                if let Some(d) = reflect_again(tx, item).await? {
                     next.push((task.id, d));
                 }
             }
@@ -286,11 +322,32 @@ pub(crate) async fn apply_evaluations(
         }
     }
     move_tasks(tx, &succeeded, TaskMove::Succeed).await?;
+    succeed_at_once(tx, &at_once_ids, &at_once_scores).await?;
     Ok(next)
 }
 
-/// The `evaluations` rows, and each task's `final_score`, in one statement.
-async fn record_evaluations(tx: &mut Tx, items: &[Evaluated<'_>]) -> Result<()> {
+/// Another round: the overall reflection of a task whose evaluation fell short.
+async fn reflect_again(tx: &mut Tx, item: &Evaluated<'_>) -> Result<Option<ClaimedDecision>> {
+    let (task, e) = (item.task, item.evaluation);
+    let input = DecisionInput {
+        trigger: Some(Trigger::Evaluation),
+        summary: Some(format!(
+            "evaluation scored {:.1}, below {:.1}",
+            e.overall_score, task.success_threshold
+        )),
+        evaluation: Some(e.clone()),
+        ..Default::default()
+    };
+    start_overall(tx, task.id, None, input, item.lease).await
+}
+
+/// The `evaluations` rows, and the `final_score` of the tasks in `scored_here`, in one
+/// statement (a task that succeeds at once gets its score with its move).
+async fn record_evaluations(
+    tx: &mut Tx,
+    items: &[Evaluated<'_>],
+    scored_here: &[Uuid],
+) -> Result<()> {
     let col = |f: fn(&Evaluated<'_>) -> f64| items.iter().map(f).collect::<Vec<f64>>();
     let list = |f: fn(&Evaluation) -> &Vec<String>| {
         items
@@ -307,7 +364,8 @@ async fn record_evaluations(tx: &mut Tx, items: &[Evaluated<'_>]) -> Result<()> 
                                   $6::float8[], $7::float8[], $8::float8[], $9::bool[],
                                   $10::jsonb[], $11::jsonb[], $12::jsonb[], $13::text[])
              RETURNING task_id, overall_score)
-         UPDATE tasks t SET final_score = e.overall_score FROM e WHERE t.id = e.task_id",
+         UPDATE tasks t SET final_score = e.overall_score FROM e
+         WHERE t.id = e.task_id AND t.id = ANY($14)",
     )
     .bind(items.iter().map(|i| i.task.id).collect::<Vec<_>>())
     .bind(items.iter().map(|i| i.task.round).collect::<Vec<_>>())
@@ -332,6 +390,7 @@ async fn record_evaluations(tx: &mut Tx, items: &[Evaluated<'_>]) -> Result<()> 
     .bind(list(|e| &e.failures))
     .bind(list(|e| &e.improvement_suggestions))
     .bind(items.iter().map(|i| i.raw).collect::<Vec<_>>())
+    .bind(scored_here)
     .execute(&mut **tx)
     .await?;
     Ok(())
