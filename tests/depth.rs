@@ -60,6 +60,13 @@ async fn complete(store: &Store, worker: Uuid, steps: &[ClaimedStep]) {
     }
 }
 
+/// Shared buffers the claim's statements read (`EXPLAIN (ANALYZE, BUFFERS)`, rolled back),
+/// with a task cap of `cap` (0: none).
+async fn claim_buffers(store: &Store, cap: i64) -> i64 {
+    let plans = store.explain_claim(64, cap).await.unwrap();
+    plans.iter().map(|p| p.0).sum()
+}
+
 /// Claimed steps per task.
 fn per_task(steps: &[ClaimedStep]) -> HashMap<Uuid, usize> {
     let mut out = HashMap::new();
@@ -298,33 +305,15 @@ async fn a_claim_reads_about_what_it_takes() {
     let db = fresh_db().await;
     let store = &db.store;
     queue_one_step(store, 2_000, 0).await;
-    let shallow: i64 = store
-        .explain_claim(64, 0)
-        .await
-        .unwrap()
-        .iter()
-        .map(|p| p.0)
-        .sum();
+    let shallow: i64 = claim_buffers(store, 0).await;
     queue_one_step(store, DEPTH - 2_000, 0).await;
-    let deep: i64 = store
-        .explain_claim(64, 0)
-        .await
-        .unwrap()
-        .iter()
-        .map(|p| p.0)
-        .sum();
+    let deep: i64 = claim_buffers(store, 0).await;
     assert!(
         deep <= 2 * shallow,
         "{deep} buffers at {DEPTH} queued against {shallow} at 2,000"
     );
     // and under a task cap (the checked claim's two statements)
-    let capped: i64 = store
-        .explain_claim(64, 4)
-        .await
-        .unwrap()
-        .iter()
-        .map(|p| p.0)
-        .sum();
+    let capped: i64 = claim_buffers(store, 4).await;
     assert!(capped <= 2 * shallow, "{capped} buffers under a task cap");
 }
 
@@ -337,13 +326,7 @@ async fn a_held_snapshot_does_not_slow_the_claim() {
     let db = fresh_db().await;
     let store = &db.store;
     queue_one_step(store, 2_000, 0).await;
-    let before: i64 = store
-        .explain_claim(64, 0)
-        .await
-        .unwrap()
-        .iter()
-        .map(|p| p.0)
-        .sum();
+    let before: i64 = claim_buffers(store, 0).await;
     let size_before = store.claim_queue_bytes().await.unwrap();
     let mut report = store.pool().acquire().await.unwrap();
     sqlx::query("BEGIN ISOLATION LEVEL REPEATABLE READ")
@@ -371,13 +354,7 @@ async fn a_held_snapshot_does_not_slow_the_claim() {
     // the slot the last round drained is no longer the current one: its turn to go
     truncated += store.claim_ring_upkeep(0.0).await.unwrap().truncated;
     queue_one_step(store, 2_000, 0).await;
-    let during: i64 = store
-        .explain_claim(64, 0)
-        .await
-        .unwrap()
-        .iter()
-        .map(|p| p.0)
-        .sum();
+    let during: i64 = claim_buffers(store, 0).await;
     let size_during = store.claim_queue_bytes().await.unwrap();
     sqlx::query("COMMIT").execute(&mut *report).await.unwrap();
     // without the ring, the 20,000 dead entries stay on disk (12 times the live ones)

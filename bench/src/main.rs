@@ -709,13 +709,7 @@ impl Bench {
         }
         procs.stop();
         if profile {
-            for (calls, total_ms, query) in store.statement_stats(12).await? {
-                let q: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
-                println!(
-                    "{calls:>8} calls {total_ms:>10.1} ms  {}",
-                    q.chars().take(140).collect::<String>()
-                );
-            }
+            print_statements(&store, 12).await?;
         }
         let (finished, secs) = store.drain_span().await?;
         let run = DepthRun {
@@ -784,13 +778,7 @@ impl Bench {
         marks.push(store.db_now().await?);
         procs.stop();
         if profile {
-            for (calls, total_ms, query) in store.statement_stats(15).await? {
-                let q: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
-                println!(
-                    "{calls:>8} calls {total_ms:>10.1} ms  {}",
-                    q.chars().take(140).collect::<String>()
-                );
-            }
+            print_statements(&store, 15).await?;
         }
         let phases = store.phase_figures(&marks).await?;
         drop(store);
@@ -956,6 +944,18 @@ struct DepthRun {
     plans: Vec<(i64, String)>,
 }
 
+/// The statements that took the database's time, one line each (pg_stat_statements).
+async fn print_statements(store: &Store, n: i64) -> Result<()> {
+    for (calls, total_ms, query) in store.statement_stats(n).await? {
+        let q: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
+        println!(
+            "{calls:>8} calls {total_ms:>10.1} ms  {}",
+            q.chars().take(150).collect::<String>()
+        );
+    }
+    Ok(())
+}
+
 async fn as_worker(url: &str, concurrency: usize) -> Result<()> {
     let store = Store::connect(url, 20, Duration::from_secs(30)).await?;
     let cfg = Bench::worker_cfg(|c| {
@@ -1048,18 +1048,7 @@ async fn main() -> Result<()> {
             "{tput:.0} steps/s for {} steps",
             b.sizes.tasks * b.sizes.steps
         );
-        for (calls, total_ms, query) in store.statement_stats(25).await? {
-            println!(
-                "{calls:>8} calls {total_ms:>10.1} ms  {}",
-                query
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" ")
-                    .chars()
-                    .take(150)
-                    .collect::<String>()
-            );
-        }
+        print_statements(&store, 25).await?;
         return Ok(());
     }
     if args.iter().any(|a| a == "--latency") {

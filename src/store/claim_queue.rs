@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use uuid::Uuid;
 
-use super::transitions::{Claim, Picked};
+use super::transitions::{Claim, Picked, tool_room};
 use super::{Result, Tx};
 
 /// Rewrite the claim queue entries of these tasks (their rows locked by the caller) from
@@ -53,10 +53,12 @@ WITH t AS MATERIALIZED (
                       WHERE w.step_id = q.step_id AND w.tool = q.tool AND w.run_after = q.run_after)
 )
 INSERT INTO claim_queue (step_id, task_id, priority, task_created_at, position, tool, lane,
-                         run_after, delayed)
+                         run_after, delayed, slot)
 SELECT w.step_id, w.task_id, w.priority, w.created_at, w.position, w.tool,
        CASE WHEN EXISTS (SELECT 1 FROM tool_buckets b WHERE b.tool_id = w.tool) THEN w.tool ELSE '' END,
-       w.run_after, w.run_after > now()
+       w.run_after, w.run_after > now(),
+       -- the ring's current slot, read once (the column's default reads it for every row)
+       (SELECT slot FROM claim_ring)
 FROM want w
 WHERE NOT EXISTS (SELECT 1 FROM have h
                   WHERE h.step_id = w.step_id AND h.tool = w.tool AND h.run_after = w.run_after)
@@ -82,7 +84,8 @@ pub(crate) async fn pick(
         .await?)
 }
 
-pub(crate) const PICK: &str = r#"
+pub(crate) const PICK: &str = concat!(
+    r#"
 WITH admit AS MATERIALIZED (
     -- tasks without running steps this claim may start (-1: no cap); counted after the
     -- admission lock was taken ($4), by an earlier statement
@@ -101,14 +104,9 @@ WITH admit AS MATERIALIZED (
     FOR UPDATE OF b SKIP LOCKED
 ), room AS MATERIALIZED (
     -- how far to walk each locked tool's lane: its room as this snapshot sees it
-    SELECT l.tool_id, greatest(least(
-        coalesce(t.max_concurrency - (SELECT count(*) FROM steps r
-             WHERE r.status = 'running' AND coalesce(r.tool_override, r.tool) = l.tool_id), 2147483647),
-        CASE WHEN t.rate_limit_per_sec IS NULL THEN 2147483647
-             ELSE floor(least(t.rate_limit_burst::float8,
-                  b.tokens + extract(epoch FROM now() - b.refilled_at) * t.rate_limit_per_sec))::bigint
-        END,
-        $1), 0) AS n
+    SELECT l.tool_id, greatest(least("#,
+    tool_room!("l.tool_id"),
+    r#", $1), 0) AS n
     FROM lanes l JOIN tools t ON t.id = l.tool_id JOIN tool_buckets b ON b.tool_id = l.tool_id
 ), head AS MATERIALIZED (
     -- without the admission lock under a cap, only tasks already running steps may get steps:
@@ -159,7 +157,8 @@ SELECT coalesce((SELECT array_agg(step_id) FROM cand WHERE task_id IN (SELECT id
        coalesce((SELECT array_agg(id ORDER BY id) FROM locked), '{}') AS tasks,
        coalesce((SELECT array_agg(tool_id ORDER BY tool_id) FROM lanes), '{}') AS tools,
        (SELECT n FROM admit) AS admit
-"#;
+"#
+);
 
 /// Whether a tool with limits exists, as of a version of the tool registry. Claims read only
 /// lane '' (one statement) while none does; with one, they take the checked path, which walks

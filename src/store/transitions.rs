@@ -273,6 +273,26 @@ macro_rules! claim_result {
     };
 }
 
+/// How many steps of a limited tool may start now: its free slots under `max_concurrency` and
+/// the whole tokens of its bucket (the tool's `tools` row is `t`, its `tool_buckets` row `b`;
+/// the argument is the SQL naming the tool's id). `least()` skips NULLs, hence the `CASE`:
+/// without a rate limit the burst must not count.
+macro_rules! tool_room {
+    ($tool:literal) => {
+        concat!(
+            "least(coalesce(t.max_concurrency - (SELECT count(*) FROM steps r
+                 WHERE r.status = 'running' AND coalesce(r.tool_override, r.tool) = ",
+            $tool,
+            "), 2147483647),
+             CASE WHEN t.rate_limit_per_sec IS NULL THEN 2147483647
+                  ELSE floor(least(t.rate_limit_burst::float8,
+                       b.tokens + extract(epoch FROM now() - b.refilled_at) * t.rate_limit_per_sec))::bigint
+             END)"
+        )
+    };
+}
+pub(crate) use tool_room;
+
 /// The plain claim's entries: the head of lane '' (tools without limits) in claim order, and
 /// the delayed entries of lane '' whose backoff ended, each `LIMIT $1 FOR UPDATE SKIP LOCKED`;
 /// the best `$1` of both. Defines `cand`.
@@ -348,14 +368,32 @@ pub(crate) async fn claim_plain(
     c: &Claim,
     async_commit: bool,
 ) -> Result<Vec<ClaimedStep>> {
-    Ok(sqlx::query_as(CLAIM_PLAIN.as_str())
-        .bind(c.limit)
+    let q = plain_args(sqlx::query_as(CLAIM_PLAIN.as_str()), c, async_commit);
+    Ok(q.fetch_all(&mut **tx).await?)
+}
+
+/// A query with its parameters still to bind.
+type PgQueryAs<'q, O> = sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>;
+
+/// [`CLAIM_PLAIN`]'s parameters.
+fn plain_args<'q, O>(q: PgQueryAs<'q, O>, c: &Claim, async_commit: bool) -> PgQueryAs<'q, O> {
+    q.bind(c.limit)
         .bind(async_commit)
         .bind(c.worker_id)
         .bind(c.lease_secs)
         .bind(crate::domain::model::event_kind::STEP_STARTED)
-        .fetch_all(&mut **tx)
-        .await?)
+}
+
+/// [`CLAIM`]'s parameters.
+fn checked_args<'q, O>(q: PgQueryAs<'q, O>, p: &'q Picked, c: &Claim) -> PgQueryAs<'q, O> {
+    q.bind(&p.steps)
+        .bind(c.limit)
+        .bind(c.worker_id)
+        .bind(c.lease_secs)
+        .bind(crate::domain::model::event_kind::STEP_STARTED)
+        .bind(&p.tools)
+        .bind(p.admit)
+        .bind(&p.tasks)
 }
 
 statement!(
@@ -372,14 +410,9 @@ statement!(
         -- steps each limited tool may start now: 0 for a tool another claim holds ($6 lists the
         -- ones this transaction locked), else the least of its free slots and its whole tokens
         SELECT b.tool_id,
-               CASE WHEN NOT (b.tool_id = ANY($6::text[])) THEN 0 ELSE least(
-                   coalesce(t.max_concurrency - (SELECT count(*) FROM steps r
-                        WHERE r.status = 'running' AND coalesce(r.tool_override, r.tool) = b.tool_id), 2147483647),
-                   -- (least() skips NULLs: without a rate limit the burst must not count)
-                   CASE WHEN t.rate_limit_per_sec IS NULL THEN 2147483647
-                        ELSE floor(least(t.rate_limit_burst::float8,
-                             b.tokens + extract(epoch FROM now() - b.refilled_at) * t.rate_limit_per_sec))::bigint
-                   END) END AS cap
+               CASE WHEN NOT (b.tool_id = ANY($6::text[])) THEN 0 ELSE "#,
+        tool_room!("b.tool_id"),
+        r#" END AS cap
         FROM tool_buckets b JOIN tools t ON t.id = b.tool_id
     ), cand AS MATERIALIZED (
         SELECT q.step_id, q.task_id, q.priority, q.task_created_at, q.position, q.lane
@@ -463,32 +496,16 @@ pub(crate) struct Picked {
 /// tools it locked (other limited tools start nothing), starting at most `p.admit` tasks that
 /// have no running steps (-1: any).
 pub(crate) async fn claim_checked(tx: &mut Tx, p: &Picked, c: &Claim) -> Result<Vec<ClaimedStep>> {
-    Ok(sqlx::query_as(CLAIM.as_str())
-        .bind(&p.steps)
-        .bind(c.limit)
-        .bind(c.worker_id)
-        .bind(c.lease_secs)
-        .bind(crate::domain::model::event_kind::STEP_STARTED)
-        .bind(&p.tools)
-        .bind(p.admit)
-        .bind(&p.tasks)
-        .fetch_all(&mut **tx)
-        .await?)
+    let q = checked_args(sqlx::query_as(CLAIM.as_str()), p, c);
+    Ok(q.fetch_all(&mut **tx).await?)
 }
 
 /// [`CLAIM_PLAIN`] under `EXPLAIN (ANALYZE, BUFFERS)`: (shared buffers, the plan).
 #[cfg(feature = "testing")]
 pub(crate) async fn explain_claim_plain(tx: &mut Tx, c: &Claim) -> Result<(i64, String)> {
     let sql = format!("EXPLAIN (ANALYZE, BUFFERS) {}", CLAIM_PLAIN.as_str());
-    let lines: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .bind(c.limit)
-        .bind(false)
-        .bind(c.worker_id)
-        .bind(c.lease_secs)
-        .bind(crate::domain::model::event_kind::STEP_STARTED)
-        .fetch_all(&mut **tx)
-        .await?;
-    Ok((buffers_of(&lines), lines.join("\n")))
+    let q = plain_args(sqlx::query_as(sqlx::AssertSqlSafe(sql)), c, false);
+    Ok(plan_of(q.fetch_all(&mut **tx).await?))
 }
 
 /// [`CLAIM`] under `EXPLAIN (ANALYZE, BUFFERS)`: (shared buffers, the plan).
@@ -499,18 +516,15 @@ pub(crate) async fn explain_claim_checked(
     c: &Claim,
 ) -> Result<(i64, String)> {
     let sql = format!("EXPLAIN (ANALYZE, BUFFERS) {}", CLAIM.as_str());
-    let lines: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .bind(&p.steps)
-        .bind(c.limit)
-        .bind(c.worker_id)
-        .bind(c.lease_secs)
-        .bind(crate::domain::model::event_kind::STEP_STARTED)
-        .bind(&p.tools)
-        .bind(p.admit)
-        .bind(&p.tasks)
-        .fetch_all(&mut **tx)
-        .await?;
-    Ok((buffers_of(&lines), lines.join("\n")))
+    let q = checked_args(sqlx::query_as(sqlx::AssertSqlSafe(sql)), p, c);
+    Ok(plan_of(q.fetch_all(&mut **tx).await?))
+}
+
+/// A text plan's lines: (shared buffers of its top node, the plan).
+#[cfg(feature = "testing")]
+fn plan_of(rows: Vec<(String,)>) -> (i64, String) {
+    let lines: Vec<String> = rows.into_iter().map(|(l,)| l).collect();
+    (buffers_of(&lines), lines.join("\n"))
 }
 
 /// Shared buffers (hit + read) of a text plan's top node.

@@ -42,6 +42,7 @@ try {
   await page.waitForSelector('#activity');
   check(await page.locator('#activity rect.bar.succeeded').count() >= 1, 'the overview charts the last hour\'s attempts');
   check(/\d+\.\d s/.test(await page.textContent('#queue-lag')), 'the overview shows the queue lag');
+  check(/^\d+ s$/.test(await page.textContent('#oldest-transaction')), 'the overview shows the age of the oldest open transaction');
   const counts = async (id) => page.$$eval(`#${id} [data-count-of]`, (cards) => Object.fromEntries(cards.map((c) => [c.dataset.countOf, Number(c.querySelector('b').textContent.replace(/,/g, ''))])));
   const recent = await counts('recent-tasks');
   const total = (c) => Object.values(c).reduce((a, b) => a + b, 0);

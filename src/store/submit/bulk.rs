@@ -52,12 +52,6 @@ WITH missing AS (
 ), plans_in AS (
     INSERT INTO plans (task_id, version, origin, reasoning, estimated_duration, steps)
     SELECT id, 1, origin, reasoning, estimated_duration, plan_steps FROM new WHERE has_plan
-), s_in AS (
-    SELECT * FROM unnest($38::uuid[], $39::uuid[], $40::text[], $41::int[], $42::text[], $43::text[],
-                         $44::jsonb[], $45::text[], $46::text[], $47::boolean[], $48::jsonb[],
-                         $49::text[], $50::int[])
-         AS r(id, task_id, step_key, position, name, tool, parameters, dependencies,
-              expected_output, optional, actions, status, priority)
 ), steps_in AS (
     INSERT INTO steps (id, task_id, plan_version, step_key, position, name, tool, parameters,
                        dependencies, expected_output, optional, actions, status, priority)
@@ -66,18 +60,23 @@ WITH missing AS (
            -- travel as one text, joined by the unit separator (no step key contains it)
            string_to_array(r.dependencies, chr(31)), r.expected_output,
            r.optional, r.actions, r.status, r.priority
-    FROM s_in r
+    FROM unnest($38::uuid[], $39::uuid[], $40::text[], $41::int[], $42::text[], $43::text[],
+                $44::jsonb[], $45::text[], $46::text[], $47::boolean[], $48::jsonb[],
+                $49::text[], $50::int[])
+         AS r(id, task_id, step_key, position, name, tool, parameters, dependencies,
+              expected_output, optional, actions, status, priority)
     JOIN ins ON ins.id = r.task_id
+    RETURNING id, task_id, position, tool, status, priority
 ), queue_in AS (
     -- each new task's first ready steps, as many as it may run at once, are claimable
-    -- (store::claim_queue)
+    -- (store::claim_queue), in the ring's current slot (read once for the statement)
     INSERT INTO claim_queue (step_id, task_id, priority, task_created_at, position, tool, lane,
-                             run_after, delayed)
+                             run_after, delayed, slot)
     SELECT r.id, r.task_id, r.priority, now(), r.position, r.tool,
            CASE WHEN EXISTS (SELECT 1 FROM tool_buckets b WHERE b.tool_id = r.tool) THEN r.tool ELSE '' END,
-           now(), false
+           now(), false, (SELECT slot FROM claim_ring)
     FROM (SELECT r.*, row_number() OVER (PARTITION BY r.task_id ORDER BY r.position) AS nth
-          FROM s_in r WHERE r.status = 'ready') r
+          FROM steps_in r WHERE r.status = 'ready') r
     JOIN new ON new.id = r.task_id
     WHERE r.nth <= new.max_concurrent_steps
 ), decisions_in AS (
