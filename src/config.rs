@@ -278,6 +278,18 @@ pub struct WorkerSettings {
     pub retry_backoff_ms: u64,
     /// Upper bound of that backoff.
     pub retry_backoff_max_ms: u64,
+    /// Each failure of a step in a row multiplies its backoff by this (a tool's `retry`
+    /// overrides it, as it does the two above).
+    pub retry_backoff_coefficient: f64,
+    /// No retry starts later than this after the first failure of its streak; 0: no limit.
+    pub retry_max_elapsed_secs: f64,
+    /// A tool's `Retry-After` longer than this is cut to it.
+    pub max_retry_after_secs: u64,
+    /// Outages in a row, fleet-wide, that open a tool's circuit; 0 turns the breaker off (a
+    /// tool's `circuit_breaker` overrides it).
+    pub circuit_failure_threshold: u32,
+    /// How long an open circuit waits before its probe.
+    pub circuit_cool_down_secs: f64,
     /// How often the maintenance loop looks for expired leases.
     pub rescue_interval_ms: u64,
     /// A step whose worker died this many times fails as poison.
@@ -444,6 +456,59 @@ impl Default for ServerSettings {
     }
 }
 
+impl WorkerSettings {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: &str| Err(ConfigError::Invalid(m.to_string()));
+        let w = self;
+        if w.concurrency == 0 {
+            return bad("worker.concurrency must be at least 1");
+        }
+        if w.lease_secs == 0 {
+            return bad("worker.lease_secs must be at least 1");
+        }
+        if w.poll_ms == 0 {
+            return bad("worker.poll_ms must be at least 1");
+        }
+        if w.claim_batch == 0 {
+            return bad("worker.claim_batch must be at least 1");
+        }
+        if w.max_rescues == 0 {
+            return bad("worker.max_rescues must be at least 1");
+        }
+        if w.rescue_interval_ms == 0 {
+            return bad("worker.rescue_interval_ms must be at least 1");
+        }
+        if let Some(h) = w.heartbeat_secs
+            && !(h >= 0.1 && h < w.lease_secs as f64)
+        {
+            return bad("worker.heartbeat_secs must be at least 0.1 and below worker.lease_secs");
+        }
+        if let Some(id) = &w.id
+            && uuid::Uuid::parse_str(id).is_err()
+        {
+            return bad("worker.id must be a UUID");
+        }
+        if !(w.retry_backoff_coefficient.is_finite()
+            && (1.0..=100.0).contains(&w.retry_backoff_coefficient))
+        {
+            return bad("worker.retry_backoff_coefficient must be between 1 and 100");
+        }
+        if w.retry_backoff_max_ms < w.retry_backoff_ms {
+            return bad("worker.retry_backoff_max_ms must be at least worker.retry_backoff_ms");
+        }
+        if !(w.retry_max_elapsed_secs.is_finite() && w.retry_max_elapsed_secs >= 0.0) {
+            return bad("worker.retry_max_elapsed_secs must be 0 (no limit) or more");
+        }
+        if !(w.circuit_cool_down_secs.is_finite() && w.circuit_cool_down_secs > 0.0) {
+            return bad("worker.circuit_cool_down_secs must be above 0");
+        }
+        if w.metrics_host.parse::<std::net::IpAddr>().is_err() {
+            return bad("worker.metrics_host must be an IP address");
+        }
+        Ok(())
+    }
+}
+
 impl Default for WorkerSettings {
     fn default() -> Self {
         Self {
@@ -455,6 +520,11 @@ impl Default for WorkerSettings {
             shutdown_grace_secs: 20,
             retry_backoff_ms: 500,
             retry_backoff_max_ms: 60_000,
+            retry_backoff_coefficient: 2.0,
+            retry_max_elapsed_secs: 0.0,
+            max_retry_after_secs: 300,
+            circuit_failure_threshold: 5,
+            circuit_cool_down_secs: 30.0,
             rescue_interval_ms: 2000,
             max_rescues: 3,
             heartbeat_secs: None,
@@ -587,38 +657,7 @@ impl Settings {
 
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: &str| Err(ConfigError::Invalid(m.to_string()));
-        let w = &self.worker;
-        if w.concurrency == 0 {
-            return bad("worker.concurrency must be at least 1");
-        }
-        if w.lease_secs == 0 {
-            return bad("worker.lease_secs must be at least 1");
-        }
-        if w.poll_ms == 0 {
-            return bad("worker.poll_ms must be at least 1");
-        }
-        if w.claim_batch == 0 {
-            return bad("worker.claim_batch must be at least 1");
-        }
-        if w.max_rescues == 0 {
-            return bad("worker.max_rescues must be at least 1");
-        }
-        if w.rescue_interval_ms == 0 {
-            return bad("worker.rescue_interval_ms must be at least 1");
-        }
-        if let Some(h) = w.heartbeat_secs
-            && !(h >= 0.1 && h < w.lease_secs as f64)
-        {
-            return bad("worker.heartbeat_secs must be at least 0.1 and below worker.lease_secs");
-        }
-        if let Some(id) = &w.id
-            && uuid::Uuid::parse_str(id).is_err()
-        {
-            return bad("worker.id must be a UUID");
-        }
-        if w.metrics_host.parse::<std::net::IpAddr>().is_err() {
-            return bad("worker.metrics_host must be an IP address");
-        }
+        self.worker.validate()?;
         if self.database.max_connections.is_some_and(|n| n < 2) {
             return bad("database.max_connections must be at least 2");
         }

@@ -2,11 +2,12 @@
 //! and HTTP tools per CONTRACT.md "HTTP tools". Running a tool never touches the database.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use crate::domain::failure;
 use crate::domain::model::ToolFailure;
 use crate::domain::nul;
 pub use crate::domain::tool::ToolDef;
@@ -177,13 +178,14 @@ impl ToolRunner {
         let resp = req.send().await.map_err(|e| transport_failure(e, &url))?;
         let status = resp.status();
         refuse_redirect(&self.outbound, &resp).await?;
+        let head = Head::of(&resp);
         let text = self.read_capped(resp, &url).await?;
-        let body = serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
-        if status.is_server_error() {
-            let mut f = ToolFailure::new("tool_error", format!("HTTP {status}"), true);
-            f.http_status = Some(status.as_u16());
-            return Err(f);
+        // an answer that asks to be tried again (a 5xx, a 429, …) fails the call; any other
+        // is the output
+        if failure::http_class(status.as_u16()).1 {
+            return Err(answer_failure(status.as_u16(), &head, &text));
         }
+        let body = serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
         Ok(ToolOutput {
             output: json!({"status": status.as_u16(), "body": body}),
             output_params: Map::new(),
@@ -273,52 +275,116 @@ impl ToolRunner {
             .map_err(|e| transport_failure(e, &endpoint))?;
         let status = resp.status();
         refuse_redirect(&self.outbound, &resp).await?;
+        let head = Head::of(&resp);
         let text = self.read_capped(resp, &endpoint).await?;
-        let parsed = serde_json::from_str::<Value>(&text).ok();
         if status.is_success() {
-            let body = parsed.unwrap_or(Value::String(text));
-            let output_params = body
-                .get("output_params")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
-            let output = match body.get("output") {
-                Some(o) if body.is_object() => o.clone(),
-                _ => body,
-            };
-            return Ok(ToolOutput {
-                output,
-                output_params,
-            });
+            return success(&head, text);
         }
-        let declared = parsed.as_ref().and_then(|b| b.get("error"));
-        let mut failure = match declared {
-            Some(e) if e.is_object() => {
-                let mut f = failure_from_params(e);
-                if e.get("retryable").is_none() {
-                    f.retryable = status.is_server_error();
-                }
-                if e.get("category").is_none() {
-                    f.category = "tool_error".into();
-                }
-                if e.get("message").is_none() {
-                    f.message = format!("HTTP {status}");
-                }
-                f
-            }
-            _ => ToolFailure::new(
-                "tool_error",
-                format!("HTTP {status}: {}", truncate(&text, 200)),
-                status.is_server_error(),
-            ),
-        };
-        // Contract: 5xx are retryable tool errors whatever the body says.
-        if status.is_server_error() {
-            failure.retryable = true;
-        }
-        failure.http_status = Some(status.as_u16());
-        Err(failure)
+        Err(answer_failure(status.as_u16(), &head, &text))
     }
+}
+
+/// What of an answer's headers recovery reads.
+struct Head {
+    /// `Retry-After`, in milliseconds from the answer.
+    retry_after_ms: Option<u64>,
+    /// `Content-Type` says JSON (`application/json` or `…+json`).
+    json: bool,
+}
+
+impl Head {
+    fn of(resp: &reqwest::Response) -> Head {
+        let h = resp.headers();
+        let text = |name| h.get(name).and_then(|v| v.to_str().ok());
+        let json = text(reqwest::header::CONTENT_TYPE).is_some_and(|ct| {
+            let essence = ct
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            essence == "application/json" || essence.ends_with("+json")
+        });
+        Head {
+            retry_after_ms: text(reqwest::header::RETRY_AFTER).and_then(|v| {
+                failure::retry_after_ms(v, text(reqwest::header::DATE), SystemTime::now())
+            }),
+            json,
+        }
+    }
+}
+
+/// A 2xx answer's output: its JSON (its `output` key when it is an object that has one) or,
+/// for a body that is not JSON, the text. A body that says it is JSON and does not parse is a
+/// failed call (retryable), never a success.
+fn success(head: &Head, text: String) -> Result<ToolOutput, ToolFailure> {
+    let body = match serde_json::from_str::<Value>(&text) {
+        Ok(v) => v,
+        Err(e) if head.json => {
+            let mut f = ToolFailure::new(
+                failure::category::TOOL_ERROR,
+                format!("the answer says it is JSON but does not parse: {e}"),
+                true,
+            );
+            f.detail = Some(truncate_bytes(&text, MAX_DETAIL_BYTES).to_string());
+            return Err(f);
+        }
+        Err(_) => Value::String(text),
+    };
+    let output_params = body
+        .get("output_params")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let output = match body.get("output") {
+        Some(o) if body.is_object() => o.clone(),
+        _ => body,
+    };
+    Ok(ToolOutput {
+        output,
+        output_params,
+    })
+}
+
+/// The most of a non-JSON error body kept in the attempt's error `detail`.
+const MAX_DETAIL_BYTES: usize = 8 * 1024;
+
+/// A non-2xx answer as a failure (CONTRACT.md "Recovery of real faults"): what its error body
+/// declares (`category`, `retryable`, `message`, `hints`) wins; what it leaves out follows
+/// from the status ([`failure::http_class`]). A body that is not JSON gives the message its
+/// first 200 characters and is kept, up to 8 KB, in `detail`.
+fn answer_failure(status: u16, head: &Head, text: &str) -> ToolFailure {
+    let (category, retryable) = failure::http_class(status);
+    let parsed = serde_json::from_str::<Value>(text).ok();
+    let mut f = match parsed.as_ref().and_then(|b| b.get("error")) {
+        Some(e) if e.is_object() => {
+            let mut f = failure_from_params(e);
+            if e.get("retryable").and_then(Value::as_bool).is_none() {
+                f.retryable = retryable;
+            }
+            if e.get("category").and_then(Value::as_str).is_none() {
+                f.category = category.into();
+            }
+            if e.get("message").and_then(Value::as_str).is_none() {
+                f.message = format!("HTTP {status}");
+            }
+            f
+        }
+        _ => {
+            let mut f = ToolFailure::new(
+                category,
+                format!("HTTP {status}: {}", truncate(text.trim(), 200)),
+                retryable,
+            );
+            if parsed.is_none() && !text.is_empty() {
+                f.detail = Some(truncate_bytes(text, MAX_DETAIL_BYTES).to_string());
+            }
+            f
+        }
+    };
+    f.http_status = Some(status);
+    f.retry_after_ms = head.retry_after_ms;
+    f
 }
 
 /// A request that got no answer: refused by the guard (not retryable), or a transport error
@@ -430,7 +496,7 @@ fn failure_from_params(p: &Value) -> ToolFailure {
             .to_string(),
         retryable: p.get("retryable").and_then(Value::as_bool).unwrap_or(false),
         hints,
-        http_status: None,
+        ..ToolFailure::new("", "", false)
     }
 }
 
@@ -439,6 +505,18 @@ fn truncate(s: &str, max: usize) -> &str {
         Some((i, _)) => &s[..i],
         None => s,
     }
+}
+
+/// At most `max` bytes of `s`, cut at a character boundary.
+fn truncate_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 #[cfg(test)]
@@ -461,6 +539,9 @@ mod tests {
             max_concurrency: None,
             rate_limit_per_sec: None,
             rate_limit_burst: 1,
+            retry: None,
+            circuit_breaker: None,
+            gated: false,
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
             checks: Default::default(),

@@ -11,7 +11,6 @@ use common::{ToolServer, register_tool, spawn_app};
 use serde_json::json;
 use trellis::brain::{self, rules::RulesBrain};
 use trellis::domain::ToolFailure;
-use trellis::domain::recovery::Backoff;
 use trellis::store::decision_queue::Lease;
 use trellis::store::step_queue::{Claim, FailurePolicy, StepFailure};
 use trellis::store::testing::RecoveryFingerprint;
@@ -20,8 +19,12 @@ use uuid::Uuid;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
+/// No backoff, no circuit breaker: the recovery tiers alone, fast.
+const POLICY: FailurePolicy = FailurePolicy::fixed(0, 3, 30.0);
+
 /// A dead HTTP tool without alternative: the longest recovery the rules brain takes
-/// (retries, failed repair, overall reflection, replan, retries, overall reflection, stop).
+/// (retries, a repair that keeps the step, overall reflection, replan, retries, overall
+/// reflection, stop).
 fn task() -> serde_json::Value {
     json!({"description": "dead tool", "plan": {"steps": [{"id": "step_1", "tool": "dead"}]}})
 }
@@ -30,7 +33,7 @@ async fn uninterrupted() -> RecoveryFingerprint {
     let app = spawn_app().await;
     let server = ToolServer::start(Duration::ZERO, Arc::new(|_| (503, json!({})))).await;
     register_tool(&app, "dead", &server.endpoint("dead"), json!({})).await;
-    let w = app.worker(|_| {});
+    let w = app.worker(|c| c.policy = POLICY);
     let id = app.submit(task()).await;
     app.wait_done(id, LIMIT).await;
     w.stop().await;
@@ -46,14 +49,7 @@ async fn interrupted(abandon_at: usize) -> (RecoveryFingerprint, usize) {
     let store = app.store().clone();
     let id = app.submit(task()).await;
     let ghost = Uuid::now_v7();
-    let policy = FailurePolicy {
-        backoff: Backoff {
-            base_ms: 0,
-            max_ms: 0,
-        },
-        max_rescues: 3,
-        lease_secs: 30.0,
-    };
+    let policy = POLICY;
     let lease = Lease {
         worker_id: ghost,
         lease_secs: 30.0,
@@ -106,7 +102,10 @@ async fn interrupted(abandon_at: usize) -> (RecoveryFingerprint, usize) {
         }
     }
     let abandoned = store.expire_decision_leases(id).await.unwrap();
-    let w = app.worker(|c| c.rescue_interval = Duration::from_millis(50));
+    let w = app.worker(|c| {
+        c.rescue_interval = Duration::from_millis(50);
+        c.policy = POLICY;
+    });
     wait_for("the task to end", LIMIT, || async {
         let t = store.get_task(id).await.unwrap();
         matches!(
@@ -137,8 +136,8 @@ async fn a_worker_dying_at_any_decision_changes_no_counter() {
         ),
         (1, 1)
     );
-    assert_eq!(expected.tool_failures, 6);
-    let total_decisions = 10;
+    assert_eq!(expected.tool_failures, 7);
+    let total_decisions = 11;
     for abandon_at in 0..total_decisions {
         let (got, abandoned) = interrupted(abandon_at).await;
         assert_eq!(abandoned, 1, "the ghost died holding decision {abandon_at}");

@@ -13,7 +13,7 @@ use trellis::config::Settings;
 use trellis::domain::Limits;
 use trellis::domain::decision::DecisionOutcome;
 use trellis::domain::recovery::{
-    Backoff, Evaluation, OverallReflection, StepAction, StepReflection, Strategy,
+    Evaluation, OverallReflection, StepAction, StepReflection, Strategy,
 };
 use trellis::domain::{PlanSpec, StepSpec, ToolFailure};
 use trellis::store::Store;
@@ -23,14 +23,7 @@ use trellis::store::submit::NewTask;
 use trellis::testkit::{TestDb, fresh_db};
 use uuid::Uuid;
 
-const POLICY: FailurePolicy = FailurePolicy {
-    backoff: Backoff {
-        base_ms: 0,
-        max_ms: 0,
-    },
-    max_rescues: 3,
-    lease_secs: 30.0,
-};
+const POLICY: FailurePolicy = FailurePolicy::fixed(0, 3, 30.0);
 
 struct H {
     store: Store,

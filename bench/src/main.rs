@@ -621,8 +621,8 @@ impl Bench {
         let (store, url) = self.fresh("recovery").await?;
         let w = self
             .workers(&url, 1, |c| {
-                c.policy.backoff.base_ms = 0;
-                c.policy.backoff.max_ms = 0;
+                c.policy.retry.initial_interval_ms = 0;
+                c.policy.retry.max_interval_ms = 0;
             })
             .await?;
         for i in 0..self.sizes.recovery_samples {

@@ -299,6 +299,14 @@ pub(super) fn tool_kind() -> Object {
         .build()
 }
 
+/// A circuit breaker's state.
+pub(super) fn circuit_state() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["closed", "open", "half_open"]))
+        .build()
+}
+
 /// A JSON Schema given as a value: an object, a boolean, or null for none.
 pub(super) fn optional_json_schema() -> Object {
     ObjectBuilder::new()

@@ -11,6 +11,8 @@ use utoipa::{IntoParams, ToSchema};
 use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::views::{self, ToolView};
 use super::{ApiError, ApiJson, AppState};
+use crate::domain::circuit::BreakerSpec;
+use crate::domain::recovery::RetrySpec;
 use crate::store::tools::NewTool;
 
 /// `POST /tools`: an HTTP tool (CONTRACT.md "HTTP tools").
@@ -26,7 +28,9 @@ use crate::store::tools::NewTool;
     "alternatives": ["echo"],
     "max_concurrency": 4,
     "rate_limit_per_sec": 10.0,
-    "rate_limit_burst": 5
+    "rate_limit_burst": 5,
+    "retry": {"max_attempts": 5, "initial_interval_ms": 500, "backoff_coefficient": 2.0, "max_interval_ms": 30000, "max_elapsed_secs": 300},
+    "circuit_breaker": {"failure_threshold": 5, "cool_down_secs": 30}
 })))]
 pub(super) struct ToolInput {
     #[schema(pattern = "^[A-Za-z0-9_.:-]{1,128}$")]
@@ -72,6 +76,12 @@ pub(super) struct ToolInput {
     #[serde(default)]
     #[schema(minimum = 1, maximum = 100000)]
     rate_limit_burst: Option<i32>,
+    /// How the tool's failed calls are retried (absent or null: the workers' defaults).
+    #[serde(default)]
+    retry: Option<RetrySpec>,
+    /// The tool's fleet-wide circuit breaker (absent or null: the workers' defaults).
+    #[serde(default)]
+    circuit_breaker: Option<BreakerSpec>,
 }
 
 /// Largest `max_concurrency` and `rate_limit_burst` accepted.
@@ -168,6 +178,12 @@ pub(super) async fn create(
     if t.alternatives.contains(&t.id) {
         return Err(ApiError::validation("a tool cannot be its own alternative"));
     }
+    if let Some(p) = t.retry.as_ref().and_then(RetrySpec::problem) {
+        return Err(ApiError::validation(p));
+    }
+    if let Some(p) = t.circuit_breaker.as_ref().and_then(BreakerSpec::problem) {
+        return Err(ApiError::validation(p));
+    }
     let row = st
         .store
         .create_tool(&NewTool {
@@ -184,9 +200,11 @@ pub(super) async fn create(
             max_concurrency,
             rate_limit_per_sec,
             rate_limit_burst,
+            retry: t.retry,
+            circuit_breaker: t.circuit_breaker,
         })
         .await?;
-    Ok((StatusCode::CREATED, Json(views::tool(&row))).into_response())
+    Ok((StatusCode::CREATED, Json(views::tool(&row, None))).into_response())
 }
 
 /// `?after=&limit=` of a registry list, in id order (keyset pagination).
@@ -234,7 +252,19 @@ pub(super) async fn list(
 ) -> Result<Json<Vec<ToolView>>, ApiError> {
     let (after, limit) = super::input::query(q)?.checked()?;
     let tools = st.store.list_tools(after.as_deref(), limit).await?;
-    Ok(Json(tools.iter().map(views::tool).collect()))
+    let circuits = st.store.tool_circuits().await?;
+    let circuit_of = |id: &str| {
+        circuits
+            .iter()
+            .find(|(t, ..)| t == id)
+            .map(|(_, c, now)| (c, *now))
+    };
+    Ok(Json(
+        tools
+            .iter()
+            .map(|t| views::tool(t, circuit_of(&t.id)))
+            .collect(),
+    ))
 }
 
 /// One tool.
@@ -246,7 +276,12 @@ pub(super) async fn get(
     State(st): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<ToolView>, ApiError> {
-    Ok(Json(views::tool(&st.store.get_tool(&id).await?)))
+    let tool = st.store.get_tool(&id).await?;
+    let circuit = st.store.tool_circuit(&id).await?;
+    Ok(Json(views::tool(
+        &tool,
+        circuit.as_ref().map(|(c, now)| (c, *now)),
+    )))
 }
 
 /// Delete an HTTP tool (admin; built-ins cannot be deleted).

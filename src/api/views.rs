@@ -11,7 +11,9 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::domain::circuit::{self, BreakerSpec, Circuit};
 use crate::domain::records::{AttemptRow, StepRow, TaskRow};
+use crate::domain::recovery::RetrySpec;
 use crate::domain::secrets::redacted;
 use crate::domain::status::{AttemptStatus, StepStatus, TaskStatus};
 use crate::domain::tool::ToolDef;
@@ -416,12 +418,53 @@ pub struct ToolView {
     pub rate_limit_per_sec: Option<f64>,
     /// Token-bucket size for `rate_limit_per_sec`.
     pub rate_limit_burst: i32,
+    /// The tool's retry policy (null: the workers' defaults).
+    pub retry: Option<RetrySpec>,
+    /// The tool's circuit breaker settings (null: the workers' defaults).
+    pub circuit_breaker: Option<BreakerSpec>,
+    /// The circuit breaker's state, fleet-wide, now.
+    pub circuit: CircuitView,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
-/// A tool of the registry (`/tools`).
-pub fn tool(t: &ToolDef) -> ToolView {
+/// A tool's circuit breaker as the fleet sees it now.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Circuit)]
+pub struct CircuitView {
+    /// `closed`: calls go through; `open`: no call until `until` (steps wait or switch to an
+    /// alternative tool); `half_open`: the cool-down is over and one probe call decides.
+    #[schema(schema_with = super::openapi::circuit_state)]
+    pub state: String,
+    /// When an open circuit lets its probe through (null unless open).
+    pub until: Option<DateTime<Utc>>,
+    /// Outages in a row, fleet-wide, since the last success.
+    pub consecutive_failures: i32,
+    /// A `Retry-After` the tool answered holds every call until this time (null: none).
+    pub held_until: Option<DateTime<Utc>>,
+}
+
+fn circuit(c: Option<(&Circuit, DateTime<Utc>)>) -> CircuitView {
+    let Some((c, now)) = c else {
+        return CircuitView {
+            state: circuit::State::Closed.as_str().into(),
+            until: None,
+            consecutive_failures: 0,
+            held_until: None,
+        };
+    };
+    let state = c.state(now);
+    CircuitView {
+        state: state.as_str().into(),
+        until: c.open_until.filter(|_| state == circuit::State::Open),
+        consecutive_failures: c.consecutive_failures,
+        held_until: c.held_until.filter(|h| *h > now),
+    }
+}
+
+/// A tool of the registry (`/tools`), with its circuit and the database's `now()` (None: it
+/// has no circuit row: closed).
+pub fn tool(t: &ToolDef, c: Option<(&Circuit, DateTime<Utc>)>) -> ToolView {
     ToolView {
         id: t.id.clone(),
         name: t.name.clone(),
@@ -437,6 +480,9 @@ pub fn tool(t: &ToolDef) -> ToolView {
         max_concurrency: t.max_concurrency,
         rate_limit_per_sec: t.rate_limit_per_sec,
         rate_limit_burst: t.rate_limit_burst,
+        retry: t.retry.as_ref().map(|j| j.0),
+        circuit_breaker: t.circuit_breaker.as_ref().map(|j| j.0),
+        circuit: circuit(c),
         created_at: t.created_at,
         updated_at: t.updated_at,
     }

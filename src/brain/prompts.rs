@@ -412,6 +412,42 @@ fn failure_section(f: &ToolFailure) -> String {
             json!(f.hints)
         );
     }
+    if let Some(ms) = f.retry_after_ms {
+        let _ = writeln!(
+            s,
+            "- the tool asked not to be called again for {ms} ms (Retry-After)"
+        );
+    }
+    s
+}
+
+/// Parameters that broke the tool's `input_schema` (no call was made): the schema, every
+/// violation, and the offending values, so a fix can follow the schema.
+fn schema_section(c: &StepFailureContext, tools: &[ToolBrief]) -> String {
+    let f = &c.failure;
+    if f.schema_violations.is_empty() {
+        return String::new();
+    }
+    let mut s =
+        String::from("\n## The parameters break the tool's input schema (no call was made)\n");
+    for v in &f.schema_violations {
+        let _ = writeln!(s, "- {v}");
+    }
+    if let Some(a) = c.attempts.iter().rev().find(|a| a.status == "failed") {
+        let _ = write!(
+            s,
+            "The resolved parameters of that attempt (tool `{}`):\n{}\n",
+            a.tool,
+            pretty(&a.parameters)
+        );
+        if let Some(t) = tools.iter().find(|t| t.id == a.tool) {
+            let _ = write!(s, "Its input schema:\n{}\n", pretty(&t.input_schema));
+        }
+    }
+    s.push_str(
+        "Fix only what the schema settles: convert a value to the schema's type when that loses \
+         nothing, fill a missing required property from its default, and name every change in your analysis.\n",
+    );
     s
 }
 
@@ -702,6 +738,7 @@ pub fn step_reflection(task: &TaskBrief, c: &StepFailureContext, tools: &[ToolBr
         pretty(&serde_json::to_value(&c.step).unwrap_or_default()),
         failure_section(&c.failure)
     );
+    user.push_str(&schema_section(c, tools));
     user.push_str("\n## Attempts of this step\n");
     user.push_str(&execution_history(&c.attempts));
     let _ = write!(
@@ -766,6 +803,7 @@ pub fn step_repair(
             r.alternative_solutions.join("; ")
         );
     }
+    user.push_str(&schema_section(c, tools));
     user.push_str("\n## Attempts of this step\n");
     user.push_str(&execution_history(&c.attempts));
     user.push('\n');

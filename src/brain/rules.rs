@@ -1,12 +1,17 @@
 //! The deterministic rules brain (no LLM):
 //!
 //! - step reflection: an error with `hints` is a `parameter_error` → retry with those parameters;
+//!   parameters that broke the tool's `input_schema` → the schema repair
+//!   ([`crate::domain::schema_repair`]: lossless coercions, defaults, single values), each
+//!   change named, or not recoverable when it would have to guess; a `tool_unavailable` tool
+//!   (404, 405, 410, 501) → an untried alternative, else not recoverable;
 //!   a retryable error (timeout, connection, 5xx, `retryable: true`) is a `tool_error` → retry
 //!   with an untried registered alternative tool (the best recent success rate first: the
 //!   analysis says so), else the same tool; anything else → trigger
 //!   overall reflection (not recoverable when the category is `external_error` or the error is a
 //!   non-retryable 4xx without hints);
-//! - repair: switch to an untried alternative tool; none → the repair fails;
+//! - repair: switch to an untried alternative tool; none → the same step again after the
+//!   backoff when the failure was transient, else the repair fails;
 //! - overall reflection: an optional failed step → `skip_steps`; a retryable or recoverable
 //!   failure with replans left → `replan_from_step` at the failed step; otherwise stop;
 //! - replan: the current plan as it stands (the strategy decides what is kept);
@@ -19,10 +24,12 @@ use std::collections::BTreeMap;
 use crate::domain::status::{AttemptStatus, StepStatus};
 
 use super::{Answer, Brain, BrainError, BrainFuture, DecisionContext, Planned};
+use crate::domain::failure::category;
 use crate::domain::model::{PlanSpec, StepSpec, ToolFailure};
 use crate::domain::recovery::{
     Dimensions, Evaluation, OverallReflection, StepAction, StepReflection, Strategy, Trigger,
 };
+use crate::domain::schema_repair;
 
 #[derive(Debug, Clone, Default)]
 pub struct RulesBrain;
@@ -33,7 +40,7 @@ fn ready<'a, T: Send + 'a>(r: Result<T, BrainError>) -> BrainFuture<'a, T> {
 
 fn is_recoverable(f: &ToolFailure) -> bool {
     let plain_4xx = f.http_status.is_some_and(|s| (400..500).contains(&s)) && f.hints.is_empty();
-    !(f.category == "external_error" || (!f.retryable && plain_4xx))
+    !(f.category == category::EXTERNAL_ERROR || (!f.retryable && plain_4xx))
 }
 
 impl RulesBrain {
@@ -57,6 +64,12 @@ impl RulesBrain {
                 alternative_solutions: vec![],
                 suggested_action: StepAction::RetryWithParams(hints),
             });
+        }
+        if !f.schema_violations.is_empty() {
+            return Ok(Self::schema_repair(ctx, f));
+        }
+        if f.category == category::TOOL_UNAVAILABLE {
+            return Ok(Self::unavailable(ctx, f));
         }
         if f.retryable {
             let alts = ctx.untried_alternatives();
@@ -101,24 +114,103 @@ impl RulesBrain {
         })
     }
 
+    /// Parameters that broke the tool's `input_schema` (no call was made): repaired where the
+    /// schema makes the fix unambiguous, each change named; otherwise not recoverable.
+    fn schema_repair(ctx: &DecisionContext, f: &ToolFailure) -> StepReflection {
+        let key = ctx.input.step_key.as_deref().unwrap_or_default();
+        let attempt = ctx
+            .attempts
+            .iter()
+            .rev()
+            .find(|a| a.step_key == key && a.status == AttemptStatus::Failed);
+        let schema = attempt
+            .and_then(|a| ctx.tools.get(&a.tool))
+            .map(|t| &t.input_schema);
+        let outcome = match (attempt, schema) {
+            (Some(a), Some(schema)) => schema_repair::repair(schema, &a.parameters),
+            _ => schema_repair::Outcome::Refused {
+                reasons: vec!["the failed call's parameters or its tool's schema are gone".into()],
+            },
+        };
+        let mut r = StepReflection {
+            root_cause_category: category::PARAMETER_ERROR.into(),
+            root_cause: f.message.clone(),
+            analysis: String::new(),
+            confidence: 95.0,
+            is_recoverable: true,
+            alternative_solutions: vec![],
+            suggested_action: StepAction::TriggerOverallReflection(String::new()),
+        };
+        match outcome {
+            schema_repair::Outcome::Repaired { params, changes } => {
+                let named: Vec<String> = changes.iter().map(|c| c.to_string()).collect();
+                r.analysis = format!(
+                    "schema repair: the tool's input_schema settles every violation; {}",
+                    named.join("; ")
+                );
+                let fixed = schema_repair::changed_top_level(&params, &changes);
+                r.suggested_action = StepAction::RetryWithParams(fixed.into_iter().collect());
+            }
+            schema_repair::Outcome::Refused { reasons } => {
+                r.analysis = format!("schema repair refused: {}", reasons.join("; "));
+                r.confidence = 80.0;
+                r.is_recoverable = false;
+                r.suggested_action =
+                    StepAction::TriggerOverallReflection(format!("parameter_error: {}", f.message));
+            }
+        }
+        r
+    }
+
+    /// The tool is unusable (gone, or refusing the method): an untried alternative, or stop.
+    fn unavailable(ctx: &DecisionContext, f: &ToolFailure) -> StepReflection {
+        let alts = ctx.untried_alternatives();
+        let (analysis, recoverable, action) = match alts.first() {
+            Some(alt) => (
+                format!("the tool itself is unusable; switching to alternative tool {alt}"),
+                true,
+                StepAction::RetryWithTool(alt.clone()),
+            ),
+            None => (
+                "the tool itself is unusable and no untried alternative is registered".into(),
+                false,
+                StepAction::TriggerOverallReflection(format!(
+                    "{}: {}",
+                    category::TOOL_UNAVAILABLE,
+                    f.message
+                )),
+            ),
+        };
+        StepReflection {
+            root_cause_category: category::TOOL_UNAVAILABLE.into(),
+            root_cause: f.message.clone(),
+            analysis,
+            confidence: 85.0,
+            is_recoverable: recoverable,
+            alternative_solutions: alts,
+            suggested_action: action,
+        }
+    }
+
+    /// An untried alternative tool; without one, a transient failure keeps its step as it is
+    /// (it runs again after the backoff of its streak, which keeps growing).
     pub fn repair(ctx: &DecisionContext) -> Result<StepSpec, BrainError> {
         let step = ctx
             .step
             .as_ref()
             .ok_or_else(|| BrainError::NoAnswer("no step to repair".into()))?;
-        let alt = ctx
-            .untried_alternatives()
-            .into_iter()
-            .next()
-            .ok_or_else(|| {
-                BrainError::NoAnswer(format!(
-                    "no untried alternative tool for step {}",
-                    step.step_key
-                ))
-            })?;
         let mut spec = step.effective_spec();
-        spec.tool = alt;
-        Ok(spec)
+        if let Some(alt) = ctx.untried_alternatives().into_iter().next() {
+            spec.tool = alt;
+            return Ok(spec);
+        }
+        if ctx.input.failure.as_ref().is_some_and(|f| f.retryable) {
+            return Ok(spec);
+        }
+        Err(BrainError::NoAnswer(format!(
+            "no untried alternative tool for step {}",
+            step.step_key
+        )))
     }
 
     pub fn overall(ctx: &DecisionContext) -> OverallReflection {

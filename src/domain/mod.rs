@@ -10,14 +10,18 @@
 //! - [`decision`]: the decision vocabulary (input, context, outcome, answers, LLM usage);
 //! - [`model`]: plan definitions as clients submit them, event kinds, tool failures;
 //! - [`plan`] / [`params`]: plan validation and placeholder resolution;
-//! - [`recovery`]: the three-tier recovery as pure functions;
+//! - [`recovery`]: the three-tier recovery as pure functions; [`failure`]: what a failed call
+//!   means (HTTP semantics, `Retry-After`, outages); [`schema_repair`]: parameters the tool's
+//!   schema makes unambiguous; [`circuit`]: the fleet-wide circuit breaker's states;
 //! - [`limits`], [`tool`], [`template`]: a task's limits, the tool registry's record, workflow
 //!   templates and their `${input.key}` placeholders;
 //! - [`auth`]: API key roles and what each call needs; [`nul`]: finding NUL characters;
 //!   [`secrets`]: credentials kept out of answers.
 
 pub mod auth;
+pub mod circuit;
 pub mod decision;
+pub mod failure;
 pub mod limits;
 pub mod model;
 pub mod nul;
@@ -26,6 +30,7 @@ pub mod plan;
 pub mod records;
 pub mod recovery;
 pub mod schema;
+pub mod schema_repair;
 pub mod secrets;
 pub mod status;
 pub mod template;

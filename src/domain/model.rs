@@ -15,6 +15,9 @@ pub mod event_kind {
     pub const STEP_FAILED: &str = "step_failed";
     pub const RETRY_SCHEDULED: &str = "retry_scheduled";
     pub const STEP_RELEASED: &str = "step_released";
+    /// A step given back before its call because its tool's circuit is open or a `Retry-After`
+    /// holds the tool: no attempt, its next claim not before `until`.
+    pub const STEP_DEFERRED: &str = "step_deferred";
     pub const STEP_RESCUED: &str = "step_rescued";
     pub const STEP_REFLECTED: &str = "step_reflected";
     pub const STEP_REPAIRED: &str = "step_repaired";
@@ -103,6 +106,16 @@ pub struct ToolFailure {
     /// HTTP status when the tool answered with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
+    /// The earliest next call the tool asked for (`Retry-After`, capped), in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+    /// An answer's body that was not JSON (a proxy's HTML page), at most 8 KB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// The resolved parameters broke the tool's `input_schema` (no call was made): each
+    /// violation with where it is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schema_violations: Vec<String>,
 }
 
 impl ToolFailure {
@@ -113,6 +126,9 @@ impl ToolFailure {
             retryable,
             hints: BTreeMap::new(),
             http_status: None,
+            retry_after_ms: None,
+            detail: None,
+            schema_violations: Vec::new(),
         }
     }
 }

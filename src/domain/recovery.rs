@@ -19,25 +19,192 @@ use serde_json::Value;
 
 use super::model::{StepSpec, ToolFailure, WORKER_LOST};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backoff {
-    pub base_ms: u64,
-    pub max_ms: u64,
+/// How a step's retries are spaced and bounded (Temporal's activity retry policy): the tool's
+/// `retry` field over the `[worker]` defaults.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryPolicy {
+    /// The first retry's delay.
+    pub initial_interval_ms: u64,
+    /// Each further failure in a row multiplies the delay by this.
+    pub backoff_coefficient: f64,
+    pub max_interval_ms: u64,
+    /// Failed attempts of a step of this tool before tier 1 escalates (None: the task's
+    /// `max_step_retries` and `max_consecutive_failures` decide).
+    pub max_attempts: Option<i32>,
+    /// No tier 1 retry would start later than this after the streak's first failure (None: no
+    /// limit).
+    pub max_elapsed_ms: Option<u64>,
+    /// A `Retry-After` longer than this is cut to it.
+    pub max_retry_after_ms: u64,
 }
 
-/// `base * 2^(n-1)`, capped at `max`.
-pub fn backoff_ms(b: Backoff, retry_count: i32) -> u64 {
-    let exp = (retry_count.max(1) - 1).min(32) as u32;
-    b.base_ms.saturating_mul(1u64 << exp).min(b.max_ms)
+/// A tool's retry policy (the tool field `retry`): each part optional, the workers' `[worker]`
+/// defaults apply to the rest.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = RetryPolicy)]
+pub struct RetrySpec {
+    /// Failed attempts of a step of this tool before tier 1 escalates to a repair (default:
+    /// the task's `max_step_retries` and `max_consecutive_failures`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 100)]
+    pub max_attempts: Option<i32>,
+    /// The first retry's delay (default `[worker] retry_backoff_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 86400000)]
+    pub initial_interval_ms: Option<u64>,
+    /// Each failure in a row multiplies the delay by this (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 100)]
+    pub backoff_coefficient: Option<f64>,
+    /// The longest delay (default `[worker] retry_backoff_max_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 86400000)]
+    pub max_interval_ms: Option<u64>,
+    /// No retry starts later than this after the first failure of the streak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(exclusive_minimum = 0, maximum = 2592000)]
+    pub max_elapsed_secs: Option<f64>,
+}
+
+impl RetrySpec {
+    /// What is out of range, if anything.
+    pub fn problem(&self) -> Option<String> {
+        const DAY_MS: u64 = 86_400_000;
+        if self.max_attempts.is_some_and(|n| !(1..=100).contains(&n)) {
+            return Some("retry.max_attempts must be between 1 and 100".into());
+        }
+        if self.initial_interval_ms.is_some_and(|ms| ms > DAY_MS) {
+            return Some(format!(
+                "retry.initial_interval_ms must be at most {DAY_MS}"
+            ));
+        }
+        if self.max_interval_ms.is_some_and(|ms| ms > DAY_MS) {
+            return Some(format!("retry.max_interval_ms must be at most {DAY_MS}"));
+        }
+        if let (Some(a), Some(b)) = (self.initial_interval_ms, self.max_interval_ms)
+            && b < a
+        {
+            return Some("retry.max_interval_ms must be at least retry.initial_interval_ms".into());
+        }
+        if self
+            .backoff_coefficient
+            .is_some_and(|c| !(c.is_finite() && (1.0..=100.0).contains(&c)))
+        {
+            return Some("retry.backoff_coefficient must be between 1 and 100".into());
+        }
+        if self
+            .max_elapsed_secs
+            .is_some_and(|s| !(s.is_finite() && s > 0.0 && s <= 2_592_000.0))
+        {
+            return Some(
+                "retry.max_elapsed_secs must be above 0 and at most 2592000 (30 days)".into(),
+            );
+        }
+        None
+    }
+}
+
+impl RetryPolicy {
+    /// `spec` over these defaults.
+    pub fn with(self, spec: Option<&RetrySpec>) -> RetryPolicy {
+        let Some(s) = spec else { return self };
+        RetryPolicy {
+            initial_interval_ms: s.initial_interval_ms.unwrap_or(self.initial_interval_ms),
+            backoff_coefficient: s.backoff_coefficient.unwrap_or(self.backoff_coefficient),
+            max_interval_ms: s.max_interval_ms.unwrap_or(self.max_interval_ms),
+            max_attempts: s.max_attempts.or(self.max_attempts),
+            max_elapsed_ms: s
+                .max_elapsed_secs
+                .map(|secs| (secs * 1000.0) as u64)
+                .or(self.max_elapsed_ms),
+            max_retry_after_ms: self.max_retry_after_ms,
+        }
+    }
+
+    /// The backoff before the attempt that follows `failures` failures in a row:
+    /// `initial × coefficient^(failures − 1)`, at most `max_interval`.
+    pub fn backoff_ms(&self, failures: i32) -> u64 {
+        let exp = (failures.max(1) - 1).min(64);
+        let ms = self.initial_interval_ms as f64 * self.backoff_coefficient.max(1.0).powi(exp);
+        if ms.is_finite() {
+            (ms as u64).min(self.max_interval_ms)
+        } else {
+            self.max_interval_ms
+        }
+    }
+
+    /// When the step may run again after `f`: the backoff of its streak for a transient
+    /// failure (nothing for one whose fix needs no waiting: a wrong parameter, another tool),
+    /// and never before the tool's `Retry-After` (capped).
+    pub fn delay_ms(&self, streak: &Streak, f: &ToolFailure) -> u64 {
+        let backoff = if f.retryable {
+            self.backoff_ms(streak.failures)
+        } else {
+            0
+        };
+        let asked = f.retry_after_ms.unwrap_or(0).min(self.max_retry_after_ms);
+        backoff.max(asked)
+    }
+
+    /// Whether tier 1 may run the step again after `delay_ms`.
+    pub fn retries_left(&self, c: &Counters, streak: &Streak, delay_ms: u64) -> bool {
+        let in_time = self
+            .max_elapsed_ms
+            .is_none_or(|max| streak.elapsed_ms.saturating_add(delay_ms) <= max);
+        let by_count = match self.max_attempts {
+            Some(n) => c.retry_count < n,
+            None => {
+                c.retry_count < c.max_step_retries
+                    && c.consecutive_failures < c.max_consecutive_failures
+            }
+        };
+        in_time && by_count
+    }
+}
+
+/// A step's failed attempts in a row, under its step key (across tier 1 retries, repairs and
+/// replans, since its last success), this failure included, and the time since the first: the
+/// backoff keeps growing across tiers instead of starting over at each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Streak {
+    pub failures: i32,
+    pub elapsed_ms: u64,
 }
 
 /// Knobs of the failure path that come from worker configuration.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FailurePolicy {
-    pub backoff: Backoff,
+    /// The default retry policy (a tool's `retry` field overrides parts of it).
+    pub retry: RetryPolicy,
+    /// The default circuit breaker (a tool's `circuit_breaker` field overrides parts of it).
+    pub breaker: super::circuit::Breaker,
     pub max_rescues: i32,
     /// Lease length of decisions this worker creates and runs at once.
     pub lease_secs: f64,
+}
+
+impl FailurePolicy {
+    /// A fixed backoff of `backoff_ms` (no growth), no elapsed limit, `Retry-After` capped at
+    /// five minutes, the circuit breaker off.
+    pub const fn fixed(backoff_ms: u64, max_rescues: i32, lease_secs: f64) -> Self {
+        FailurePolicy {
+            retry: RetryPolicy {
+                initial_interval_ms: backoff_ms,
+                backoff_coefficient: 1.0,
+                max_interval_ms: backoff_ms,
+                max_attempts: None,
+                max_elapsed_ms: None,
+                max_retry_after_ms: 300_000,
+            },
+            breaker: super::circuit::Breaker {
+                failure_threshold: 0,
+                cool_down_ms: 30_000,
+            },
+            max_rescues,
+            lease_secs,
+        }
+    }
 }
 
 /// Counters (after this failure's increments) and the limits of one task.
@@ -77,8 +244,9 @@ pub fn after_failure(
     c: &Counters,
     failure: &ToolFailure,
     step_reflection: bool,
-    backoff: Backoff,
+    retry: (&RetryPolicy, &Streak),
 ) -> AfterFailure {
+    let (policy, streak) = retry;
     if failure.category == WORKER_LOST {
         // not the tool's fault: re-queue at once, unless the step keeps killing its workers
         return if c.rescue_count >= c.max_rescues {
@@ -98,24 +266,26 @@ pub fn after_failure(
             reason: format!("non-retryable {}: {}", failure.category, failure.message),
         };
     }
-    if c.retry_count >= c.max_step_retries {
-        return AfterFailure::FailTask {
-            reason: format!(
-                "retries exhausted ({} of {}): {}",
-                c.retry_count, c.max_step_retries, failure.message
-            ),
-        };
+    let delay_ms = policy.delay_ms(streak, failure);
+    if policy.retries_left(c, streak, delay_ms) {
+        return AfterFailure::Retry { delay_ms };
     }
-    if c.consecutive_failures >= c.max_consecutive_failures {
-        return AfterFailure::FailTask {
-            reason: format!(
-                "{} consecutive failures (limit {}): {}",
-                c.consecutive_failures, c.max_consecutive_failures, failure.message
-            ),
-        };
-    }
-    AfterFailure::Retry {
-        delay_ms: backoff_ms(backoff, c.retry_count),
+    let limit = match policy.max_attempts {
+        Some(n) => format!("{} of the tool's {n} attempts", c.retry_count),
+        None if c.retry_count >= c.max_step_retries => {
+            format!(
+                "retries exhausted ({} of {})",
+                c.retry_count, c.max_step_retries
+            )
+        }
+        None if c.consecutive_failures >= c.max_consecutive_failures => format!(
+            "{} consecutive failures (limit {})",
+            c.consecutive_failures, c.max_consecutive_failures
+        ),
+        None => "the tool's retry time is used up".to_string(),
+    };
+    AfterFailure::FailTask {
+        reason: format!("{limit}: {}", failure.message),
     }
 }
 
@@ -177,16 +347,18 @@ pub enum AfterStepReflection {
     OverallReflection { summary: String },
 }
 
-/// `tool_known`: whether a suggested alternative tool exists in the registry.
+/// `tool_known`: whether a suggested alternative tool exists in the registry. `retry`: the
+/// failed tool's policy, the step's streak and the failure (None: a failure no longer at hand,
+/// retried at once).
 pub fn after_step_reflection(
     c: &Counters,
     r: &StepReflection,
     tool_known: impl Fn(&str) -> bool,
-    backoff: Backoff,
+    retry: (&RetryPolicy, &Streak, Option<&ToolFailure>),
 ) -> AfterStepReflection {
-    let retries_left =
-        c.retry_count < c.max_step_retries && c.consecutive_failures < c.max_consecutive_failures;
-    let delay_ms = backoff_ms(backoff, c.retry_count);
+    let (policy, streak, failure) = retry;
+    let delay_ms = failure.map_or(0, |f| policy.delay_ms(streak, f));
+    let retries_left = policy.retries_left(c, streak, delay_ms);
     let summary = match &r.suggested_action {
         StepAction::RetryWithParams(params) if retries_left => {
             return AfterStepReflection::RetryWithParams {
@@ -195,9 +367,10 @@ pub fn after_step_reflection(
             };
         }
         StepAction::RetryWithTool(tool) if retries_left && tool_known(tool) => {
+            // another tool owes nothing to this one's backoff or Retry-After
             return AfterStepReflection::RetryWithTool {
                 tool: tool.clone(),
-                delay_ms,
+                delay_ms: 0,
             };
         }
         StepAction::TriggerOverallReflection(s) => s.clone(),
@@ -267,6 +440,9 @@ pub enum RecoveryAction {
     RetryWithParams,
     /// Tier 1: a retry with an alternative tool.
     RetryWithTool,
+    /// Tier 1: a retry with the parameters the tool's `input_schema` made unambiguous (no call
+    /// was made with the broken ones).
+    SchemaRepair,
     /// Tier 2: the step was repaired.
     Repair,
     /// Tier 2: the repair gave no usable step.
@@ -286,7 +462,7 @@ impl RecoveryAction {
     pub fn tier(self) -> i32 {
         use RecoveryAction::*;
         match self {
-            Retry | RetryWithParams | RetryWithTool => 1,
+            Retry | RetryWithParams | RetryWithTool | SchemaRepair => 1,
             Repair | RepairFailed => 2,
             Replan(_) | ReplanFailed | Intervention | Fail => 3,
         }
@@ -299,6 +475,7 @@ impl RecoveryAction {
             Retry => "retry".into(),
             RetryWithParams => "retry_with_params".into(),
             RetryWithTool => "retry_with_tool".into(),
+            SchemaRepair => "schema_repair".into(),
             Repair => "repair".into(),
             RepairFailed => "repair_failed".into(),
             Replan(strategy) => format!("replan:{strategy}"),
@@ -531,10 +708,25 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const B: Backoff = Backoff {
-        base_ms: 100,
-        max_ms: 1000,
+    const P: RetryPolicy = RetryPolicy {
+        initial_interval_ms: 100,
+        backoff_coefficient: 2.0,
+        max_interval_ms: 1000,
+        max_attempts: None,
+        max_elapsed_ms: None,
+        max_retry_after_ms: 5000,
     };
+    const S: Streak = Streak {
+        failures: 1,
+        elapsed_ms: 0,
+    };
+    const B: (&RetryPolicy, &Streak) = (&P, &S);
+
+    fn tier1(
+        f: Option<&ToolFailure>,
+    ) -> (&'static RetryPolicy, &'static Streak, Option<&ToolFailure>) {
+        (&P, &S, f)
+    }
 
     fn counters() -> Counters {
         Counters {
@@ -566,13 +758,73 @@ mod tests {
     }
 
     #[test]
-    fn backoff_doubles_and_caps() {
-        assert_eq!(backoff_ms(B, 1), 100);
-        assert_eq!(backoff_ms(B, 2), 200);
-        assert_eq!(backoff_ms(B, 3), 400);
-        assert_eq!(backoff_ms(B, 5), 1000);
-        assert_eq!(backoff_ms(B, 100), 1000);
-        assert_eq!(backoff_ms(B, 0), 100);
+    fn backoff_grows_by_its_coefficient_and_caps() {
+        assert_eq!(P.backoff_ms(1), 100);
+        assert_eq!(P.backoff_ms(2), 200);
+        assert_eq!(P.backoff_ms(3), 400);
+        assert_eq!(P.backoff_ms(5), 1000);
+        assert_eq!(P.backoff_ms(100), 1000);
+        assert_eq!(P.backoff_ms(0), 100);
+        let triple = RetryPolicy {
+            backoff_coefficient: 3.0,
+            max_interval_ms: u64::MAX,
+            ..P
+        };
+        assert_eq!(triple.backoff_ms(3), 900);
+        assert_eq!(triple.backoff_ms(i32::MAX), u64::MAX, "saturates");
+    }
+
+    #[test]
+    fn the_delay_follows_the_streak_and_honours_retry_after() {
+        let transient = ToolFailure::new("tool_error", "down", true);
+        let streak = |n| Streak {
+            failures: n,
+            elapsed_ms: 0,
+        };
+        // the streak spans tiers: its fourth failure waits 800 ms, whatever the retry count
+        assert_eq!(P.delay_ms(&streak(4), &transient), 800);
+        // a fix that needs no waiting: none
+        let param = ToolFailure::new("parameter_error", "bad", false);
+        assert_eq!(P.delay_ms(&streak(4), &param), 0);
+        // Retry-After: never earlier, capped
+        let mut asked = transient.clone();
+        asked.retry_after_ms = Some(3000);
+        assert_eq!(P.delay_ms(&streak(1), &asked), 3000);
+        asked.retry_after_ms = Some(60_000);
+        assert_eq!(P.delay_ms(&streak(1), &asked), 5000);
+        asked.retry_after_ms = Some(10);
+        assert_eq!(P.delay_ms(&streak(4), &asked), 800);
+    }
+
+    #[test]
+    fn a_tool_policy_overrides_the_limits_and_bounds_the_time() {
+        let spec = RetrySpec {
+            max_attempts: Some(6),
+            max_elapsed_secs: Some(2.0),
+            initial_interval_ms: Some(50),
+            ..Default::default()
+        };
+        let p = P.with(Some(&spec));
+        assert_eq!(p.initial_interval_ms, 50);
+        assert_eq!(p.max_interval_ms, 1000);
+        assert_eq!(P.with(None), P);
+        let c = |retry, consecutive| Counters {
+            retry_count: retry,
+            consecutive_failures: consecutive,
+            ..counters()
+        };
+        let s = |ms| Streak {
+            failures: 1,
+            elapsed_ms: ms,
+        };
+        // the tool's attempts replace the task's retry and consecutive limits
+        assert!(p.retries_left(&c(5, 5), &s(0), 0));
+        assert!(!p.retries_left(&c(6, 1), &s(0), 0));
+        assert!(!P.retries_left(&c(3, 1), &s(0), 0));
+        assert!(!P.retries_left(&c(1, 3), &s(0), 0));
+        // no retry starts past the elapsed limit
+        assert!(p.retries_left(&c(1, 1), &s(1500), 500));
+        assert!(!p.retries_left(&c(1, 1), &s(1500), 501));
     }
 
     #[test]
@@ -654,7 +906,7 @@ mod tests {
                                 ..counters()
                             };
                             let r = reflection(action.clone(), recoverable);
-                            let got = after_step_reflection(&c, &r, |t| t == "alt", B);
+                            let got = after_step_reflection(&c, &r, |t| t == "alt", tier1(None));
                             let retries_left = retry < 3 && consecutive < 3;
                             let tier1 = retries_left
                                 && (matches!(action, StepAction::RetryWithParams(_))
@@ -694,7 +946,7 @@ mod tests {
         let r = fallback_reflection("bad json");
         assert_eq!(r.root_cause_category, "reflection_error");
         assert!(!r.is_recoverable);
-        let got = after_step_reflection(&counters(), &r, |_| true, B);
+        let got = after_step_reflection(&counters(), &r, |_| true, tier1(None));
         assert!(
             matches!(got, AfterStepReflection::OverallReflection { ref summary } if summary.contains("bad json"))
         );

@@ -3,6 +3,8 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::circuit::BreakerSpec;
+use super::recovery::RetrySpec;
 use super::schema::{InvalidSchema, Schema};
 
 /// A tool's schemas, compiled once per registry version (by the worker's tool cache).
@@ -34,8 +36,17 @@ pub struct ToolDef {
     pub rate_limit_per_sec: Option<f64>,
     /// Token-bucket size (steps that may start at once after a quiet period).
     pub rate_limit_burst: i32,
+    /// The tool's retry policy (null: the `[worker]` defaults).
+    pub retry: Option<sqlx::types::Json<RetrySpec>>,
+    /// The tool's circuit breaker (null: the `[worker]` defaults).
+    pub circuit_breaker: Option<sqlx::types::Json<BreakerSpec>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Its circuit is open or half open, or a `Retry-After` holds it: a worker asks the
+    /// database before a call ([`super::circuit::Circuit::gate`]). Read only with the worker's
+    /// tool cache.
+    #[sqlx(default)]
+    pub gated: bool,
     /// The schemas compiled ([`ToolDef::compile_checks`]); not a column.
     #[sqlx(skip)]
     pub checks: ToolChecks,

@@ -5,6 +5,7 @@
 //! - [`transitions`]: the only writer of a task, step or decision status (named moves);
 //! - [`step_queue`]: claim, heartbeat, complete, fail, release, rescue;
 //! - [`claim_queue`]: the claimable steps, kept per task where its steps change;
+//! - [`circuits`]: a tool's retry policy and circuit breaker, a step's failure streak;
 //! - [`decision_queue`]: create, claim, rescue and release decisions; their context;
 //! - [`apply`]: applying a decision's outcome (step-level and task-level);
 //! - [`lifecycle`]: task-level consequences shared by the queue and the appliers;
@@ -99,6 +100,7 @@ pub(crate) const HOT_SETTINGS: [(&str, &str); 4] = [
 ];
 
 pub mod apply;
+pub mod circuits;
 pub mod claim_queue;
 pub mod deadlines;
 pub mod decision_queue;

@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::apply::{Evaluated, Stage, apply_evaluations};
+use super::circuits;
 use super::claim_queue::{self, LaneCache};
 use super::decision_queue::{ClaimedDecision, Lease, create_decision};
 use super::lifecycle::{fail_task, record_recovery, start_evaluation};
@@ -265,7 +266,7 @@ impl Store {
         in_tx!(self.pool, |tx| {
             lock_task(tx, fence.task_id).await?;
             let step = lock_running_step(tx, fence, false).await?;
-            release_running(tx, fence.step_id).await?;
+            release_running(tx, fence.step_id, None).await?;
             claim_queue::sync(tx, &[fence.task_id]).await?;
             append_events(
                 tx,
@@ -277,6 +278,28 @@ impl Store {
             )
             .await?;
             notify_ready(tx).await
+        })
+    }
+
+    /// Give a step back before its call, without an attempt, not to be claimed again before
+    /// `until`: its tool's circuit is open, another step is its probe, or a `Retry-After`
+    /// holds the tool (`why`). Fenced.
+    pub async fn defer_step(
+        &self,
+        fence: &Fence,
+        worker_id: Uuid,
+        until: DateTime<Utc>,
+        why: &str,
+    ) -> Result<()> {
+        in_tx!(self.pool, |tx| {
+            lock_task(tx, fence.task_id).await?;
+            let step = lock_running_step(tx, fence, false).await?;
+            release_running(tx, fence.step_id, Some(until)).await?;
+            claim_queue::sync(tx, &[fence.task_id]).await?;
+            let payload = json!({"step_id": step.step_key, "worker_id": worker_id,
+                                 "until": until, "reason": why, "tool": step.tool});
+            let event = NewEvent::new(fence.task_id, event_kind::STEP_DEFERRED, payload);
+            append_events(tx, &[event]).await
         })
     }
 
@@ -945,7 +968,12 @@ async fn fail_locked(
 ) -> Result<FailOutcome> {
     let task = lock_task(tx, f.fence.task_id).await?;
     let step = lock_running_step(tx, f.fence, f.require_expired).await?;
-    let counted = count_failure(&task, &step, &f, policy);
+    let tool = f.tool.unwrap_or(&step.tool);
+    let retry = circuits::retry_context(tx, task.id, &step.step_key, tool, &policy, true).await?;
+    if f.failure.category != WORKER_LOST {
+        circuits::record_failure(tx, tool, &retry, f.failure).await?;
+    }
+    let counted = count_failure(&task, &step, &f, (&retry, policy.max_rescues));
     sqlx::query("UPDATE tasks SET consecutive_failures = $2, updated_at = now() WHERE id = $1")
         .bind(task.id)
         .bind(counted.counters.consecutive_failures)
@@ -998,7 +1026,7 @@ fn count_failure(
     task: &TaskRow,
     step: &LockedStep,
     f: &FailureInput<'_>,
-    policy: FailurePolicy,
+    (retry, max_rescues): (&circuits::RetryContext, i32),
 ) -> Counted {
     let lost = f.failure.category == WORKER_LOST;
     // A lost worker is not the step's fault: it counts as a rescue, not as a retry or a failure.
@@ -1006,11 +1034,12 @@ fn count_failure(
         retry_count: step.retry_count + i32::from(!lost),
         rescue_count: step.rescue_count + i32::from(lost),
         consecutive_failures: task.consecutive_failures + i32::from(!lost),
-        ..task.counters(None, policy.max_rescues)
+        ..task.counters(None, max_rescues)
     };
     let active = task.status == TaskStatus::Running && step.plan_version == task.plan_version;
     let transition = if active {
-        recovery::after_failure(&counters, f.failure, task.step_reflection, policy.backoff)
+        let r = (&retry.policy, &retry.streak);
+        recovery::after_failure(&counters, f.failure, task.step_reflection, r)
     } else {
         // the task was cancelled, stopped or replanned while this step ran: record, start nothing
         AfterFailure::FailTask {

@@ -2,7 +2,11 @@
 
 use serde_json::Value;
 
+use sqlx::types::Json;
+
 use super::{Result, Store, StoreError};
+use crate::domain::circuit::BreakerSpec;
+use crate::domain::recovery::RetrySpec;
 use crate::domain::tool::ToolDef;
 
 #[derive(Debug, Clone)]
@@ -20,6 +24,8 @@ pub struct NewTool {
     pub max_concurrency: Option<i32>,
     pub rate_limit_per_sec: Option<f64>,
     pub rate_limit_burst: i32,
+    pub retry: Option<RetrySpec>,
+    pub circuit_breaker: Option<BreakerSpec>,
 }
 
 impl Store {
@@ -38,8 +44,9 @@ impl Store {
             let row: Option<ToolDef> = sqlx::query_as(
                 "INSERT INTO tools (id, name, description, kind, endpoint, timeout_ms, input_schema,
                                     output_params, alternatives, tags, max_concurrency,
-                                    rate_limit_per_sec, rate_limit_burst, output_schema)
-                 VALUES ($1, $2, $3, 'http', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                                    rate_limit_per_sec, rate_limit_burst, output_schema, retry,
+                                    circuit_breaker)
+                 VALUES ($1, $2, $3, 'http', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
                  ON CONFLICT (id) DO NOTHING
                  RETURNING *",
             )
@@ -56,6 +63,8 @@ impl Store {
             .bind(t.rate_limit_per_sec)
             .bind(t.rate_limit_burst)
             .bind(&t.output_schema)
+            .bind(t.retry.map(Json))
+            .bind(t.circuit_breaker.map(Json))
             .fetch_optional(&mut **tx)
             .await?;
             let row =
@@ -79,7 +88,9 @@ impl Store {
     pub async fn tool_registry(&self) -> Result<(i64, Vec<ToolDef>)> {
         use sqlx::{FromRow, Row};
         let rows = sqlx::query(
-            "SELECT t.*, (SELECT version FROM tool_registry) AS registry_version FROM tools t ORDER BY id",
+            "SELECT t.*, (SELECT version FROM tool_registry) AS registry_version,
+                    coalesce(c.open_until IS NOT NULL OR c.held_until IS NOT NULL, false) AS gated
+             FROM tools t LEFT JOIN tool_circuits c ON c.tool_id = t.id ORDER BY t.id",
         )
         .fetch_all(&self.pool)
         .await?;

@@ -616,6 +616,13 @@ statement!(
         SELECT d.task_id, d.id, d.step_key, d.plan_version, d.attempts, i.tool, i.parameters,
                'succeeded', d.output, i.worker_id, coalesce(d.started_at, now()), clock_timestamp()
         FROM done d JOIN i ON i.step_id = d.id
+    ), healed AS (
+        -- a success closes its tool's circuit and resets its count of outages in a row; a
+        -- tool with no circuit row, or a closed one with nothing counted, is not written
+        UPDATE tool_circuits c
+        SET consecutive_failures = 0, open_until = NULL, probe_until = NULL, updated_at = now()
+        WHERE c.tool_id IN (SELECT DISTINCT i.tool FROM i)
+          AND (c.consecutive_failures > 0 OR c.open_until IS NOT NULL)
     )
     SELECT id, task_id, step_key, plan_version, attempts FROM done
     "#
@@ -759,13 +766,24 @@ statement!(
     RELEASE = StepMove::Release,
     "
     UPDATE steps SET status = {to}, lease_owner = NULL, lease_expires_at = NULL,
-           started_at = NULL, run_after = now(), updated_at = now()
+           started_at = NULL, run_after = greatest(now(), coalesce($2, now())), updated_at = now()
     WHERE id = $1 AND (status IN {from}) IS NOT FALSE"
 );
 
-/// `running → ready` without an attempt (the caller holds the fenced step lock).
-pub(crate) async fn release_running(tx: &mut Tx, step_id: Uuid) -> Result<()> {
-    match exec_for(tx, RELEASE.as_str(), step_id).await? {
+/// `running → ready` without an attempt (the caller holds the fenced step lock), claimable
+/// again at once or, with `until`, not before then.
+pub(crate) async fn release_running(
+    tx: &mut Tx,
+    step_id: Uuid,
+    until: Option<DateTime<Utc>>,
+) -> Result<()> {
+    let n = sqlx::query(RELEASE.as_str())
+        .bind(step_id)
+        .bind(until)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    match n {
         0 => Err(illegal(StepMove::Release, step_id)),
         _ => Ok(()),
     }

@@ -3,11 +3,14 @@
 
 use std::collections::{HashMap, HashSet};
 
+use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use serde_json::{Map, Value, json};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::{Runtime, with_retries};
+use crate::domain::circuit::{Gate, Why};
+use crate::domain::failure;
 use crate::domain::params::{self, Scope};
 use crate::domain::plan::{self, Reference};
 use crate::domain::{ActionSpec, ToolFailure};
@@ -43,7 +46,18 @@ pub(super) async fn execute(
 ) -> (Option<ClaimedDecision>, Option<OwnedSemaphorePermit>) {
     let (store, cfg) = (&rt.store, &rt.cfg);
     let began = std::time::Instant::now();
-    let ran = run_step(rt, &step).await;
+    let ran = match run_step(rt, &step).await {
+        Ok(ran) => ran,
+        Err(Waits { until, why }) => {
+            let fence = step.fence();
+            let defer = || Box::pin(store.defer_step(&fence, cfg.id, until, why.as_str()));
+            if let Err(e) = with_retries(defer).await {
+                tracing::warn!(step = %step.step_key, task = %step.task_id, error = %e,
+                    "could not defer the step; its lease will expire and it be rescued");
+            }
+            return (None, Some(permit));
+        }
+    };
     let outcome = match &ran.result {
         Ok(_) => "succeeded".to_string(),
         Err(f) => crate::metrics::outcome_label(&f.category).to_string(),
@@ -107,14 +121,24 @@ pub(super) async fn execute(
     }
 }
 
-async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Ran {
+/// A step that must not call its tool yet (its circuit is open, another step is the probe,
+/// or a `Retry-After` holds it): given back until then, without an attempt.
+struct Waits {
+    until: DateTime<Utc>,
+    why: Why,
+}
+
+async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Waits> {
     let mut parameters = step.parameters.clone();
     params::merge_overrides(&mut parameters, &step.param_overrides);
     let actions: Vec<ActionSpec> = serde_json::from_value(step.actions.clone()).unwrap_or_default();
     let ctx = match load_context(rt, step, &parameters, &actions).await {
         Ok(c) => c,
-        Err(f) => return Ran::failed(&step.tool, parameters, f),
+        Err(f) => return Ok(Ran::failed(&step.tool, parameters, f)),
     };
+    if let Err(f) = gate(rt, step, &ctx).await? {
+        return Ok(Ran::failed(&step.tool, parameters, f));
+    }
     let env = Env {
         runner: &rt.runner,
         step,
@@ -126,18 +150,18 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Ran {
     if !actions.is_empty() {
         let done = match run_actions(env, &actions).await {
             Ok(done) => done,
-            Err(ran) => return ran,
+            Err(ran) => return Ok(ran),
         };
         output_params = done.output_params;
         if step.tool.is_empty() {
-            return Ran {
+            return Ok(Ran {
                 tool: String::new(),
                 parameters: json!({ "actions": done.parameters }),
                 result: Ok(ToolOutput {
                     output: Value::Object(done.outputs.into_iter().collect()),
                     output_params,
                 }),
-            };
+            });
         }
         action_outputs = done.outputs;
     }
@@ -157,8 +181,47 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Ran {
         output_params.extend(std::mem::take(&mut out.output_params));
         out.output_params = output_params;
     }
-    ran
+    Ok(ran)
 }
+
+/// Before any call: ask the database about each of the step's tools whose circuit is not
+/// closed or that a `Retry-After` holds (the tool cache knows which; the others cost nothing).
+/// A half-open circuit lets this step through as its probe. Otherwise the step waits, or, when
+/// its own tool's circuit is open and the tool has alternatives, fails without a call
+/// (`circuit_open`) so that recovery switches tools.
+async fn gate(
+    rt: &Runtime,
+    step: &ClaimedStep,
+    ctx: &StepContext,
+) -> Result<Result<(), ToolFailure>, Waits> {
+    for def in ctx.tools.values().filter(|d| d.gated) {
+        let probe_lease_ms = i64::from(def.timeout_ms) + PROBE_MARGIN_MS;
+        let (until, why) = match rt.store.gate_tool(&def.id, probe_lease_ms).await {
+            Ok(Gate::Call | Gate::Probe) => continue,
+            Ok(Gate::Wait(until, why)) => (until, why),
+            Err(e) => {
+                // the database is what decides; without it the call goes ahead as before
+                tracing::warn!(tool = %def.id, error = %e, "could not read the tool's circuit");
+                continue;
+            }
+        };
+        if why != Why::Held && def.id == step.tool && !def.alternatives.is_empty() {
+            return Ok(Err(ToolFailure::new(
+                failure::category::CIRCUIT_OPEN,
+                format!(
+                    "the circuit of tool {:?} is open until {until}: no call was made",
+                    def.id
+                ),
+                true,
+            )));
+        }
+        return Err(Waits { until, why });
+    }
+    Ok(Ok(()))
+}
+
+/// A probe's lease: the tool's timeout and this much more.
+const PROBE_MARGIN_MS: i64 = 5_000;
 
 /// What every tool call of one claimed step runs with.
 #[derive(Clone, Copy)]
@@ -317,12 +380,14 @@ async fn run_tool(env: Env<'_>, call: Call<'_>, scope: &Scope<'_>) -> Ran {
     params::fill_from_metadata(&mut resolved, &def.input_schema, &ctx.metadata);
     let wrong = def.checks.input.violations(&resolved);
     if !wrong.is_empty() {
-        // no call: recovery adjusts the parameters (tier 1) or the step
+        // no call: recovery repairs the parameters (tier 1) or the step
         let message = format!(
             "parameters do not match the input schema of {tool:?}: {}",
             wrong.join("; ")
         );
-        return Ran::failed(tool, resolved, param_error(message));
+        let mut f = param_error(message);
+        f.schema_violations = wrong;
+        return Ran::failed(tool, resolved, f);
     }
     let invocation = Invocation {
         task_id: step.task_id,

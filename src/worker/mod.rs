@@ -26,7 +26,8 @@ use uuid::Uuid;
 
 use crate::brain::{self, Brain};
 use crate::config::Settings;
-use crate::domain::recovery::Backoff;
+use crate::domain::circuit::Breaker;
+use crate::domain::recovery::RetryPolicy;
 use crate::store::decision_queue::DecisionFence;
 use crate::store::step_queue::{Claim, ClaimedStep, FailurePolicy, Fence, InlineEvaluation};
 use crate::store::workers::WorkerInfo;
@@ -91,9 +92,18 @@ impl WorkerConfig {
             shutdown_grace: Duration::from_secs(w.shutdown_grace_secs),
             rescue_interval: Duration::from_millis(w.rescue_interval_ms),
             policy: FailurePolicy {
-                backoff: Backoff {
-                    base_ms: w.retry_backoff_ms,
-                    max_ms: w.retry_backoff_max_ms,
+                retry: RetryPolicy {
+                    initial_interval_ms: w.retry_backoff_ms,
+                    backoff_coefficient: w.retry_backoff_coefficient,
+                    max_interval_ms: w.retry_backoff_max_ms,
+                    max_attempts: None,
+                    max_elapsed_ms: (w.retry_max_elapsed_secs > 0.0)
+                        .then(|| (w.retry_max_elapsed_secs * 1000.0) as u64),
+                    max_retry_after_ms: w.max_retry_after_secs.saturating_mul(1000),
+                },
+                breaker: Breaker {
+                    failure_threshold: w.circuit_failure_threshold.min(i32::MAX as u32) as i32,
+                    cool_down_ms: (w.circuit_cool_down_secs * 1000.0) as i64,
                 },
                 max_rescues: w.max_rescues as i32,
                 lease_secs: w.lease_secs as f64,

@@ -401,6 +401,8 @@ pub fn http_tool(id: &str, endpoint: String) -> trellis::store::tools::NewTool {
         max_concurrency: None,
         rate_limit_per_sec: None,
         rate_limit_burst: 1,
+        retry: None,
+        circuit_breaker: None,
     }
 }
 
@@ -420,14 +422,7 @@ pub fn new_task(steps: Value) -> trellis::store::submit::NewTask {
 
 /// A failure policy for store-level tests: 10 ms backoff, 3 rescues, 30 s leases.
 pub const TEST_POLICY: trellis::store::step_queue::FailurePolicy =
-    trellis::store::step_queue::FailurePolicy {
-        backoff: trellis::domain::recovery::Backoff {
-            base_ms: 10,
-            max_ms: 10,
-        },
-        max_rescues: 3,
-        lease_secs: 30.0,
-    };
+    trellis::store::step_queue::FailurePolicy::fixed(10, 3, 30.0);
 
 /// `worker` held `old` and lost it (taken over, rescued, fenced by a deadline…): its success,
 /// failure, release and heartbeat are each refused as fenced and change no row.

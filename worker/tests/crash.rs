@@ -188,6 +188,8 @@ async fn kill_9_during_recovery_keeps_counters_exact() {
     let env: &[(&str, &str)] = &[
         ("APP_WORKER__LEASE_SECS", "1"),
         ("APP_WORKER__RETRY_BACKOFF_MS", "50"),
+        // the recovery tiers alone (the breaker would make the steps wait for its cool-down)
+        ("APP_WORKER__CIRCUIT_FAILURE_THRESHOLD", "0"),
     ];
     let failures = |n: i64| {
         let store = store.clone();
@@ -224,8 +226,8 @@ async fn kill_9_during_recovery_keeps_counters_exact() {
         (1, 1),
         "{fp:?}"
     );
-    assert_eq!(fp.tool_failures, 6, "{fp:?}");
-    assert_eq!(fp.plan_version, 2);
+    assert_eq!(fp.tool_failures, 7, "{fp:?}");
+    assert_eq!(fp.plan_version, 3);
     assert_eq!(fp.consecutive_failures, 3);
     let actions: Vec<&str> = fp.recoveries.iter().map(|(_, a)| a.as_str()).collect();
     assert_eq!(
@@ -233,7 +235,7 @@ async fn kill_9_during_recovery_keeps_counters_exact() {
         [
             "retry_with_params",
             "retry_with_params",
-            "repair_failed",
+            "repair",
             "replan:replan_from_step",
             "retry_with_params",
             "retry_with_params",

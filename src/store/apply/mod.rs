@@ -21,6 +21,43 @@ use crate::domain::status::{DecisionKind, StepStatus, TaskStatus};
 mod step;
 mod task;
 
+/// The failed step's key, in a new version (a repair or a replan): when it still calls the tool
+/// that failed, its row waits out its streak's backoff and the tool's `Retry-After`, so the
+/// backoff keeps growing across the tiers instead of starting over at each.
+async fn keep_backing_off(tx: &mut Tx, c: &Applying<'_>, version: i32) -> Result<()> {
+    let input = c.input;
+    let (Some(key), Some(f), Some(attempt)) = (
+        input.step_key.as_deref(),
+        input.failure.as_ref(),
+        input.attempt_id,
+    ) else {
+        return Ok(());
+    };
+    let tool: String = sqlx::query_scalar("SELECT tool FROM attempts WHERE id = $1")
+        .bind(attempt)
+        .fetch_one(&mut **tx)
+        .await?;
+    let tool = tool.as_str();
+    let retry = super::circuits::retry_context(tx, c.task.id, key, tool, c.policy, false).await?;
+    let delay_ms = retry.policy.delay_ms(&retry.streak, f);
+    if delay_ms == 0 {
+        return Ok(());
+    }
+    sqlx::query(
+        "UPDATE steps SET run_after = now() + make_interval(secs => $5 / 1000.0)
+         WHERE task_id = $1 AND plan_version = $2 AND step_key = $3
+           AND coalesce(tool_override, tool) = $4 AND status = 'ready'",
+    )
+    .bind(c.task.id)
+    .bind(version)
+    .bind(key)
+    .bind(tool)
+    .bind(delay_ms as f64)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 pub(crate) use task::{Evaluated, Stage, apply_evaluations};
 
 /// What every outcome is applied with: the locked task, the decision's input, the policy, and

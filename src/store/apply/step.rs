@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Applying, Reflected, category, insert_reflection};
+use super::{Applying, Reflected, category, insert_reflection, keep_backing_off};
 use crate::domain::decision::{Answer, DecisionInput};
 use crate::domain::event_kind;
 use crate::domain::model::{PlanSpec, StepSpec};
@@ -12,6 +12,7 @@ use crate::domain::recovery::{
     self, AfterStepReflection, Carry, RecoveryAction, StepReflection, Trigger,
 };
 use crate::domain::status::DecisionKind;
+use crate::store::circuits::retry_context;
 use crate::store::decision_queue::{ClaimedDecision, create_decision};
 use crate::store::lifecycle::{record_recovery, start_overall};
 use crate::store::plans::{insert_steps_for_version, live_steps, next_version};
@@ -40,19 +41,19 @@ pub(super) async fn apply_step_reflection(
     let known = known_tools(tx).await?;
     let counters = task.counters(Some(step), policy.max_rescues);
     let category = Some(r.root_cause_category.as_str());
-    match recovery::after_step_reflection(&counters, r, |t| known.contains(t), policy.backoff) {
+    let tool = step.effective_tool();
+    let retry = retry_context(tx, task.id, &step.step_key, tool, policy, false).await?;
+    let failure = input.failure.as_ref();
+    let tier1 = (&retry.policy, &retry.streak, failure);
+    match recovery::after_step_reflection(&counters, r, |t| known.contains(t), tier1) {
         AfterStepReflection::RetryWithParams { params, delay_ms } => {
             let params = serde_json::to_value(&params).expect("params");
-            retry_step(
-                tx,
-                c,
-                step,
-                Retry::Params(params),
-                delay_ms,
-                category,
-                events,
-            )
-            .await
+            // parameters that broke the tool's schema, fixed before any call
+            let retry = match failure.is_some_and(|f| !f.schema_violations.is_empty()) {
+                true => Retry::Schema(params),
+                false => Retry::Params(params),
+            };
+            retry_step(tx, c, step, retry, delay_ms, category, events).await
         }
         AfterStepReflection::RetryWithTool { tool, delay_ms } => {
             retry_step(tx, c, step, Retry::Tool(tool), delay_ms, category, events).await
@@ -80,6 +81,8 @@ pub(super) async fn apply_step_reflection(
 /// What a tier 1 retry changes.
 enum Retry {
     Params(Value),
+    /// Parameters repaired from the tool's `input_schema`.
+    Schema(Value),
     Tool(String),
 }
 
@@ -97,6 +100,10 @@ async fn retry_step(
     let (action, key, value, params, tool) = match retry {
         Retry::Params(p) => {
             let action = RecoveryAction::RetryWithParams;
+            (action, "adjusted_parameters", p.clone(), Some(p), None)
+        }
+        Retry::Schema(p) => {
+            let action = RecoveryAction::SchemaRepair;
             (action, "adjusted_parameters", p.clone(), Some(p), None)
         }
         Retry::Tool(t) => (
@@ -152,6 +159,7 @@ pub(super) async fn apply_repair(
             };
             let at = step.position;
             insert_steps_for_version(tx, task, version, &one, &Carry::default(), at).await?;
+            keep_backing_off(tx, c, version).await?;
             record_recovery(tx, input.attempt_id, RecoveryAction::Repair, category).await?;
             events.push(NewEvent::new(
                 task.id,

@@ -4,7 +4,7 @@
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{Applying, Reflected, category, insert_reflection};
+use super::{Applying, Reflected, category, insert_reflection, keep_backing_off};
 use crate::domain::decision::{Answer, DecisionInput, Planned, ToolSelection};
 use crate::domain::event_kind;
 use crate::domain::records::{StepRow, TaskRow};
@@ -112,6 +112,9 @@ pub(super) async fn apply_replan(
     };
     let origin = format!("replan:{}", strategy.name());
     let next = replace_plan(tx, task, &plan, &strategy, &origin, Some(lease), events).await?;
+    if trigger == Trigger::StepFailure {
+        keep_backing_off(tx, c, task.plan_version + 1).await?;
+    }
     let counter = match trigger {
         Trigger::StepFailure => "task_replan_count = task_replan_count + 1",
         Trigger::Evaluation => {

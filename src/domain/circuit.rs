@@ -1,0 +1,329 @@
+//! A tool's fleet-wide circuit breaker and `Retry-After` hold, as pure functions of its row
+//! (`tool_circuits`) and the database's `now()`. The store locks the row, asks these, and
+//! writes the answer in the same transaction.
+//!
+//! - **closed**: calls go through; each outage ([`super::failure::is_outage`]) counts, any
+//!   success resets the count.
+//! - **open**: `failure_threshold` outages in a row, fleet-wide, open it for `cool_down`:
+//!   steps of the tool wait (or switch to an alternative tool), no call is made.
+//! - **half open**: the cool-down is over; one step is let through as a probe (a lease of the
+//!   tool's timeout, so a lost probe is replaced); the others wait. The probe's success closes
+//!   the circuit, its outage opens it again.
+//! - **held**: independently of the above, a `Retry-After` holds the whole tool until then.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+
+/// A tool's circuit breaker (the tool field `circuit_breaker`): each part optional, the
+/// workers' `[worker]` defaults apply to the rest.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = CircuitBreaker)]
+pub struct BreakerSpec {
+    /// Outages in a row, fleet-wide, that open the circuit (timeouts, refused connections,
+    /// 5xx); 0 turns the breaker off (default `[worker] circuit_failure_threshold`, 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 10000)]
+    pub failure_threshold: Option<i32>,
+    /// How long the circuit stays open before one probe (default `[worker]
+    /// circuit_cool_down_secs`, 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(exclusive_minimum = 0, maximum = 86400)]
+    pub cool_down_secs: Option<f64>,
+}
+
+impl BreakerSpec {
+    /// What is out of range, if anything.
+    pub fn problem(&self) -> Option<String> {
+        if self
+            .failure_threshold
+            .is_some_and(|n| !(0..=10_000).contains(&n))
+        {
+            return Some("circuit_breaker.failure_threshold must be between 0 and 10000".into());
+        }
+        if self
+            .cool_down_secs
+            .is_some_and(|s| !(s.is_finite() && s > 0.0 && s <= 86_400.0))
+        {
+            return Some("circuit_breaker.cool_down_secs must be above 0 and at most 86400".into());
+        }
+        None
+    }
+}
+
+/// A breaker's settings with the defaults applied.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Breaker {
+    /// 0: off.
+    pub failure_threshold: i32,
+    pub cool_down_ms: i64,
+}
+
+impl Breaker {
+    /// `spec` over these defaults.
+    pub fn with(self, spec: Option<&BreakerSpec>) -> Breaker {
+        let Some(s) = spec else { return self };
+        Breaker {
+            failure_threshold: s.failure_threshold.unwrap_or(self.failure_threshold),
+            cool_down_ms: s
+                .cool_down_secs
+                .map(|s| (s * 1000.0) as i64)
+                .unwrap_or(self.cool_down_ms),
+        }
+    }
+}
+
+/// A `tool_circuits` row.
+#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct Circuit {
+    pub consecutive_failures: i32,
+    /// Set while open or half open: the end of the cool-down.
+    pub open_until: Option<DateTime<Utc>>,
+    /// A probe's lease while half open.
+    pub probe_until: Option<DateTime<Utc>>,
+    /// `Retry-After`: no call before this time, whatever the breaker says.
+    pub held_until: Option<DateTime<Utc>>,
+}
+
+/// What clients see (`GET /tools/{id}` `circuit.state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Closed,
+    Open,
+    HalfOpen,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Closed => "closed",
+            State::Open => "open",
+            State::HalfOpen => "half_open",
+        }
+    }
+}
+
+/// What a step about to call the tool does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// Call it.
+    Call,
+    /// Call it as the half-open circuit's probe.
+    Probe,
+    /// Do not call it before this time.
+    Wait(DateTime<Utc>, Why),
+}
+
+/// Why a step waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// A `Retry-After` holds the tool.
+    Held,
+    /// The circuit is open.
+    Open,
+    /// Half open, and another step is the probe.
+    Probing,
+}
+
+impl Why {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Why::Held => "retry_after",
+            Why::Open => "circuit_open",
+            Why::Probing => "circuit_probe",
+        }
+    }
+}
+
+/// How long a step told to wait while a probe is out waits before it asks again (the probe's
+/// success should not leave the others waiting for its whole lease).
+pub const PROBE_RECHECK_MS: i64 = 1000;
+
+impl Circuit {
+    pub fn state(&self, now: DateTime<Utc>) -> State {
+        match self.open_until {
+            None => State::Closed,
+            Some(t) if t > now => State::Open,
+            Some(_) => State::HalfOpen,
+        }
+    }
+
+    /// Whether a worker must ask [`Circuit::gate`] before calling the tool: open, half open,
+    /// or held. A closed, unheld circuit costs the steps nothing.
+    pub fn gated(&self) -> bool {
+        self.open_until.is_some() || self.held_until.is_some()
+    }
+
+    /// After a failed call: an outage counts (and opens the circuit at the threshold, or again
+    /// after a failed probe); a `Retry-After` holds the tool until then.
+    pub fn after_failure(
+        &self,
+        b: Breaker,
+        outage: bool,
+        retry_after_ms: Option<u64>,
+        now: DateTime<Utc>,
+    ) -> Circuit {
+        let mut c = self.clone();
+        if outage {
+            c.consecutive_failures = c.consecutive_failures.saturating_add(1);
+            let probe_failed = c.state(now) == State::HalfOpen;
+            let tripped = b.failure_threshold > 0 && c.consecutive_failures >= b.failure_threshold;
+            if (tripped && c.open_until.is_none()) || probe_failed {
+                c.open_until = Some(now + Duration::milliseconds(b.cool_down_ms));
+                c.probe_until = None;
+            }
+        }
+        if let Some(ms) = retry_after_ms.filter(|ms| *ms > 0) {
+            let until = now + Duration::milliseconds(ms.min(i64::MAX as u64) as i64);
+            c.held_until = Some(c.held_until.map_or(until, |h| h.max(until)));
+        }
+        c
+    }
+
+    /// After a successful call: closed, nothing counted. A hold stays until it ends.
+    pub fn after_success(&self) -> Circuit {
+        Circuit {
+            consecutive_failures: 0,
+            open_until: None,
+            probe_until: None,
+            held_until: self.held_until,
+        }
+    }
+
+    /// May a step call the tool now? A half-open circuit lets one probe through for
+    /// `probe_lease_ms`; a hold that has passed is cleared.
+    pub fn gate(&self, now: DateTime<Utc>, probe_lease_ms: i64) -> (Gate, Circuit) {
+        let mut c = self.clone();
+        if let Some(h) = c.held_until {
+            if h > now {
+                return (Gate::Wait(h, Why::Held), c);
+            }
+            c.held_until = None;
+        }
+        match c.state(now) {
+            State::Closed => (Gate::Call, c),
+            State::Open => (Gate::Wait(c.open_until.expect("open"), Why::Open), c),
+            State::HalfOpen => match c.probe_until {
+                Some(p) if p > now => {
+                    let soon = now + Duration::milliseconds(PROBE_RECHECK_MS);
+                    (Gate::Wait(p.min(soon), Why::Probing), c)
+                }
+                _ => {
+                    c.probe_until = Some(now + Duration::milliseconds(probe_lease_ms));
+                    (Gate::Probe, c)
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const B: Breaker = Breaker {
+        failure_threshold: 3,
+        cool_down_ms: 10_000,
+    };
+
+    fn at(ms: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::UNIX_EPOCH + Duration::milliseconds(ms)
+    }
+
+    #[test]
+    fn the_threshold_opens_a_cool_down_then_one_probe() {
+        let mut c = Circuit::default();
+        for i in 1..=2 {
+            c = c.after_failure(B, true, None, at(i));
+            assert_eq!(c.state(at(i)), State::Closed);
+            assert!(!c.gated());
+        }
+        c = c.after_failure(B, true, None, at(3));
+        assert_eq!(c.state(at(3)), State::Open);
+        assert!(c.gated());
+        assert_eq!(c.gate(at(5), 500).0, Gate::Wait(at(10_003), Why::Open));
+        // calls in flight when it opened fail too: the cool-down does not move
+        c = c.after_failure(B, true, None, at(6));
+        assert_eq!(c.open_until, Some(at(10_003)));
+        // half open: one probe, the others wait a little
+        let (g, c2) = c.gate(at(10_003), 500);
+        assert_eq!(g, Gate::Probe);
+        assert_eq!(c2.state(at(10_003)), State::HalfOpen);
+        let (g, c3) = c2.gate(at(10_100), 500);
+        assert_eq!(g, Gate::Wait(at(10_503), Why::Probing));
+        assert_eq!(c3, c2);
+        // a lost probe is replaced once its lease is over
+        assert_eq!(c2.gate(at(10_503), 500).0, Gate::Probe);
+        // the probe fails: open again for a whole cool-down
+        let c4 = c2.after_failure(B, true, None, at(10_200));
+        assert_eq!(c4.state(at(10_200)), State::Open);
+        assert_eq!(c4.open_until, Some(at(20_200)));
+        assert_eq!(c4.probe_until, None);
+        // the next probe succeeds: closed
+        let c5 = c4.after_success();
+        assert_eq!(c5.state(at(20_300)), State::Closed);
+        assert_eq!(c5.consecutive_failures, 0);
+        assert!(!c5.gated());
+    }
+
+    #[test]
+    fn a_success_resets_the_count() {
+        let c = Circuit::default()
+            .after_failure(B, true, None, at(1))
+            .after_failure(B, true, None, at(2))
+            .after_success()
+            .after_failure(B, true, None, at(3))
+            .after_failure(B, true, None, at(4));
+        assert_eq!(c.state(at(4)), State::Closed);
+    }
+
+    #[test]
+    fn only_outages_count_and_zero_turns_it_off() {
+        let mut c = Circuit::default();
+        for i in 0..10 {
+            c = c.after_failure(B, false, None, at(i));
+        }
+        assert_eq!(c.state(at(10)), State::Closed);
+        let off = Breaker {
+            failure_threshold: 0,
+            ..B
+        };
+        for i in 0..10 {
+            c = c.after_failure(off, true, None, at(i));
+        }
+        assert_eq!(c.state(at(10)), State::Closed);
+        assert!(!c.gated());
+    }
+
+    #[test]
+    fn retry_after_holds_the_tool_and_then_clears() {
+        let c = Circuit::default().after_failure(B, false, Some(5_000), at(0));
+        assert!(c.gated());
+        assert_eq!(c.state(at(0)), State::Closed);
+        assert_eq!(c.gate(at(1_000), 500).0, Gate::Wait(at(5_000), Why::Held));
+        // a shorter Retry-After does not shorten the hold
+        let c = c.after_failure(B, false, Some(1_000), at(1_000));
+        assert_eq!(c.held_until, Some(at(5_000)));
+        let (g, after) = c.gate(at(5_000), 500);
+        assert_eq!(g, Gate::Call);
+        assert!(!after.gated(), "a passed hold is cleared");
+        // a success keeps a hold that has not passed
+        assert_eq!(c.after_success().held_until, Some(at(5_000)));
+    }
+
+    #[test]
+    fn a_spec_overrides_the_defaults() {
+        let spec = BreakerSpec {
+            failure_threshold: Some(0),
+            cool_down_secs: None,
+        };
+        assert_eq!(
+            B.with(Some(&spec)),
+            Breaker {
+                failure_threshold: 0,
+                cool_down_ms: 10_000
+            }
+        );
+        assert_eq!(B.with(None), B);
+    }
+}

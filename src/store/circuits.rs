@@ -1,0 +1,212 @@
+//! Recovery's view of a tool: its retry policy and circuit breaker (the `tools` row over the
+//! worker's defaults), a step's failure streak, and the fleet-wide circuit row
+//! (`tool_circuits`, migration `20261126000019_recovery_faults.sql`). The decisions are
+//! [`crate::domain::circuit`] and [`crate::domain::recovery::RetryPolicy`]; this file reads and
+//! writes their rows.
+//!
+//! Lock order: a circuit row is locked after the task and step rows (failures, completions),
+//! or alone (the gate before a call).
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use super::{Result, Store, Tx};
+use crate::domain::ToolFailure;
+use crate::domain::circuit::{Breaker, BreakerSpec, Circuit, Gate};
+use crate::domain::failure;
+use crate::domain::recovery::{FailurePolicy, RetryPolicy, RetrySpec, Streak};
+
+/// What recovery needs to know about a failed step's tool and history.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RetryContext {
+    pub policy: RetryPolicy,
+    pub breaker: Breaker,
+    pub streak: Streak,
+}
+
+/// The step key's failed attempts since its last success (a lost worker's excepted), and the
+/// tool's `retry` and `circuit_breaker`, in one statement (`attempts_task_step_idx`).
+const CONTEXT: &str = r#"
+WITH streak AS (
+    SELECT count(*)::int AS failures,
+           coalesce((extract(epoch FROM now() - min(a.started_at)) * 1000)::bigint, 0) AS elapsed_ms
+    FROM attempts a
+    WHERE a.task_id = $1 AND a.step_key = $2 AND a.status = 'failed'
+      AND a.error_category IS DISTINCT FROM 'worker_lost'
+      AND a.id > coalesce((SELECT max(s.id) FROM attempts s
+                           WHERE s.task_id = $1 AND s.step_key = $2 AND s.status = 'succeeded'), 0)
+)
+SELECT streak.failures, streak.elapsed_ms, t.retry, t.circuit_breaker
+FROM streak LEFT JOIN tools t ON t.id = $3
+"#;
+
+/// The retry context of a failure of `step_key` on `tool`. `pending`: the failure is not yet
+/// recorded as an attempt (it counts in the streak all the same).
+pub(crate) async fn retry_context(
+    tx: &mut Tx,
+    task_id: Uuid,
+    step_key: &str,
+    tool: &str,
+    defaults: &FailurePolicy,
+    pending: bool,
+) -> Result<RetryContext> {
+    type Row = (i32, i64, Option<Json<RetrySpec>>, Option<Json<BreakerSpec>>);
+    let (failures, elapsed_ms, retry, breaker): Row = sqlx::query_as(CONTEXT)
+        .bind(task_id)
+        .bind(step_key)
+        .bind(tool)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(RetryContext {
+        policy: defaults.retry.with(retry.as_ref().map(|j| &j.0)),
+        breaker: defaults.breaker.with(breaker.as_ref().map(|j| &j.0)),
+        streak: Streak {
+            failures: failures + i32::from(pending),
+            elapsed_ms: elapsed_ms.max(0) as u64,
+        },
+    })
+}
+
+type Time = Option<DateTime<Utc>>;
+
+/// A `tool_circuits` row as read with the database's `now()`.
+#[derive(sqlx::FromRow)]
+struct Row {
+    consecutive_failures: i32,
+    open_until: Time,
+    probe_until: Time,
+    held_until: Time,
+    now: DateTime<Utc>,
+}
+
+impl Row {
+    fn split(self) -> (Circuit, DateTime<Utc>) {
+        let c = Circuit {
+            consecutive_failures: self.consecutive_failures,
+            open_until: self.open_until,
+            probe_until: self.probe_until,
+            held_until: self.held_until,
+        };
+        (c, self.now)
+    }
+}
+
+macro_rules! read_circuit {
+    () => {
+        "SELECT consecutive_failures, open_until, probe_until, held_until, now() AS now
+         FROM tool_circuits WHERE tool_id = $1"
+    };
+}
+const READ: &str = read_circuit!();
+const LOCK: &str = concat!(read_circuit!(), " FOR UPDATE");
+
+/// A circuit row, locked, with the database's `now()`.
+async fn lock(tx: &mut Tx, tool: &str) -> Result<Option<(Circuit, DateTime<Utc>)>> {
+    let row: Option<Row> = sqlx::query_as(LOCK)
+        .bind(tool)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(row.map(Row::split))
+}
+
+async fn write(tx: &mut Tx, tool: &str, c: &Circuit) -> Result<()> {
+    sqlx::query(
+        "UPDATE tool_circuits SET consecutive_failures = $2, open_until = $3, probe_until = $4,
+                held_until = $5, updated_at = now()
+         WHERE tool_id = $1",
+    )
+    .bind(tool)
+    .bind(c.consecutive_failures)
+    .bind(c.open_until)
+    .bind(c.probe_until)
+    .bind(c.held_until)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Count a failed call on its tool's circuit: an outage (toward opening it), a `Retry-After`
+/// (capped by the policy: a hold on the whole tool). Nothing else touches the row.
+pub(crate) async fn record_failure(
+    tx: &mut Tx,
+    tool: &str,
+    ctx: &RetryContext,
+    f: &ToolFailure,
+) -> Result<()> {
+    let outage = failure::is_outage(f) && ctx.breaker.failure_threshold > 0;
+    let asked = f
+        .retry_after_ms
+        .map(|ms| ms.min(ctx.policy.max_retry_after_ms))
+        .filter(|ms| *ms > 0);
+    if !outage && asked.is_none() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO tool_circuits (tool_id) SELECT id FROM tools WHERE id = $1
+         ON CONFLICT (tool_id) DO NOTHING",
+    )
+    .bind(tool)
+    .execute(&mut **tx)
+    .await?;
+    let Some((c, now)) = lock(tx, tool).await? else {
+        return Ok(()); // the tool was deleted meanwhile
+    };
+    let next = c.after_failure(ctx.breaker, outage, asked, now);
+    if next != c {
+        write(tx, tool, &next).await?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// May a step call `tool` now? Only asked for a tool whose circuit is not closed or that a
+    /// `Retry-After` holds (the worker's tool cache knows which): a half-open circuit grants
+    /// one probe (for `probe_lease_ms`), a passed hold is cleared.
+    pub async fn gate_tool(&self, tool: &str, probe_lease_ms: i64) -> Result<Gate> {
+        in_tx!(self.pool, |tx| {
+            let Some((c, now)) = lock(tx, tool).await? else {
+                return Ok(Gate::Call);
+            };
+            let (gate, next) = c.gate(now, probe_lease_ms);
+            if next != c {
+                write(tx, tool, &next).await?;
+            }
+            Ok(gate)
+        })
+    }
+
+    /// A tool's circuit as of the database's `now()` (None: it never failed with an outage
+    /// nor asked to wait).
+    pub async fn tool_circuit(&self, tool: &str) -> Result<Option<(Circuit, DateTime<Utc>)>> {
+        let row: Option<Row> = sqlx::query_as(READ)
+            .bind(tool)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(Row::split))
+    }
+
+    /// Every tool's circuit (the tools that never failed with an outage nor asked to wait have
+    /// none), with the database's `now()`.
+    pub async fn tool_circuits(&self) -> Result<Vec<(String, Circuit, DateTime<Utc>)>> {
+        #[derive(sqlx::FromRow)]
+        struct Named {
+            tool_id: String,
+            #[sqlx(flatten)]
+            row: Row,
+        }
+        let rows: Vec<Named> = sqlx::query_as(
+            "SELECT tool_id, consecutive_failures, open_until, probe_until, held_until, now() AS now
+             FROM tool_circuits ORDER BY tool_id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|n| {
+                let (c, now) = n.row.split();
+                (n.tool_id, c, now)
+            })
+            .collect())
+    }
+}
