@@ -157,3 +157,5 @@ mod tests {
         );
     }
 }
+
+pub mod faults;
