@@ -524,7 +524,7 @@ impl Default for WorkerSettings {
             retry_max_elapsed_secs: 0.0,
             max_retry_after_secs: 300,
             circuit_failure_threshold: 5,
-            circuit_cool_down_secs: 30.0,
+            circuit_cool_down_secs: 5.0,
             rescue_interval_ms: 2000,
             max_rescues: 3,
             heartbeat_secs: None,

@@ -287,7 +287,7 @@ impl ToolRunner {
 /// What of an answer's headers recovery reads.
 struct Head {
     /// `Retry-After`, in milliseconds from the answer.
-    retry_after_ms: Option<u64>,
+    retry_after_ms: Option<u32>,
     /// `Content-Type` says JSON (`application/json` or `…+json`).
     json: bool,
 }
@@ -306,9 +306,11 @@ impl Head {
             essence == "application/json" || essence.ends_with("+json")
         });
         Head {
-            retry_after_ms: text(reqwest::header::RETRY_AFTER).and_then(|v| {
-                failure::retry_after_ms(v, text(reqwest::header::DATE), SystemTime::now())
-            }),
+            retry_after_ms: text(reqwest::header::RETRY_AFTER)
+                .and_then(|v| {
+                    failure::retry_after_ms(v, text(reqwest::header::DATE), SystemTime::now())
+                })
+                .map(|ms| ms.min(u64::from(u32::MAX)) as u32),
             json,
         }
     }
@@ -326,7 +328,7 @@ fn success(head: &Head, text: String) -> Result<ToolOutput, ToolFailure> {
                 format!("the answer says it is JSON but does not parse: {e}"),
                 true,
             );
-            f.detail = Some(truncate_bytes(&text, MAX_DETAIL_BYTES).to_string());
+            f.detail = Some(truncate_bytes(&text, MAX_DETAIL_BYTES).into());
             return Err(f);
         }
         Err(_) => Value::String(text),
@@ -377,7 +379,7 @@ fn answer_failure(status: u16, head: &Head, text: &str) -> ToolFailure {
                 retryable,
             );
             if parsed.is_none() && !text.is_empty() {
-                f.detail = Some(truncate_bytes(text, MAX_DETAIL_BYTES).to_string());
+                f.detail = Some(truncate_bytes(text, MAX_DETAIL_BYTES).into());
             }
             f
         }

@@ -503,6 +503,14 @@ async fn the_circuit_opens_waits_probes_and_closes() {
     })
     .await;
     assert!(open["circuit"]["until"].is_string(), "{open}");
+    let (_, metrics) = app.get("/metrics").await;
+    let metrics = metrics.as_str().unwrap_or_default();
+    assert!(
+        metrics.lines().any(
+            |l| l.starts_with("trellis_tool_circuit_open{tool=\"fragile\"") && l.ends_with(" 1")
+        ),
+        "{metrics}"
+    );
     assert!(
         open["circuit"]["consecutive_failures"].as_i64().unwrap() >= 2,
         "{open}"
@@ -521,12 +529,23 @@ async fn the_circuit_opens_waits_probes_and_closes() {
     let (_, t) = app.get("/api/v1/tools/fragile").await;
     assert_eq!(t["circuit"]["state"], "closed", "{t}");
     assert_eq!(t["circuit"]["consecutive_failures"], 0, "{t}");
-    let (_, events) = app.get(&format!("/api/v1/tasks/{}/events", ids[0])).await;
-    let kinds: Vec<&str> = events
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["kind"].as_str())
-        .collect();
-    assert!(kinds.contains(&"step_deferred"), "{kinds:?}");
+    // the steps that met the open circuit failed without a call and waited out the cool-down;
+    // every other failed attempt was a call the tool answered
+    let (mut no_call, mut failed) = (0, 0);
+    for id in ids {
+        for a in attempts(&app, id).await {
+            if a["status"] == "failed" {
+                failed += 1;
+            }
+            if a["error"]["category"] == "circuit_open" {
+                assert!(
+                    a["error"]["retry_after_ms"].as_u64().unwrap() <= 1000,
+                    "{a}"
+                );
+                no_call += 1;
+            }
+        }
+    }
+    assert!(no_call > 0, "no step met the open circuit");
+    assert_eq!(failed, faults.calls("fragile").len() - 2 + no_call);
 }

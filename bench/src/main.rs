@@ -23,6 +23,7 @@ use trellis::testkit::with_database;
 use trellis::worker::{self, WorkerConfig};
 use uuid::Uuid;
 
+mod recovery;
 mod sql;
 use sql::BenchSql;
 
@@ -944,6 +945,69 @@ struct DepthRun {
     plans: Vec<(i64, String)>,
 }
 
+/// One `--recovery` run: a line per case and mode, then the totals the targets are about.
+fn print_recovery(run: usize, r: &recovery::Run) {
+    let pct = |mut v: Vec<f64>, p: f64| {
+        if v.is_empty() {
+            f64::NAN
+        } else {
+            percentile(&mut v, p) / 1000.0
+        }
+    };
+    println!(
+        "run {run}: {:<26} {:>6} {:>8} {:>9} {:>9} {:>7} | {:>6} {:>8} {:>9} {:>9} {:>7}",
+        "case",
+        "healed",
+        "extra/h",
+        "p50 s",
+        "p99 s",
+        "runaway",
+        "healed",
+        "extra/h",
+        "p50 s",
+        "p99 s",
+        "runaway"
+    );
+    let line = |f: &recovery::Figures| {
+        let share = if f.recoverable { f.healed } else { f.bounded };
+        format!(
+            "{:>5}% {:>8.2} {:>9.2} {:>9.2} {:>7}",
+            100 * share / f.tasks.max(1),
+            f.extra_calls as f64 / f.healed.max(1) as f64,
+            pct(f.times_ms.clone(), 50.0),
+            pct(f.times_ms.clone(), 99.0),
+            f.runaway
+        )
+    };
+    for (a, b) in r.rules.iter().zip(&r.plain) {
+        let kind = if a.recoverable {
+            ""
+        } else {
+            " (unrecoverable: bounded)"
+        };
+        println!("run {run}: {:<26} {} | {}{kind}", a.case, line(a), line(b));
+    }
+    for (mode, figs) in [("rules brain", &r.rules), ("plain retry", &r.plain)] {
+        let rec: Vec<&recovery::Figures> = figs.iter().filter(|f| f.recoverable).collect();
+        let unrec: Vec<&recovery::Figures> = figs.iter().filter(|f| !f.recoverable).collect();
+        let tasks: usize = rec.iter().map(|f| f.tasks).sum();
+        let healed: usize = rec.iter().map(|f| f.healed).sum();
+        let extra: i64 = rec.iter().map(|f| f.extra_calls).sum();
+        let times: Vec<f64> = rec.iter().flat_map(|f| f.times_ms.clone()).collect();
+        let runaway: usize = figs.iter().map(|f| f.runaway).sum();
+        let unrec_tasks: usize = unrec.iter().map(|f| f.tasks).sum();
+        let bounded: usize = unrec.iter().map(|f| f.bounded).sum();
+        println!(
+            "run {run}: {mode}: healed {:.1}% of recoverable ({healed}/{tasks}), {:.2} calls beyond the minimum per healed task, heal p50 {:.2} s p99 {:.2} s, {runaway} runaway, {:.0}% of unrecoverable bounded ({bounded}/{unrec_tasks})",
+            100.0 * healed as f64 / tasks.max(1) as f64,
+            extra as f64 / healed.max(1) as f64,
+            pct(times.clone(), 50.0),
+            pct(times, 99.0),
+            100.0 * bounded as f64 / unrec_tasks.max(1) as f64,
+        );
+    }
+}
+
 /// The statements that took the database's time, one line each (pg_stat_statements).
 async fn print_statements(store: &Store, n: i64) -> Result<()> {
     for (calls, total_ms, query) in store.statement_stats(n).await? {
@@ -1171,6 +1235,14 @@ async fn main() -> Result<()> {
                     println!("{t:.0} {n}");
                 }
             }
+        }
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--recovery") {
+        // scenario 12: every fault class with the three tiers and with plain retries
+        for run in 1..=env_usize("BENCH_RECOVERY_RUNS", 1) {
+            let r = recovery::run(async |name: &str| b.fresh(name).await).await?;
+            print_recovery(run, &r);
         }
         return Ok(());
     }

@@ -28,6 +28,8 @@ pub(crate) trait BenchSql {
         &self,
         marks: &[chrono::DateTime<chrono::Utc>],
     ) -> Result<Vec<(f64, f64, f64)>>;
+    async fn task_outcomes(&self) -> Result<Vec<(uuid::Uuid, String, f64)>>;
+    async fn attempts_per_task(&self, tool: &str) -> Result<Vec<(uuid::Uuid, i64)>>;
 }
 
 /// A report holding a REPEATABLE READ snapshot on a connection of its own.
@@ -55,6 +57,31 @@ macro_rules! insert_tasks {
 }
 
 impl BenchSql for Store {
+    /// Every task's status and how long it took from submit to its end, or to now when it has
+    /// not ended (milliseconds, database clock).
+    async fn task_outcomes(&self) -> Result<Vec<(uuid::Uuid, String, f64)>> {
+        Ok(sqlx::query_as(
+            "SELECT id, status,
+                    (extract(epoch FROM (CASE WHEN status IN ('succeeded', 'failed', 'cancelled',
+                                                              'needs_intervention')
+                                              THEN updated_at ELSE now() END) - created_at)
+                     * 1000)::float8
+             FROM tasks",
+        )
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// Attempts per task that called `tool` (a refused connection leaves no trace at the tool).
+    async fn attempts_per_task(&self, tool: &str) -> Result<Vec<(uuid::Uuid, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT task_id, count(*) FROM attempts WHERE tool = $1 GROUP BY task_id",
+        )
+        .bind(tool)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
     /// Submit → first attempt started, per task, in milliseconds (database clock).
     async fn start_latencies_ms(&self) -> Result<Vec<f64>> {
         Ok(sqlx::query_scalar(

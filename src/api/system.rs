@@ -139,6 +139,7 @@ fn gauges_text(rows: &[crate::store::reads::GaugeRow]) -> String {
         .collect();
     let (mut steps, mut oldest, mut workers) = (String::new(), String::new(), (0, 0.0));
     let mut oldest_tx = 0.0;
+    let (mut circuits, mut outages) = (String::new(), String::new());
     for r in rows {
         match r.family.as_str() {
             "tasks" => {
@@ -161,6 +162,20 @@ fn gauges_text(rows: &[crate::store::reads::GaugeRow]) -> String {
             }
             "workers" => workers = (r.n, r.oldest_secs),
             "db" => oldest_tx = r.oldest_secs,
+            "circuits" => {
+                let tool = escape(&r.tool);
+                let open = u8::from(r.status != "closed");
+                let _ = writeln!(
+                    circuits,
+                    "trellis_tool_circuit_open{{tool=\"{tool}\",state=\"{}\"}} {open}",
+                    r.status
+                );
+                let _ = writeln!(
+                    outages,
+                    "trellis_tool_circuit_consecutive_failures{{tool=\"{tool}\"}} {}",
+                    r.n
+                );
+            }
             _ => {}
         }
     }
@@ -184,6 +199,11 @@ fn gauges_text(rows: &[crate::store::reads::GaugeRow]) -> String {
         out,
         "# HELP trellis_db_oldest_transaction_seconds Age of the oldest open transaction on the database (any session): dead rows younger than it cannot be vacuumed.\n# TYPE trellis_db_oldest_transaction_seconds gauge\ntrellis_db_oldest_transaction_seconds {oldest_tx:.3}\n"
     );
+    // only tools that ever failed with an outage or asked to wait have a circuit row
+    out.push_str("# HELP trellis_tool_circuit_open Whether a tool's fleet-wide circuit breaker is open or half open (1) or closed (0).\n# TYPE trellis_tool_circuit_open gauge\n");
+    out.push_str(&circuits);
+    out.push_str("# HELP trellis_tool_circuit_consecutive_failures A tool's outages in a row across the fleet.\n# TYPE trellis_tool_circuit_consecutive_failures gauge\n");
+    out.push_str(&outages);
     out
 }
 

@@ -26,7 +26,7 @@ pub struct BreakerSpec {
     #[schema(minimum = 0, maximum = 10000)]
     pub failure_threshold: Option<i32>,
     /// How long the circuit stays open before one probe (default `[worker]
-    /// circuit_cool_down_secs`, 30).
+    /// circuit_cool_down_secs`, 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(exclusive_minimum = 0, maximum = 86400)]
     pub cool_down_secs: Option<f64>,

@@ -106,16 +106,17 @@ pub struct ToolFailure {
     /// HTTP status when the tool answered with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
-    /// The earliest next call the tool asked for (`Retry-After`, capped), in milliseconds.
+    /// The earliest next call the tool asked for (`Retry-After`), in milliseconds (at most
+    /// `u32::MAX`, 49 days; the workers cap it far lower).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_after_ms: Option<u64>,
+    pub retry_after_ms: Option<u32>,
     /// An answer's body that was not JSON (a proxy's HTML page), at most 8 KB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
+    pub detail: Option<Box<str>>,
     /// The resolved parameters broke the tool's `input_schema` (no call was made): each
     /// violation with where it is.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub schema_violations: Vec<String>,
+    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
+    pub schema_violations: Box<[String]>,
 }
 
 impl ToolFailure {
@@ -128,7 +129,7 @@ impl ToolFailure {
             http_status: None,
             retry_after_ms: None,
             detail: None,
-            schema_violations: Vec::new(),
+            schema_violations: Box::default(),
         }
     }
 }

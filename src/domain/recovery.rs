@@ -143,7 +143,7 @@ impl RetryPolicy {
         } else {
             0
         };
-        let asked = f.retry_after_ms.unwrap_or(0).min(self.max_retry_after_ms);
+        let asked = u64::from(f.retry_after_ms.unwrap_or(0)).min(self.max_retry_after_ms);
         backoff.max(asked)
     }
 

@@ -137,7 +137,7 @@ pub(crate) async fn record_failure(
     let outage = failure::is_outage(f) && ctx.breaker.failure_threshold > 0;
     let asked = f
         .retry_after_ms
-        .map(|ms| ms.min(ctx.policy.max_retry_after_ms))
+        .map(|ms| u64::from(ms).min(ctx.policy.max_retry_after_ms))
         .filter(|ms| *ms > 0);
     if !outage && asked.is_none() {
         return Ok(());
@@ -163,16 +163,22 @@ impl Store {
     /// May a step call `tool` now? Only asked for a tool whose circuit is not closed or that a
     /// `Retry-After` holds (the worker's tool cache knows which): a half-open circuit grants
     /// one probe (for `probe_lease_ms`), a passed hold is cleared.
-    pub async fn gate_tool(&self, tool: &str, probe_lease_ms: i64) -> Result<Gate> {
+    /// Returns the gate and the database's `now()`.
+    pub async fn gate_tool(
+        &self,
+        tool: &str,
+        probe_lease_ms: i64,
+    ) -> Result<(Gate, DateTime<Utc>)> {
         in_tx!(self.pool, |tx| {
             let Some((c, now)) = lock(tx, tool).await? else {
-                return Ok(Gate::Call);
+                // no row: closed (the time goes with a call and is never compared)
+                return Ok((Gate::Call, DateTime::<Utc>::MIN_UTC));
             };
             let (gate, next) = c.gate(now, probe_lease_ms);
             if next != c {
                 write(tx, tool, &next).await?;
             }
-            Ok(gate)
+            Ok((gate, now))
         })
     }
 

@@ -348,7 +348,14 @@ async fn gauges(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<GaugeRow>> {
                 coalesce(extract(epoch FROM clock_timestamp() - min(xact_start)), 0)::float8
          FROM pg_stat_activity
          WHERE datname = current_database() AND xact_start IS NOT NULL
-           AND pid <> pg_backend_pid()",
+           AND pid <> pg_backend_pid()
+         UNION ALL
+         -- every tool with a circuit row: open or half open (1) or closed (0), and its
+         -- outages in a row
+         SELECT 'circuits', CASE WHEN open_until IS NULL THEN 'closed'
+                                 WHEN open_until > now() THEN 'open' ELSE 'half_open' END,
+                tool_id, consecutive_failures, 0
+         FROM tool_circuits",
     )
     .fetch_all(db)
     .await?)
@@ -414,8 +421,10 @@ pub struct ToolActivityRow {
 }
 
 /// One row of [`Store::metrics_gauges`]: `family` is `tasks` (by `status`), `steps` (by
-/// `status` and `tool`; `oldest_secs` is how long the oldest ready step has waited) or
-/// `workers` (`n` live workers, `oldest_secs` the steps and decisions they hold).
+/// `status` and `tool`; `oldest_secs` is how long the oldest ready step has waited),
+/// `workers` (`n` live workers, `oldest_secs` the steps and decisions they hold), `db` (the
+/// oldest open transaction) or `circuits` (`status` the circuit's state, `n` its outages in a
+/// row, per `tool`).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct GaugeRow {
     pub family: String,

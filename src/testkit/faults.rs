@@ -33,6 +33,8 @@ pub struct Seen {
     pub nth: usize,
     /// Since the first call of its task and step on this route.
     pub since_first: Duration,
+    /// Since the first call of any step on this route (an outage every caller sees).
+    pub since_route: Duration,
     pub parameters: Value,
 }
 
@@ -95,8 +97,10 @@ pub type Script = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
 struct Inner {
     routes: HashMap<String, Script>,
     calls: Vec<Call>,
-    /// First call of each (route, task, step).
+    /// First call of each (route, task, step), and how many it has had.
     first: HashMap<(String, String, String), (Instant, usize)>,
+    /// First call of each route.
+    route_first: HashMap<String, Instant>,
 }
 
 /// The server; cheap to clone. Stops when the runtime that started it stops.
@@ -163,11 +167,13 @@ async fn handle(
     let (script, seen) = {
         let mut inner = inner.lock().expect("fault server");
         let key = (route.clone(), call.task_id.clone(), call.step_key.clone());
+        let route_first = *inner.route_first.entry(route.clone()).or_insert(call.at);
         let first = inner.first.entry(key).or_insert((call.at, 0));
         first.1 += 1;
         let seen = Seen {
             nth: first.1,
             since_first: call.at - first.0,
+            since_route: call.at - route_first,
             parameters: call.parameters.clone(),
         };
         inner.calls.push(call);

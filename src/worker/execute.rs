@@ -121,8 +121,8 @@ pub(super) async fn execute(
     }
 }
 
-/// A step that must not call its tool yet (its circuit is open, another step is the probe,
-/// or a `Retry-After` holds it): given back until then, without an attempt.
+/// A step that must not call its tool yet (a `Retry-After` holds it): given back until then,
+/// without an attempt.
 struct Waits {
     until: DateTime<Utc>,
     why: Why,
@@ -136,7 +136,7 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Waits> {
         Ok(c) => c,
         Err(f) => return Ok(Ran::failed(&step.tool, parameters, f)),
     };
-    if let Err(f) = gate(rt, step, &ctx).await? {
+    if let Err(f) = gate(rt, &ctx).await? {
         return Ok(Ran::failed(&step.tool, parameters, f));
     }
     let env = Env {
@@ -186,36 +186,45 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Waits> {
 
 /// Before any call: ask the database about each of the step's tools whose circuit is not
 /// closed or that a `Retry-After` holds (the tool cache knows which; the others cost nothing).
-/// A half-open circuit lets this step through as its probe. Otherwise the step waits, or, when
-/// its own tool's circuit is open and the tool has alternatives, fails without a call
-/// (`circuit_open`) so that recovery switches tools.
-async fn gate(
-    rt: &Runtime,
-    step: &ClaimedStep,
-    ctx: &StepContext,
-) -> Result<Result<(), ToolFailure>, Waits> {
+/// A half-open circuit lets this step through as its probe. A hold makes the step wait,
+/// without an attempt, until the time the tool asked for. An open circuit (or another step's
+/// probe in flight) fails the step without a call (`circuit_open`, retryable, its
+/// `retry_after_ms` the rest of the cool-down): recovery switches to an alternative tool, or
+/// retries after its backoff, and the step's limits keep counting, so a tool that never comes
+/// back ends its tasks as a dead tool would.
+async fn gate(rt: &Runtime, ctx: &StepContext) -> Result<Result<(), ToolFailure>, Waits> {
     for def in ctx.tools.values().filter(|d| d.gated) {
         let probe_lease_ms = i64::from(def.timeout_ms) + PROBE_MARGIN_MS;
-        let (until, why) = match rt.store.gate_tool(&def.id, probe_lease_ms).await {
-            Ok(Gate::Call | Gate::Probe) => continue,
-            Ok(Gate::Wait(until, why)) => (until, why),
+        let (until, why, now) = match rt.store.gate_tool(&def.id, probe_lease_ms).await {
+            Ok((Gate::Call | Gate::Probe, _)) => continue,
+            Ok((Gate::Wait(until, why), now)) => (until, why, now),
             Err(e) => {
                 // the database is what decides; without it the call goes ahead as before
                 tracing::warn!(tool = %def.id, error = %e, "could not read the tool's circuit");
                 continue;
             }
         };
-        if why != Why::Held && def.id == step.tool && !def.alternatives.is_empty() {
-            return Ok(Err(ToolFailure::new(
-                failure::category::CIRCUIT_OPEN,
-                format!(
-                    "the circuit of tool {:?} is open until {until}: no call was made",
-                    def.id
-                ),
-                true,
-            )));
+        if why == Why::Held {
+            return Err(Waits { until, why });
         }
-        return Err(Waits { until, why });
+        let mut f = ToolFailure::new(
+            failure::category::CIRCUIT_OPEN,
+            format!(
+                "the circuit of tool {:?} is {} until {until}: no call was made",
+                def.id,
+                if why == Why::Open {
+                    "open"
+                } else {
+                    "being probed"
+                }
+            ),
+            true,
+        );
+        let ms = (until - now)
+            .num_milliseconds()
+            .clamp(0, i64::from(u32::MAX));
+        f.retry_after_ms = Some(ms as u32);
+        return Ok(Err(f));
     }
     Ok(Ok(()))
 }
@@ -386,7 +395,7 @@ async fn run_tool(env: Env<'_>, call: Call<'_>, scope: &Scope<'_>) -> Ran {
             wrong.join("; ")
         );
         let mut f = param_error(message);
-        f.schema_violations = wrong;
+        f.schema_violations = wrong.into();
         return Ran::failed(tool, resolved, f);
     }
     let invocation = Invocation {

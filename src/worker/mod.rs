@@ -98,7 +98,7 @@ impl WorkerConfig {
                     max_interval_ms: w.retry_backoff_max_ms,
                     max_attempts: None,
                     max_elapsed_ms: (w.retry_max_elapsed_secs > 0.0)
-                        .then(|| (w.retry_max_elapsed_secs * 1000.0) as u64),
+                        .then_some((w.retry_max_elapsed_secs * 1000.0) as u64),
                     max_retry_after_ms: w.max_retry_after_secs.saturating_mul(1000),
                 },
                 breaker: Breaker {

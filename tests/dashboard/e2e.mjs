@@ -160,6 +160,7 @@ try {
   await page.waitForSelector('#tools');
   check((await page.textContent('#tools')).includes('flaky') && (await page.textContent('#templates')).includes('greet'), 'the tools page lists the tools and the templates');
   const flakyRow = await page.locator('#tools tr:has([data-tool="flaky"])').textContent();
+  check(await page.locator('#tools tr:has([data-tool="flaky"]) [data-circuit="closed"]').count() === 1, `the tools page shows each tool's circuit (${flakyRow})`);
   check(/\d+ \(1 failed\), \d+ \/ \d+ ms/.test(flakyRow), `the tools page shows the last hour's attempts and latency (${flakyRow})`);
 
   // a phone-width screen: nothing wider than the screen

@@ -462,8 +462,9 @@ async function tools(view) {
   }
   fill(view,
     h('h1', {}, 'Tools'),
-    table(['id', 'kind', 'endpoint', 'limits', 'attempts (success rate)', 'last hour: attempts, median / mean ms'], list.map((t) => [
+    table(['id', 'kind', 'endpoint', 'limits', 'circuit', 'attempts (success rate)', 'last hour: attempts, median / mean ms'], list.map((t) => [
       t.id, t.kind, t.endpoint || '', [t.max_concurrency && `≤ ${t.max_concurrency} at once`, t.rate_limit_per_sec && `${t.rate_limit_per_sec}/s`].filter(Boolean).join(', '),
+      circuit(t.circuit),
       rate[t.id] && rate[t.id].n ? `${rate[t.id].n} (${Math.round((100 * rate[t.id].ok) / rate[t.id].n)}% ok)` : '',
       hour[t.id] ? `${hour[t.id].attempts} (${hour[t.id].failed} failed), ${hour[t.id].median_ms.toFixed(0)} / ${hour[t.id].mean_ms.toFixed(0)} ms` : '',
     ].map((c, i) => (i === 0 ? h('span', { 'data-tool': t.id }, c) : c))), { id: 'tools' }),
@@ -471,6 +472,15 @@ async function tools(view) {
     templates.length
       ? table(['id', 'description', 'steps', 'input schema'], templates.map((t) => [t.id, t.description, (t.plan.steps || []).length, collapsible('input_schema', t.input_schema)]), { id: 'templates' })
       : h('p', { class: 'muted' }, 'No template registered.'));
+}
+// a tool's fleet-wide circuit breaker: its state, until when, its outages in a row, a Retry-After hold
+function circuit(c) {
+  if (!c) return '';
+  const parts = [c.state.replace('_', ' ')];
+  if (c.until) parts.push(`until ${when(c.until)}`);
+  if (c.consecutive_failures) parts.push(`${c.consecutive_failures} outage(s) in a row`);
+  if (c.held_until) parts.push(`held (Retry-After) until ${when(c.held_until)}`);
+  return h('span', { class: c.state === 'closed' ? 'muted' : 'error', 'data-circuit': c.state }, parts.join(', '));
 }
 function workerTable(fleet) {
   return fleet.length

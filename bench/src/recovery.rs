@@ -1,0 +1,516 @@
+//! `--recovery` (scenario 12): a fault server of our own fails the way public services fail;
+//! every case runs with the rules brain's three tiers and with plain retries (step reflection
+//! off), on the same server, in the same run. Per case: the share of tasks that healed, tool
+//! calls beyond what a perfect client would need, time to heal (p50 / p99), and runaways (not
+//! ended in bounded time, or more calls than a bound).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Result;
+use serde_json::{Value, json};
+use trellis::config::Settings;
+use trellis::domain::{Limits, PlanSpec};
+use trellis::store::Store;
+use trellis::store::submit::NewTask;
+use trellis::store::tools::NewTool;
+use trellis::testkit::faults::{FaultServer, Reply, Seen};
+use trellis::worker::{self, WorkerConfig};
+use uuid::Uuid;
+
+use crate::sql::BenchSql;
+
+/// Tasks per case and mode.
+const TASKS_PER_CASE: usize = 10;
+/// A task not ended after this is a runaway.
+const BOUND: Duration = Duration::from_secs(240);
+/// A task that made more calls than this is a runaway.
+const MAX_CALLS: i64 = 20;
+
+/// One failure class.
+struct Case {
+    name: &'static str,
+    /// A perfect client heals it.
+    recoverable: bool,
+    /// Calls a perfect client makes per task (it cannot avoid the failures the server scripts
+    /// per call, nor the alternative's call).
+    min_calls: i64,
+    /// Extra fields of the tool (alternatives, schema, timeout, endpoint).
+    tool: Value,
+    parameters: Value,
+    script: fn(&Seen) -> Reply,
+}
+
+fn http_date(t: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(t)
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string()
+}
+
+fn html(status: u16) -> Reply {
+    Reply::text(
+        status,
+        "text/html",
+        "<html><head><title>Bad Gateway</title></head><body><h1>502 Bad Gateway</h1><hr>nginx</body></html>",
+    )
+}
+
+fn cases() -> Vec<Case> {
+    let strict = json!({"type": "object",
+        "properties": {"count": {"type": "integer"}, "mode": {"type": "string", "default": "fast"},
+                       "tags": {"type": "array", "items": {"type": "string"}}},
+        "required": ["count", "mode"]});
+    let none = json!({});
+    vec![
+        Case {
+            name: "429_retry_after",
+            recoverable: true,
+            min_calls: 3,
+            tool: none.clone(),
+            parameters: none.clone(),
+            script: |s| {
+                if s.nth <= 2 {
+                    Reply::status(429).header("retry-after", "1")
+                } else {
+                    Reply::echo(s)
+                }
+            },
+        },
+        Case {
+            name: "429_no_retry_after",
+            recoverable: true,
+            min_calls: 3,
+            tool: none.clone(),
+            parameters: none.clone(),
+            script: |s| {
+                if s.nth <= 2 {
+                    Reply::status(429)
+                } else {
+                    Reply::echo(s)
+                }
+            },
+        },
+        Case {
+            name: "503_retry_after_date",
+            recoverable: true,
+            min_calls: 2,
+            tool: none.clone(),
+            parameters: none.clone(),
+            script: |s| {
+                if s.nth == 1 {
+                    let now = SystemTime::now();
+                    Reply::status(503)
+                        .header("date", http_date(now))
+                        .header("retry-after", http_date(now + Duration::from_secs(2)))
+                } else {
+                    Reply::echo(s)
+                }
+            },
+        },
+        Case {
+            name: "outage_3s",
+            recoverable: true,
+            min_calls: 1,
+            tool: none.clone(),
+            parameters: none.clone(),
+            script: |s| {
+                if s.since_route < Duration::from_secs(3) {
+                    Reply::status(503)
+                } else {
+                    Reply::echo(s)
+                }
+            },
+        },
+        Case {
+            name: "outage_20s",
+            recoverable: true,
+            min_calls: 1,
+            tool: none.clone(),
+            parameters: none.clone(),
+            script: |s| {
+                if s.since_route < Duration::from_secs(20) {
+                    Reply::status(503)
+                } else {
+                    Reply::echo(s)
+                }
+            },
+        },
+        Case {
+            name: "flaky_500",
+            recoverable: true,
+            min_calls: 2,
+            tool: none.clone(),
+            parameters: none.clone(),
+            script: |s| {
+                if s.nth == 1 {
+                    Reply::status(500)
+                } else {
+                    Reply::echo(s)
+                }
+            },
+        },
+        Case {
+            name: "proxy_502_html",
+            recoverable: true,
+            min_calls: 3,
+            tool: none.clone(),
+            parameters: none.clone(),
+            script: |s| {
+                if s.nth <= 2 {
+                    html(502)
+                } else {
+                    Reply::echo(s)
+                }
+            },
+        },
+        Case {
+            name: "timeout",
+            recoverable: true,
+            min_calls: 2,
+            tool: json!({"timeout_ms": 500}),
+            parameters: none.clone(),
+            script: |s| {
+                if s.nth == 1 {
+                    Reply::echo(s).after(Duration::from_secs(3))
+                } else {
+                    Reply::echo(s)
+                }
+            },
+        },
+        Case {
+            name: "garbled_json_200",
+            recoverable: true,
+            min_calls: 2,
+            tool: none.clone(),
+            parameters: none.clone(),
+            script: |s| {
+                if s.nth == 1 {
+                    Reply::text(200, "application/json", "{\"output\": ")
+                } else {
+                    Reply::echo(s)
+                }
+            },
+        },
+        Case {
+            name: "404_with_alternative",
+            recoverable: true,
+            min_calls: 2,
+            tool: json!({"alternatives": ["backup"]}),
+            parameters: none.clone(),
+            script: |_| Reply::status(404),
+        },
+        Case {
+            name: "410_with_alternative",
+            recoverable: true,
+            min_calls: 2,
+            tool: json!({"alternatives": ["backup"]}),
+            parameters: none.clone(),
+            script: |_| Reply::status(410),
+        },
+        Case {
+            name: "refused_with_alternative",
+            recoverable: true,
+            min_calls: 2,
+            tool: json!({"alternatives": ["backup"], "refused": true}),
+            parameters: none.clone(),
+            script: Reply::echo,
+        },
+        Case {
+            name: "422_with_hints",
+            recoverable: true,
+            min_calls: 2,
+            tool: none.clone(),
+            parameters: json!({"limit": 500}),
+            script: |s| {
+                if s.parameters["limit"] == json!(100) {
+                    Reply::echo(s)
+                } else {
+                    Reply::json(
+                        422,
+                        json!({"error": {"message": "limit must be at most 100", "hints": {"limit": 100}}}),
+                    )
+                }
+            },
+        },
+        Case {
+            name: "schema_string_to_integer",
+            recoverable: true,
+            min_calls: 1,
+            tool: json!({"input_schema": strict}),
+            parameters: json!({"count": "5", "mode": "slow"}),
+            script: Reply::echo,
+        },
+        Case {
+            name: "schema_default",
+            recoverable: true,
+            min_calls: 1,
+            tool: json!({"input_schema": strict}),
+            parameters: json!({"count": 5}),
+            script: Reply::echo,
+        },
+        Case {
+            name: "schema_one_item_array",
+            recoverable: true,
+            min_calls: 1,
+            tool: json!({"input_schema": strict}),
+            parameters: json!({"count": 5, "mode": "slow", "tags": "a"}),
+            script: Reply::echo,
+        },
+        Case {
+            name: "401_unauthorized",
+            recoverable: false,
+            min_calls: 1,
+            tool: none.clone(),
+            parameters: none.clone(),
+            script: |_| Reply::status(401),
+        },
+        Case {
+            name: "403_forbidden",
+            recoverable: false,
+            min_calls: 1,
+            tool: json!({"alternatives": ["backup"]}),
+            parameters: none.clone(),
+            script: |_| Reply::status(403),
+        },
+        Case {
+            name: "404_no_alternative",
+            recoverable: false,
+            min_calls: 1,
+            tool: none.clone(),
+            parameters: none.clone(),
+            script: |_| Reply::status(404),
+        },
+        Case {
+            name: "400_bad_request",
+            recoverable: false,
+            min_calls: 1,
+            tool: none.clone(),
+            parameters: none.clone(),
+            script: |_| Reply::json(400, json!({"error": {"message": "unknown field"}})),
+        },
+        Case {
+            name: "schema_lossy",
+            recoverable: false,
+            min_calls: 0,
+            tool: json!({"input_schema": strict}),
+            parameters: json!({"count": "5.5", "mode": "slow"}),
+            script: Reply::echo,
+        },
+        Case {
+            name: "429_forever",
+            recoverable: false,
+            min_calls: 1,
+            tool: none.clone(),
+            parameters: none.clone(),
+            script: |_| Reply::status(429).header("retry-after", "1"),
+        },
+        Case {
+            name: "503_forever",
+            recoverable: false,
+            min_calls: 1,
+            tool: none.clone(),
+            parameters: none.clone(),
+            script: |_| Reply::status(503),
+        },
+    ]
+}
+
+/// One case's figures in one mode.
+#[derive(Debug, Clone, Default)]
+pub struct Figures {
+    pub case: &'static str,
+    pub recoverable: bool,
+    pub tasks: usize,
+    pub healed: usize,
+    /// Ended (any terminal status) within the bound and the call cap.
+    pub bounded: usize,
+    pub runaway: usize,
+    /// Calls beyond the minimum, summed over the healed tasks.
+    pub extra_calls: i64,
+    /// Submit → end of each healed (recoverable) or ended (unrecoverable) task, ms.
+    pub times_ms: Vec<f64>,
+}
+
+/// Both modes of one run.
+pub struct Run {
+    pub rules: Vec<Figures>,
+    pub plain: Vec<Figures>,
+}
+
+/// Run every case in both modes, each on a fresh database and fault server.
+pub async fn run(fresh: impl AsyncFn(&str) -> Result<(Store, String)>) -> Result<Run> {
+    let mut out = Vec::new();
+    for reflect in [true, false] {
+        let (store, url) = fresh(if reflect {
+            "recovery_rules"
+        } else {
+            "recovery_plain"
+        })
+        .await?;
+        out.push(one_mode(&store, &url, reflect).await?);
+    }
+    let plain = out.pop().expect("two modes");
+    let rules = out.pop().expect("two modes");
+    Ok(Run { rules, plain })
+}
+
+async fn one_mode(store: &Store, url: &str, reflect: bool) -> Result<Vec<Figures>> {
+    let faults = FaultServer::start().await;
+    let cases = cases();
+    faults.route("backup", Reply::echo);
+    store
+        .create_tool(&tool("backup", faults.endpoint("backup"), &json!({})))
+        .await?;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    for c in &cases {
+        faults.route(c.name, c.script);
+        let endpoint = match c.tool.get("refused") {
+            Some(_) => format!("http://{closed}/refused"),
+            None => faults.endpoint(c.name),
+        };
+        store.create_tool(&tool(c.name, endpoint, &c.tool)).await?;
+    }
+    let mut of_case: HashMap<Uuid, usize> = HashMap::new();
+    for (i, c) in cases.iter().enumerate() {
+        for _ in 0..TASKS_PER_CASE {
+            of_case.insert(submit(store, c, reflect).await?, i);
+        }
+    }
+    let workers = start_workers(url).await?;
+    let start = Instant::now();
+    while store.count_unfinished_tasks().await? > 0 && start.elapsed() < BOUND {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    workers.0.cancel();
+    for h in workers.1 {
+        let _ = h.await;
+    }
+    figures(store, &faults, &cases, &of_case).await
+}
+
+fn tool(id: &str, endpoint: String, extra: &Value) -> NewTool {
+    let get = |k: &str| extra.get(k).cloned();
+    NewTool {
+        id: id.into(),
+        name: id.into(),
+        description: format!("fault case {id}"),
+        endpoint,
+        timeout_ms: get("timeout_ms").and_then(|v| v.as_i64()).unwrap_or(10_000) as i32,
+        input_schema: get("input_schema").unwrap_or_else(|| json!({"type": "object"})),
+        output_schema: None,
+        output_params: vec![],
+        alternatives: get("alternatives")
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default(),
+        tags: vec![],
+        max_concurrency: None,
+        rate_limit_per_sec: None,
+        rate_limit_burst: 1,
+        retry: None,
+        circuit_breaker: None,
+    }
+}
+
+async fn submit(store: &Store, c: &Case, reflect: bool) -> Result<Uuid> {
+    let mut limits = Limits::from_settings(&Settings::default());
+    limits.step_reflection = reflect;
+    let plan: PlanSpec = serde_json::from_value(json!({"steps": [
+        {"id": "call", "tool": c.name, "parameters": c.parameters}
+    ]}))?;
+    Ok(store
+        .submit_task(&NewTask {
+            description: format!("fault case {}", c.name),
+            metadata: json!({}),
+            context: json!({}),
+            priority: 0,
+            idempotency_key: None,
+            limits,
+            plan: Some(plan),
+            template: None,
+        })
+        .await?
+        .task_id)
+}
+
+/// Two workers with the shipped defaults (backoff, breaker, Retry-After cap), allowed to
+/// reach the fault server on loopback.
+async fn start_workers(
+    url: &str,
+) -> Result<(
+    tokio_util::sync::CancellationToken,
+    Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
+)> {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut s = Settings::default();
+    s.tools.allow_cidrs = Some(vec!["127.0.0.1/32".parse()?]);
+    s.worker.poll_ms = 200;
+    let mut handles = Vec::new();
+    for _ in 0..2 {
+        let store = Store::connect(url, 20, Duration::from_secs(30)).await?;
+        let cfg = WorkerConfig::from_settings(&s);
+        let stop = stop.clone();
+        handles.push(tokio::spawn(async move {
+            worker::run(store, cfg, stop).await?;
+            Ok(())
+        }));
+    }
+    Ok((stop, handles))
+}
+
+async fn figures(
+    store: &Store,
+    faults: &FaultServer,
+    cases: &[Case],
+    of_case: &HashMap<Uuid, usize>,
+) -> Result<Vec<Figures>> {
+    let mut out: Vec<Figures> = cases
+        .iter()
+        .map(|c| Figures {
+            case: c.name,
+            recoverable: c.recoverable,
+            ..Default::default()
+        })
+        .collect();
+    // calls per task: what the server saw, and the connections refused
+    let mut calls: HashMap<Uuid, i64> = HashMap::new();
+    for c in cases {
+        for call in faults.calls(c.name) {
+            if let Ok(id) = call.task_id.parse() {
+                *calls.entry(id).or_default() += 1;
+            }
+        }
+        if c.tool.get("refused").is_some() {
+            for (id, n) in store.attempts_per_task(c.name).await? {
+                *calls.entry(id).or_default() += n;
+            }
+        }
+    }
+    for call in faults.calls("backup") {
+        if let Ok(id) = call.task_id.parse() {
+            *calls.entry(id).or_default() += 1;
+        }
+    }
+    for (id, status, ms) in store.task_outcomes().await? {
+        let Some(&i) = of_case.get(&id) else { continue };
+        let (c, f) = (&cases[i], &mut out[i]);
+        let n = calls.get(&id).copied().unwrap_or(0);
+        let ended = matches!(
+            status.as_str(),
+            "succeeded" | "failed" | "cancelled" | "needs_intervention"
+        );
+        f.tasks += 1;
+        if !ended || n > MAX_CALLS {
+            f.runaway += 1;
+            continue;
+        }
+        f.bounded += 1;
+        if status == "succeeded" {
+            f.healed += 1;
+            f.extra_calls += (n - c.min_calls).max(0);
+        }
+        if status == "succeeded" || !c.recoverable {
+            f.times_ms.push(ms);
+        }
+    }
+    Ok(out)
+}
