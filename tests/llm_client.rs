@@ -33,7 +33,7 @@ async fn start(script: Vec<(u16, Value, Duration)>) -> (Fake, String) {
         State(f): State<Fake>,
         headers: HeaderMap,
         axum::Json(body): axum::Json<Value>,
-    ) -> (StatusCode, axum::Json<Value>) {
+    ) -> (StatusCode, HeaderMap, axum::Json<Value>) {
         let auth = headers
             .get("authorization")
             .and_then(|v| v.to_str().ok())
@@ -52,7 +52,17 @@ async fn start(script: Vec<(u16, Value, Duration)>) -> (Fake, String) {
         if answer == json!("echo-auth") {
             answer = json!({"error": {"message": format!("bad key {auth}")}});
         }
-        (StatusCode::from_u16(status).unwrap(), axum::Json(answer))
+        // {"retry_after": "…"}: that header, with an empty body
+        let mut out = HeaderMap::new();
+        if let Some(ra) = answer.get("retry_after").and_then(Value::as_str) {
+            out.insert("retry-after", ra.parse().unwrap());
+            answer = json!({});
+        }
+        (
+            StatusCode::from_u16(status).unwrap(),
+            out,
+            axum::Json(answer),
+        )
     }
     let fake = Fake {
         script: Arc::new(Mutex::new(script.into())),
@@ -272,6 +282,29 @@ async fn rate_limits_server_errors_and_timeouts_are_retried_then_surface() {
         .unwrap_err();
     assert!(matches!(e, LlmError::Rejected { .. }), "{e}");
     assert_eq!(fake.requests.lock().unwrap().len(), 1);
+}
+
+/// A 429 with `Retry-After` (LLM APIs send them): the next request waits that long, not just
+/// the backoff.
+#[tokio::test]
+async fn a_retry_after_is_waited_out() {
+    let (fake, url) = start(vec![
+        (429, json!({"retry_after": "1"}), Duration::ZERO),
+        (200, content(GOOD), Duration::ZERO),
+    ])
+    .await;
+    let started = Instant::now();
+    let a = client(&url, 2000, 3)
+        .chat_json("tool_selection", &schema(), ask())
+        .await
+        .unwrap();
+    assert_eq!(a.usage.requests, 2);
+    assert_eq!(fake.requests.lock().unwrap().len(), 2);
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "the backoff is 20 ms: {:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]

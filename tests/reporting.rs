@@ -204,3 +204,169 @@ async fn views_count_a_known_scenario_mix() {
         outcomes.len()
     );
 }
+
+/// One `psql` table of the docs: its columns and its rows, cell by cell.
+struct Pasted {
+    sql: String,
+    columns: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+/// The queries of a section of docs/sql-reporting.md, each with the table pasted under it.
+fn pasted(section: &str) -> Vec<Pasted> {
+    let mut out = Vec::new();
+    let mut blocks = section.split("```").skip(1).step_by(2);
+    while let (Some(sql), Some(table)) = (blocks.next(), blocks.next()) {
+        let sql = sql
+            .trim_start_matches("sql")
+            .trim()
+            .trim_end_matches(';')
+            .to_string();
+        let cells = |l: &str| {
+            l.split('|')
+                .map(|c| c.trim().to_string())
+                .collect::<Vec<_>>()
+        };
+        let lines: Vec<&str> = table.lines().filter(|l| !l.trim().is_empty()).collect();
+        let rows = lines[2..]
+            .iter()
+            .filter(|l| !l.starts_with('('))
+            .map(|l| cells(l))
+            .collect();
+        out.push(Pasted {
+            sql,
+            columns: cells(lines[0]),
+            rows,
+        });
+    }
+    out
+}
+
+/// A JSON value as `psql` prints it.
+fn printed(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// docs/sql-reporting.md's example is what its queries print for the mix it describes, run here
+/// through the rules brain: every cell, but the milliseconds (only whether there is one).
+#[tokio::test]
+async fn the_documented_example_is_what_the_queries_print() {
+    let app = spawn_app().await;
+    let server = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(|c| match c.tool.as_str() {
+            "primary" => (503, json!({"error": {"message": "down"}})),
+            _ => (200, json!({"output": {"ok": true}})),
+        }),
+    )
+    .await;
+    register_tool(&app, "backup", &server.endpoint("backup"), json!({})).await;
+    register_tool(
+        &app,
+        "primary",
+        &server.endpoint("primary"),
+        json!({"alternatives": ["backup"]}),
+    )
+    .await;
+    let w = app.worker(|_| {});
+    let step =
+        |tool: &str, params: Value| json!({"id": "step_1", "tool": tool, "parameters": params});
+    let task = |steps: Value| json!({"description": "mix", "plan": {"steps": steps}});
+    let mut ids = Vec::new();
+    for t in [
+        task(json!([step("flaky", json!({"fail_times": 2}))])),
+        task(json!([step("primary", json!({}))])),
+        task(json!([step(
+            "fail",
+            json!({"message": "forbidden", "category": "external_error"})
+        )])),
+        task(json!([step("echo", json!({})),
+                    {"id": "step_2", "tool": "flaky", "dependencies": ["step_1"], "parameters": {"fail_times": 4}}])),
+        task(json!([step("echo", json!({}))])),
+    ] {
+        // one after the other, as the example ran
+        let id = app.submit(t).await;
+        app.wait_done(id, LIMIT).await;
+        ids.push(id);
+    }
+    w.stop().await;
+    let doc = include_str!("../docs/sql-reporting.md");
+    let example = doc
+        .split("## Example")
+        .nth(1)
+        .and_then(|s| s.split("## More questions").next())
+        .expect("the example section");
+    let tables = pasted(example);
+    assert_eq!(tables.len(), 5, "the example's five queries");
+    if std::env::var("TRELLIS_WRITE_EXAMPLE").is_ok() {
+        write_example(&app.db.url, doc, &tables);
+        return;
+    }
+    for t in tables {
+        let sql = format!("SELECT coalesce(json_agg(q), '[]') FROM ({}) q", t.sql);
+        let got: Value = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .fetch_one(app.store().pool())
+            .await
+            .unwrap();
+        let got: Vec<Vec<String>> = got
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| t.columns.iter().map(|c| printed(&r[c])).collect())
+            .collect();
+        let shown = |rows: &[Vec<String>]| {
+            rows.iter()
+                .map(|r| r.join(" | "))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let same = got.len() == t.rows.len()
+            && got.iter().zip(&t.rows).all(|(g, d)| {
+                g.iter().zip(d).zip(&t.columns).all(|((g, d), c)| {
+                    if c.contains("ms") {
+                        g.is_empty() == d.is_empty()
+                    } else {
+                        g == d
+                    }
+                })
+            });
+        assert!(
+            same,
+            "{}\nthe docs show:\n{}\nthe query prints:\n{}",
+            t.sql,
+            shown(&t.rows),
+            shown(&got)
+        );
+    }
+}
+
+/// `TRELLIS_WRITE_EXAMPLE=1`: paste what `psql` prints for each query of the example into
+/// docs/sql-reporting.md.
+fn write_example(url: &str, doc: &str, tables: &[Pasted]) {
+    let psql = trellis::devpg::find_bindir().unwrap().join("psql");
+    let mut doc = doc.to_string();
+    for t in tables {
+        let out = std::process::Command::new(&psql)
+            .args([url, "-X", "-c", &format!("{};", t.sql)])
+            .output()
+            .unwrap();
+        let printed = String::from_utf8(out.stdout)
+            .unwrap()
+            .trim_end()
+            .to_string()
+            + "\n";
+        let block = format!("{};\n```\n```\n", t.sql);
+        let start = doc.find(&block).expect("the query's block") + block.len();
+        let end = start + doc[start..].find("```").unwrap();
+        doc.replace_range(start..end, &printed);
+    }
+    std::fs::write(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sql-reporting.md"),
+        doc,
+    )
+    .unwrap();
+}

@@ -16,6 +16,28 @@ use crate::config::LlmSettings;
 pub use crate::domain::decision::Usage;
 use crate::net::transport_error_kind;
 
+/// A request that did not give an answer: `rejected` with the status that refuses it (not
+/// retried), else transient (retried, not before `retry_after` when the server asked).
+#[derive(Debug)]
+struct Failed {
+    rejected: Option<u16>,
+    message: String,
+    retry_after: Option<Duration>,
+}
+
+impl Failed {
+    fn transient(message: impl Into<String>) -> Failed {
+        Failed {
+            rejected: None,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+}
+
+/// The longest `Retry-After` of an LLM server the client waits for between two requests.
+const MAX_LLM_RETRY_AFTER: Duration = Duration::from_secs(60);
+
 /// A second OpenAI-compatible endpoint, asked when the primary one fails after its retries.
 #[derive(Clone)]
 pub struct FallbackEndpoint {
@@ -328,7 +350,11 @@ impl LlmClient {
                     continue; // not a retry: the same request in the other format
                 }
                 // a status: a rejection, not retried; none: transient, retried
-                Err((rejected, message)) => {
+                Err(Failed {
+                    rejected,
+                    message,
+                    retry_after,
+                }) => {
                     if let Some(status) = rejected {
                         return Err(LlmError::Rejected { status, message });
                     }
@@ -338,7 +364,10 @@ impl LlmClient {
                             message,
                         });
                     }
-                    let delay = self.cfg.backoff_base.saturating_mul(1 << attempt.min(10));
+                    // the backoff, or the server's Retry-After when longer (capped)
+                    let backoff = self.cfg.backoff_base.saturating_mul(1 << attempt.min(10));
+                    let asked = retry_after.unwrap_or_default().min(MAX_LLM_RETRY_AFTER);
+                    let delay = backoff.max(asked);
                     tracing::warn!(attempt = attempt + 1, delay_ms = delay.as_millis() as u64, error = %message, "LLM request failed; retrying");
                     tokio::time::sleep(delay).await;
                     attempt += 1;
@@ -403,7 +432,7 @@ impl LlmClient {
         messages: &[Message],
         use_schema: bool,
         usage: &mut Usage,
-    ) -> Result<Sent, (Option<u16>, String)> {
+    ) -> Result<Sent, Failed> {
         let span = tracing::info_span!(
             "chat",
             "otel.name" = %format_args!("chat {}", target.model),
@@ -438,7 +467,7 @@ impl LlmClient {
         messages: &[Message],
         use_schema: bool,
         usage: &mut Usage,
-    ) -> Result<Sent, (Option<u16>, String)> {
+    ) -> Result<Sent, Failed> {
         let body = self.request_body(target.model, name, schema, messages, use_schema);
         let mut req = self
             .http
@@ -449,27 +478,38 @@ impl LlmClient {
         }
         let resp = match req.send().await {
             Ok(r) => r,
-            Err(e) => return Err((None, transport_error_kind(&e).to_string())),
+            Err(e) => return Err(Failed::transient(transport_error_kind(&e))),
         };
         let status = resp.status();
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                let date = resp
+                    .headers()
+                    .get(reqwest::header::DATE)
+                    .and_then(|d| d.to_str().ok());
+                crate::domain::failure::retry_after_ms(v, date, std::time::SystemTime::now())
+            })
+            .map(Duration::from_millis);
         let text = match resp.text().await {
             Ok(t) => t,
             Err(e) => {
-                return Err((
-                    None,
-                    format!(
-                        "reading the answer failed: {}",
-                        if e.is_timeout() {
-                            "timed out"
-                        } else {
-                            "broken body"
-                        }
-                    ),
-                ));
+                return Err(Failed::transient(format!(
+                    "reading the answer failed: {}",
+                    if e.is_timeout() {
+                        "timed out"
+                    } else {
+                        "broken body"
+                    }
+                )));
             }
         };
         if status.as_u16() == 429 || status.is_server_error() {
-            return Err((None, format!("HTTP {status}: {}", self.redact(&text))));
+            let mut f = Failed::transient(format!("HTTP {status}: {}", self.redact(&text)));
+            f.retry_after = retry_after;
+            return Err(f);
         }
         if status.is_client_error() {
             if use_schema
@@ -478,25 +518,21 @@ impl LlmClient {
             {
                 return Ok(Sent::SchemaRejected);
             }
-            return Err((
-                Some(status.as_u16()),
-                format!("HTTP {status}: {}", self.redact(&text)),
-            ));
+            return Err(Failed {
+                rejected: Some(status.as_u16()),
+                message: format!("HTTP {status}: {}", self.redact(&text)),
+                retry_after: None,
+            });
         }
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|_| (None, "the answer is not JSON".to_string()))?;
+        let v: Value =
+            serde_json::from_str(&text).map_err(|_| Failed::transient("the answer is not JSON"))?;
         if let Some(u) = v.get("usage") {
             add_usage(usage, u);
         }
         v.pointer("/choices/0/message/content")
             .and_then(Value::as_str)
             .map(|c| Sent::Content(c.to_string()))
-            .ok_or_else(|| {
-                (
-                    None,
-                    "the answer has no choices[0].message.content".to_string(),
-                )
-            })
+            .ok_or_else(|| Failed::transient("the answer has no choices[0].message.content"))
     }
 }
 

@@ -1275,6 +1275,64 @@ mod tests {
         assert!(p.user.contains("not tried yet: mirror"));
     }
 
+    /// Parameters that broke the tool's schema: the reflection and the repair see the schema,
+    /// each violation and the offending values (and a Retry-After when one was given).
+    #[test]
+    fn a_schema_violation_shows_the_schema_the_violations_and_the_values() {
+        let mut f = ToolFailure::new("parameter_error", "parameters do not match", false);
+        f.schema_violations =
+            vec!["at /count: \"5\" is not of type \"integer\"".to_string()].into();
+        f.retry_after_ms = Some(2000);
+        let mut strict = tool("summarise", "summarises text");
+        strict.input_schema =
+            json!({"type": "object", "properties": {"count": {"type": "integer"}}});
+        let mut a = attempt(
+            "step_2",
+            1,
+            "summarise",
+            false,
+            json!({"category": "parameter_error"}),
+        );
+        a.parameters = json!({"count": "5"});
+        let c = StepFailureContext {
+            step: spec("step_2", "summarise", &[]),
+            failure: f,
+            attempts: vec![a],
+            counters: counters(),
+            untried_alternatives: vec![],
+        };
+        for p in [
+            step_reflection(&task(), &c, std::slice::from_ref(&strict)),
+            step_repair(
+                &task(),
+                &c,
+                None,
+                &step_states(),
+                std::slice::from_ref(&strict),
+            ),
+        ] {
+            assert!(
+                p.user
+                    .contains("break the tool's input schema (no call was made)"),
+                "{}",
+                p.name
+            );
+            assert!(
+                p.user
+                    .contains("at /count: \"5\" is not of type \"integer\""),
+                "{}",
+                p.name
+            );
+            assert!(
+                p.user.contains("\"count\": \"5\""),
+                "{}: the offending value",
+                p.name
+            );
+            assert!(p.user.contains("Its input schema:"), "{}", p.name);
+            assert!(p.user.contains("for 2000 ms (Retry-After)"), "{}", p.name);
+        }
+    }
+
     #[test]
     fn step_repair_carries_the_step_its_failure_the_reflection_and_the_plan() {
         let c = StepFailureContext {

@@ -23,6 +23,9 @@ pub(crate) struct RetryContext {
     pub policy: RetryPolicy,
     pub breaker: Breaker,
     pub streak: Streak,
+    /// An HTTP tool: only those have a circuit (a built-in runs in the worker, and
+    /// `http_request` calls whatever URL its step names).
+    pub http: bool,
 }
 
 /// The step key's failed attempts since its last success (a lost worker's excepted), and the
@@ -37,7 +40,7 @@ WITH streak AS (
       AND a.id > coalesce((SELECT max(s.id) FROM attempts s
                            WHERE s.task_id = $1 AND s.step_key = $2 AND s.status = 'succeeded'), 0)
 )
-SELECT streak.failures, streak.elapsed_ms, t.retry, t.circuit_breaker
+SELECT streak.failures, streak.elapsed_ms, t.retry, t.circuit_breaker, t.kind = 'http' AS http
 FROM streak LEFT JOIN tools t ON t.id = $3
 "#;
 
@@ -51,8 +54,14 @@ pub(crate) async fn retry_context(
     defaults: &FailurePolicy,
     pending: bool,
 ) -> Result<RetryContext> {
-    type Row = (i32, i64, Option<Json<RetrySpec>>, Option<Json<BreakerSpec>>);
-    let (failures, elapsed_ms, retry, breaker): Row = sqlx::query_as(CONTEXT)
+    type Row = (
+        i32,
+        i64,
+        Option<Json<RetrySpec>>,
+        Option<Json<BreakerSpec>>,
+        Option<bool>,
+    );
+    let (failures, elapsed_ms, retry, breaker, http): Row = sqlx::query_as(CONTEXT)
         .bind(task_id)
         .bind(step_key)
         .bind(tool)
@@ -65,6 +74,7 @@ pub(crate) async fn retry_context(
             failures: failures + i32::from(pending),
             elapsed_ms: elapsed_ms.max(0) as u64,
         },
+        http: http.unwrap_or(false),
     })
 }
 
@@ -126,14 +136,17 @@ async fn write(tx: &mut Tx, tool: &str, c: &Circuit) -> Result<()> {
     Ok(())
 }
 
-/// Count a failed call on its tool's circuit: an outage (toward opening it), a `Retry-After`
-/// (capped by the policy: a hold on the whole tool). Nothing else touches the row.
+/// Count a failed call of an HTTP tool on its circuit: an outage (toward opening it), a
+/// `Retry-After` (capped by the policy: a hold on the whole tool). Nothing else touches the row.
 pub(crate) async fn record_failure(
     tx: &mut Tx,
     tool: &str,
     ctx: &RetryContext,
     f: &ToolFailure,
 ) -> Result<()> {
+    if !ctx.http {
+        return Ok(());
+    }
     let outage = failure::is_outage(f) && ctx.breaker.failure_threshold > 0;
     let asked = f
         .retry_after_ms
