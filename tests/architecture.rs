@@ -76,25 +76,215 @@ fn store_and_brain_do_not_import_each_other() {
     }
 }
 
-/// Every status write is in `src/store/transitions.rs`.
+/// No Rust file writes a status: every status write is a named statement of `src/store/sql/`.
 #[test]
-fn only_transitions_writes_a_status() {
+fn no_rust_file_writes_a_status() {
     let all = src("");
     let writers: Vec<String> = find(&all, "SET status")
         .into_iter()
         .chain(find(&all, ", status ="))
-        .filter(|h| !h.contains("store/transitions.rs"))
         .collect();
     assert!(
         writers.is_empty(),
-        "a status is written outside store/transitions.rs: {writers:?}"
+        "a status is written in Rust: {writers:?}"
     );
-    let transitions: Vec<(PathBuf, String)> = all
+}
+
+/// The statements of `src/store/sql/`: (name as its path says, text).
+fn statements() -> Vec<(String, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|e| e == "sql") {
+                out.push(p);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store/sql");
+    let mut files = Vec::new();
+    walk(&root, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let name = p
+                .strip_prefix(&root)
+                .unwrap()
+                .with_extension("")
+                .to_string_lossy()
+                .into_owned();
+            (name, fs::read_to_string(&p).unwrap())
+        })
+        .collect()
+}
+
+/// The status literals of every `status IN ('a', 'b')` (any alias), as sets.
+fn status_lists(sql: &str) -> Vec<std::collections::BTreeSet<String>> {
+    let mut out = Vec::new();
+    let mut rest = sql;
+    while let Some(at) = rest.find("status IN (") {
+        let after = &rest[at + "status IN (".len()..];
+        let end = after.find(')').unwrap();
+        out.push(
+            after[..end]
+                .split(',')
+                .map(|s| s.trim().trim_matches('\'').to_string())
+                .collect(),
+        );
+        rest = &after[end..];
+    }
+    out
+}
+
+/// Every move with its sources and target: ("StepMove::Claim", from, to).
+fn moves() -> Vec<(String, std::collections::BTreeSet<String>, String)> {
+    use trellis::domain::transitions::{DecisionMove, StepMove, TaskMove};
+    let mut out = Vec::new();
+    for m in TaskMove::ALL {
+        let from = m.from().iter().map(|s| s.to_string()).collect();
+        out.push((format!("TaskMove::{m:?}"), from, m.to().to_string()));
+    }
+    for m in StepMove::ALL {
+        let from = m.from().iter().map(|s| s.to_string()).collect();
+        out.push((format!("StepMove::{m:?}"), from, m.to().to_string()));
+    }
+    for m in DecisionMove::ALL {
+        let from = m.from().iter().map(|s| s.to_string()).collect();
+        out.push((format!("DecisionMove::{m:?}"), from, m.to().to_string()));
+    }
+    out
+}
+
+/// Diagram ⇔ transition table ⇔ SQL: every statement is named (`-- name:` its path; a part
+/// `_x` says `-- part:`), every status write declares its move and sets exactly the move's
+/// target from exactly its sources, every statement that only filters by a move's sources
+/// (`-- from:`) lists exactly those, and every move is declared by a statement. (The diagrams
+/// are checked against the moves by `domain::transitions`' own test.)
+#[test]
+fn every_statement_is_named_and_every_status_write_declares_its_move() {
+    let stmts = statements();
+    assert!(stmts.len() >= 60, "{} statements", stmts.len());
+    let moves = moves();
+    let mut declared = std::collections::BTreeSet::new();
+    for (name, sql) in &stmts {
+        let first = sql.lines().next().unwrap_or_default();
+        let file = name.rsplit('/').next().unwrap();
+        let head = if file.starts_with('_') {
+            "-- part: "
+        } else {
+            "-- name: "
+        };
+        assert!(
+            first.starts_with(&format!("{head}{name}")),
+            "{name}.sql starts with {first:?}, not {head}{name}"
+        );
+        let sets: Vec<&str> = sql
+            .match_indices("SET status = '")
+            .map(|(i, _)| {
+                let v = &sql[i + "SET status = '".len()..];
+                &v[..v.find('\'').unwrap()]
+            })
+            .collect();
+        let decl = sql.lines().find_map(|l| {
+            l.strip_prefix("-- move: ")
+                .map(|m| (m.split_whitespace().next().unwrap().to_string(), true))
+                .or_else(|| {
+                    l.strip_prefix("-- from: ")
+                        .map(|m| (m.trim().to_string(), false))
+                })
+        });
+        if sets.is_empty() && decl.as_ref().is_none_or(|(_, writes)| !writes) {
+            if let Some((m, _)) = decl {
+                let (_, from, _) = moves
+                    .iter()
+                    .find(|(n, ..)| *n == m)
+                    .unwrap_or_else(|| panic!("{name}.sql names {m}, which is no move"));
+                assert!(
+                    status_lists(sql).contains(from),
+                    "{name}.sql lists the sources of {m} ({from:?}) nowhere: {:?}",
+                    status_lists(sql)
+                );
+            }
+            continue;
+        }
+        let (m, _) =
+            decl.unwrap_or_else(|| panic!("{name}.sql writes a status and declares no move"));
+        let (_, from, to) = moves
+            .iter()
+            .find(|(n, ..)| *n == m)
+            .unwrap_or_else(|| panic!("{name}.sql declares {m}, which is no move"));
+        declared.insert(m.clone());
+        if sets.is_empty() {
+            // the part that writes is elsewhere (the statement says where)
+            continue;
+        }
+        for s in &sets {
+            assert_eq!(s, to, "{name}.sql sets status {s:?}; {m} ends in {to:?}");
+        }
+        assert!(
+            status_lists(sql).contains(from),
+            "{name}.sql does not match exactly the sources of {m} ({from:?}): {:?}",
+            status_lists(sql)
+        );
+    }
+    for (m, ..) in &moves {
+        assert!(declared.contains(m), "no statement declares {m}");
+    }
+}
+
+/// SQL string literals in Rust: (where, lines, writes). A literal is SQL when it starts with a
+/// statement keyword.
+fn sql_literals() -> Vec<(String, usize, bool)> {
+    fn walk(ts: proc_macro2::TokenStream, path: &str, out: &mut Vec<(String, usize, bool)>) {
+        for tt in ts {
+            match tt {
+                proc_macro2::TokenTree::Group(g) => walk(g.stream(), path, out),
+                proc_macro2::TokenTree::Literal(l) => {
+                    let text = l.to_string();
+                    let body = text
+                        .trim_start_matches('r')
+                        .trim_start_matches('#')
+                        .trim_start_matches('"');
+                    let head = body.trim_start().to_ascii_uppercase();
+                    let sql = ["SELECT ", "WITH ", "INSERT ", "UPDATE ", "DELETE "]
+                        .iter()
+                        .any(|k| head.starts_with(k));
+                    if sql {
+                        let lines = body.trim().lines().count();
+                        let writes = head.contains("INSERT INTO")
+                            || head.contains("DELETE FROM")
+                            || (head.contains("UPDATE ") && head.contains(" SET "));
+                        let at = format!("{path}:{}", l.span().start().line);
+                        out.push((at, lines, writes));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (path, text) in src("") {
+        let ts: proc_macro2::TokenStream = text.parse().unwrap();
+        walk(ts, &path.display().to_string(), &mut out);
+    }
+    out
+}
+
+/// Every statement that writes, or spans more than three lines, is a named `.sql` file.
+#[test]
+fn no_long_or_writing_statement_is_inline_in_rust() {
+    let found = sql_literals();
+    assert!(!found.is_empty(), "the scan finds the short reads");
+    let inline: Vec<&(String, usize, bool)> = found
         .iter()
-        .filter(|(p, _)| p.ends_with("store/transitions.rs"))
-        .cloned()
+        .filter(|(_, lines, writes)| *lines > 3 || *writes)
         .collect();
-    assert!(find(&transitions, "SET status = {to}").len() >= 10);
+    assert!(
+        inline.is_empty(),
+        "inline statements that should be named files: {inline:?}"
+    );
 }
 
 /// Every transaction starts in the `in_tx!` macro of `src/store/mod.rs`.
@@ -202,9 +392,7 @@ fn store_imports() -> std::collections::BTreeMap<String, std::collections::BTree
         let entry = graph.entry(module.clone()).or_default();
         for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
             let mut prefixes = vec!["crate::store::"];
-            if !nested {
-                prefixes.push("super::");
-            }
+            prefixes.push(if nested { "super::super::" } else { "super::" });
             for prefix in prefixes {
                 for (i, _) in line.match_indices(prefix) {
                     let rest = &line[i + prefix.len()..];
@@ -229,7 +417,7 @@ fn store_modules_form_no_import_cycle() {
     assert!(
         graph
             .get("step_queue")
-            .is_some_and(|d| d.contains("transitions"))
+            .is_some_and(|d| d.contains("claim_queue") && d.contains("decision_queue"))
     );
     // depth-first search for a back edge
     fn visit(

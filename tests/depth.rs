@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use trellis::store::Store;
+use trellis::store::step_queue::ClaimedStep;
 use trellis::store::step_queue::{Claim, StepSuccess};
-use trellis::store::transitions::ClaimedStep;
 use trellis::testkit::{fresh_db, wait_for};
 use uuid::Uuid;
 

@@ -289,6 +289,62 @@ pub fn after_failure(
     }
 }
 
+/// A failed attempt as the failure path reads it under its locks: the task's counters (before
+/// this failure), the step's, and whether the task still runs the step's plan version.
+#[derive(Debug, Clone, Copy)]
+pub struct Failed<'a> {
+    pub failure: &'a ToolFailure,
+    /// The task's counters and limits, the step's `retry_count` and `rescue_count` included,
+    /// all before this failure.
+    pub counters: Counters,
+    /// The step's attempts before this one.
+    pub attempts: i32,
+    /// `Err(why)` when the task was cancelled, stopped or replanned while the step ran: the
+    /// failure is recorded and nothing is started.
+    pub active: Result<(), &'a str>,
+    pub step_reflection: bool,
+}
+
+/// What a failed attempt counts, and what follows from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counted {
+    /// The worker was lost: a rescue, not the step's fault.
+    pub lost: bool,
+    /// The number of the attempt that failed.
+    pub attempt: i32,
+    /// The counters after this failure.
+    pub counters: Counters,
+    /// The task still runs this step's plan version.
+    pub active: bool,
+    pub transition: AfterFailure,
+}
+
+/// Count a failed attempt and decide what follows ([`after_failure`]). A lost worker is not the
+/// step's fault: it counts as a rescue, not as a retry or a failure.
+pub fn count_failure(f: &Failed<'_>, retry: (&RetryPolicy, &Streak)) -> Counted {
+    let lost = f.failure.category == WORKER_LOST;
+    let c = f.counters;
+    let counters = Counters {
+        retry_count: c.retry_count + i32::from(!lost),
+        rescue_count: c.rescue_count + i32::from(lost),
+        consecutive_failures: c.consecutive_failures + i32::from(!lost),
+        ..c
+    };
+    let transition = match f.active {
+        Ok(()) => after_failure(&counters, f.failure, f.step_reflection, retry),
+        Err(why) => AfterFailure::FailTask {
+            reason: why.to_string(),
+        },
+    };
+    Counted {
+        lost,
+        attempt: f.attempts + 1,
+        counters,
+        active: f.active.is_ok(),
+        transition,
+    }
+}
+
 // ---------------------------------------------------------------- step 2: the step reflection
 
 /// The only actions a step reflection may suggest.
@@ -860,6 +916,59 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_failure_counts_as_a_retry_a_lost_worker_as_a_rescue() {
+        let tool = ToolFailure::new("tool_error", "x", true);
+        let lost = ToolFailure::new(WORKER_LOST, "lease expired", true);
+        let before = Counters {
+            retry_count: 1,
+            rescue_count: 1,
+            consecutive_failures: 1,
+            ..counters()
+        };
+        let failed = |f, active| Failed {
+            failure: f,
+            counters: before,
+            attempts: 4,
+            active,
+            step_reflection: true,
+        };
+        let c = count_failure(&failed(&tool, Ok(())), B);
+        assert!(!c.lost);
+        assert_eq!(c.attempt, 5);
+        assert_eq!(
+            (
+                c.counters.retry_count,
+                c.counters.rescue_count,
+                c.counters.consecutive_failures
+            ),
+            (2, 1, 2)
+        );
+        assert!(c.active);
+        assert_eq!(c.transition, AfterFailure::Reflect);
+        let c = count_failure(&failed(&lost, Ok(())), B);
+        assert!(c.lost);
+        assert_eq!(
+            (
+                c.counters.retry_count,
+                c.counters.rescue_count,
+                c.counters.consecutive_failures
+            ),
+            (1, 2, 1)
+        );
+        assert_eq!(c.transition, AfterFailure::Retry { delay_ms: 0 });
+        // a task no longer running the step's version: counted, recorded, nothing started
+        let c = count_failure(&failed(&tool, Err("task is cancelled")), B);
+        assert!(!c.active);
+        assert_eq!(c.counters.retry_count, 2);
+        assert_eq!(
+            c.transition,
+            AfterFailure::FailTask {
+                reason: "task is cancelled".into()
+            }
+        );
     }
 
     #[test]

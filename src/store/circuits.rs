@@ -30,19 +30,7 @@ pub(crate) struct RetryContext {
 
 /// The step key's failed attempts since its last success (a lost worker's excepted), and the
 /// tool's `retry` and `circuit_breaker`, in one statement (`attempts_task_step_idx`).
-const CONTEXT: &str = r#"
-WITH streak AS (
-    SELECT count(*)::int AS failures,
-           coalesce((extract(epoch FROM now() - min(a.started_at)) * 1000)::bigint, 0) AS elapsed_ms
-    FROM attempts a
-    WHERE a.task_id = $1 AND a.step_key = $2 AND a.status = 'failed'
-      AND a.error_category IS DISTINCT FROM 'worker_lost'
-      AND a.id > coalesce((SELECT max(s.id) FROM attempts s
-                           WHERE s.task_id = $1 AND s.step_key = $2 AND s.status = 'succeeded'), 0)
-)
-SELECT streak.failures, streak.elapsed_ms, t.retry, t.circuit_breaker, t.kind = 'http' AS http
-FROM streak LEFT JOIN tools t ON t.id = $3
-"#;
+const CONTEXT: &str = sql!("circuit/retry_context");
 
 /// The retry context of a failure of `step_key` on `tool`. `pending`: the failure is not yet
 /// recorded as an attempt (it counts in the streak all the same).
@@ -121,18 +109,14 @@ async fn lock(tx: &mut Tx, tool: &str) -> Result<Option<(Circuit, DateTime<Utc>)
 }
 
 async fn write(tx: &mut Tx, tool: &str, c: &Circuit) -> Result<()> {
-    sqlx::query(
-        "UPDATE tool_circuits SET consecutive_failures = $2, open_until = $3, probe_until = $4,
-                held_until = $5, updated_at = now()
-         WHERE tool_id = $1",
-    )
-    .bind(tool)
-    .bind(c.consecutive_failures)
-    .bind(c.open_until)
-    .bind(c.probe_until)
-    .bind(c.held_until)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(sql!("circuit/write"))
+        .bind(tool)
+        .bind(c.consecutive_failures)
+        .bind(c.open_until)
+        .bind(c.probe_until)
+        .bind(c.held_until)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 
@@ -155,13 +139,10 @@ pub(crate) async fn record_failure(
     if !outage && asked.is_none() {
         return Ok(());
     }
-    sqlx::query(
-        "INSERT INTO tool_circuits (tool_id) SELECT id FROM tools WHERE id = $1
-         ON CONFLICT (tool_id) DO NOTHING",
-    )
-    .bind(tool)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(sql!("circuit/ensure"))
+        .bind(tool)
+        .execute(&mut **tx)
+        .await?;
     let Some((c, now)) = lock(tx, tool).await? else {
         return Ok(()); // the tool was deleted meanwhile
     };

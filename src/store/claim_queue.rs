@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use uuid::Uuid;
 
-use super::transitions::{Claim, Picked, tool_room};
 use super::{Result, Tx};
 
 /// Rewrite the claim queue entries of these tasks (their rows locked by the caller) from
@@ -31,134 +30,7 @@ pub(crate) async fn sync(tx: &mut Tx, task_ids: &[Uuid]) -> Result<()> {
     Ok(())
 }
 
-const SYNC: &str = r#"
-WITH t AS MATERIALIZED (
-    SELECT t.id, t.priority, t.created_at, t.status,
-           greatest(t.max_concurrent_steps
-                    - (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running'), 0) AS room
-    FROM tasks t WHERE t.id = ANY($1)
-), want AS MATERIALIZED (
-    SELECT s.id AS step_id, t.id AS task_id, t.priority, t.created_at, s.position, s.tool, s.run_after
-    FROM t CROSS JOIN LATERAL (
-        SELECT s.id, s.position, s.run_after, coalesce(s.tool_override, s.tool) AS tool
-        FROM steps s WHERE s.task_id = t.id AND s.status = 'ready'
-        ORDER BY s.position LIMIT t.room) s
-    WHERE t.status = 'running'
-), have AS MATERIALIZED (
-    SELECT q.step_id, q.tool, q.run_after FROM claim_queue q WHERE q.task_id = ANY($1)
-), gone AS (
-    DELETE FROM claim_queue q
-    WHERE q.task_id = ANY($1)
-      AND NOT EXISTS (SELECT 1 FROM want w
-                      WHERE w.step_id = q.step_id AND w.tool = q.tool AND w.run_after = q.run_after)
-)
-INSERT INTO claim_queue (step_id, task_id, priority, task_created_at, position, tool, lane,
-                         run_after, delayed, slot)
-SELECT w.step_id, w.task_id, w.priority, w.created_at, w.position, w.tool,
-       CASE WHEN EXISTS (SELECT 1 FROM tool_buckets b WHERE b.tool_id = w.tool) THEN w.tool ELSE '' END,
-       w.run_after, w.run_after > now(),
-       -- the ring's current slot, read once (the column's default reads it for every row)
-       (SELECT slot FROM claim_ring)
-FROM want w
-WHERE NOT EXISTS (SELECT 1 FROM have h
-                  WHERE h.step_id = w.step_id AND h.tool = w.tool AND h.run_after = w.run_after)
-"#;
-
-/// The checked claim's first statement: with a task cap or a limited tool in play, lock the
-/// candidate entries (the head of lane '', the limited lanes each as far as its tool has room,
-/// delayed entries now due, and under a cap the entries of tasks already running steps),
-/// their tasks and the limited tools, all `SKIP LOCKED`. The next statement
-/// ([`super::transitions::claim_checked`]) counts with a later snapshot and claims.
-pub(crate) async fn pick(
-    tx: &mut Tx,
-    c: &Claim,
-    async_commit: bool,
-    admission: bool,
-) -> Result<Picked> {
-    Ok(sqlx::query_as(PICK)
-        .bind(c.limit)
-        .bind(async_commit)
-        .bind(c.max_running_tasks)
-        .bind(admission)
-        .fetch_one(&mut **tx)
-        .await?)
-}
-
-pub(crate) const PICK: &str = concat!(
-    r#"
-WITH admit AS MATERIALIZED (
-    -- tasks without running steps this claim may start (-1: no cap); counted after the
-    -- admission lock was taken ($4), by an earlier statement
-    SELECT CASE WHEN $3 <= 0 THEN -1 WHEN NOT $4 THEN 0
-                ELSE greatest($3 - (SELECT count(DISTINCT task_id) FROM steps
-                                    WHERE status = 'running'), 0) END AS n
-), lanes AS MATERIALIZED (
-    -- the limited tools with claimable entries, locked so that the claim's count of their
-    -- running steps (the next statement, a later snapshot) is exact; a tool another claim
-    -- holds is skipped (its steps wait): no lock wait, no deadlock
-    SELECT b.tool_id FROM tool_buckets b
-    WHERE EXISTS (SELECT 1 FROM claim_queue q WHERE q.lane = b.tool_id AND NOT q.delayed)
-       OR EXISTS (SELECT 1 FROM claim_queue q
-                  WHERE q.delayed AND q.run_after <= now() AND q.lane = b.tool_id)
-    ORDER BY b.tool_id
-    FOR UPDATE OF b SKIP LOCKED
-), room AS MATERIALIZED (
-    -- how far to walk each locked tool's lane: its room as this snapshot sees it
-    SELECT l.tool_id, greatest(least("#,
-    tool_room!("l.tool_id"),
-    r#", $1), 0) AS n
-    FROM lanes l JOIN tools t ON t.id = l.tool_id JOIN tool_buckets b ON b.tool_id = l.tool_id
-), head AS MATERIALIZED (
-    -- without the admission lock under a cap, only tasks already running steps may get steps:
-    -- the head is left to the claim that holds it
-    SELECT q.step_id, q.task_id FROM claim_queue q
-    WHERE q.lane = '' AND NOT q.delayed AND (SELECT n FROM admit) <> 0
-    ORDER BY q.lane, q.priority DESC, q.task_created_at, q.task_id, q.position
-    LIMIT $1
-    FOR UPDATE SKIP LOCKED
-), due AS MATERIALIZED (
-    SELECT q.step_id, q.task_id FROM claim_queue q
-    WHERE q.delayed AND q.run_after <= now() AND (SELECT n FROM admit) <> 0
-      AND (q.lane = '' OR q.lane IN (SELECT tool_id FROM lanes))
-    ORDER BY q.run_after
-    LIMIT $1
-    FOR UPDATE SKIP LOCKED
-), limited AS MATERIALIZED (
-    SELECT x.step_id, x.task_id FROM room CROSS JOIN LATERAL (
-        SELECT q.step_id, q.task_id FROM claim_queue q
-        WHERE q.lane = room.tool_id AND NOT q.delayed AND (SELECT n FROM admit) <> 0
-        ORDER BY q.lane, q.priority DESC, q.task_created_at, q.task_id, q.position
-        LIMIT room.n
-        FOR UPDATE SKIP LOCKED) x
-), active AS MATERIALIZED (
-    -- under a task cap, the entries of tasks already running steps (they need no admission),
-    -- however far behind the head they are
-    SELECT x.step_id, x.task_id
-    FROM (SELECT DISTINCT task_id FROM steps WHERE status = 'running' AND $3 > 0) r
-    CROSS JOIN LATERAL (
-        SELECT q.step_id, q.task_id FROM claim_queue q
-        WHERE q.task_id = r.task_id AND (NOT q.delayed OR q.run_after <= now())
-          AND (q.lane = '' OR q.lane IN (SELECT tool_id FROM lanes))
-        FOR UPDATE SKIP LOCKED) x
-), cand AS MATERIALIZED (
-    SELECT step_id, task_id FROM head UNION SELECT step_id, task_id FROM due
-    UNION SELECT step_id, task_id FROM limited UNION SELECT step_id, task_id FROM active
-), locked AS MATERIALIZED (
-    SELECT t.id FROM tasks t,
-         (SELECT set_config('synchronous_commit',
-                 CASE WHEN $2 THEN 'off' ELSE current_setting('synchronous_commit') END, true)) AS commit_mode
-    -- by primary key (an id list, never a join the planner could turn into a scan)
-    WHERE t.id = ANY(ARRAY(SELECT DISTINCT task_id FROM cand))
-    ORDER BY t.id
-    FOR NO KEY UPDATE OF t SKIP LOCKED
-)
-SELECT coalesce((SELECT array_agg(step_id) FROM cand WHERE task_id IN (SELECT id FROM locked)),
-                '{}') AS steps,
-       coalesce((SELECT array_agg(id ORDER BY id) FROM locked), '{}') AS tasks,
-       coalesce((SELECT array_agg(tool_id ORDER BY tool_id) FROM lanes), '{}') AS tools,
-       (SELECT n FROM admit) AS admit
-"#
-);
+const SYNC: &str = sql!("queue/sync");
 
 /// Whether a tool with limits exists, as of a version of the tool registry. Claims read only
 /// lane '' (one statement) while none does; with one, they take the checked path, which walks
@@ -233,15 +105,10 @@ impl super::Store {
     /// round), then turn the ring when the current slot is `turn_secs` old, has entries, and
     /// the next slot is empty. Safe to run from every worker at once.
     pub async fn claim_ring_upkeep(&self, turn_secs: f64) -> Result<RingUpkeep> {
-        let (current, age, sizes): (i16, f64, Vec<i64>) = sqlx::query_as(
-            "SELECT slot, extract(epoch FROM now() - turned_at)::float8,
-                    ARRAY(SELECT pg_relation_size(format('claim_queue_%s', s)::regclass)
-                          FROM generate_series(0, $1 - 1) AS s ORDER BY s)
-             FROM claim_ring",
-        )
-        .bind(i32::from(RING_SLOTS))
-        .fetch_one(&self.pool)
-        .await?;
+        let (current, age, sizes): (i16, f64, Vec<i64>) = sqlx::query_as(sql!("queue/ring_state"))
+            .bind(i32::from(RING_SLOTS))
+            .fetch_one(&self.pool)
+            .await?;
         let mut done = RingUpkeep::default();
         for slot in 0..RING_SLOTS {
             if slot == current || sizes.get(slot as usize).copied().unwrap_or(0) == 0 {
@@ -255,15 +122,12 @@ impl super::Store {
         let next = (current + 1) % RING_SLOTS;
         let next_empty = sizes.get(next as usize).copied().unwrap_or(0) == 0 || done.truncated > 0;
         if age >= turn_secs && sizes.get(current as usize).copied().unwrap_or(0) > 0 && next_empty {
-            let n = sqlx::query(
-                "UPDATE claim_ring SET slot = $2, turned_at = now()
-                 WHERE slot = $1 AND pg_relation_size(format('claim_queue_%s', $2)::regclass) = 0",
-            )
-            .bind(current)
-            .bind(next)
-            .execute(&self.pool)
-            .await?
-            .rows_affected();
+            let n = sqlx::query(sql!("queue/turn_ring"))
+                .bind(current)
+                .bind(next)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
             done.turned = n == 1;
         }
         Ok(done)
@@ -301,16 +165,11 @@ impl super::Store {
             }
             // under the lock every committed entry is seen, and none can change; the moved
             // entries take the ring's current slot
-            let moved = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "INSERT INTO claim_queue (step_id, task_id, priority, task_created_at, position,
-                                          tool, lane, run_after, delayed)
-                 SELECT step_id, task_id, priority, task_created_at, position, tool, lane,
-                        run_after, delayed
-                 FROM claim_queue_{slot}"
-            )))
-            .execute(&mut **tx)
-            .await?
-            .rows_affected();
+            let moved = sqlx::query(sql!("queue/move_live_entries"))
+                .bind(slot)
+                .execute(&mut **tx)
+                .await?
+                .rows_affected();
             sqlx::query(sqlx::AssertSqlSafe(format!("TRUNCATE claim_queue_{slot}")))
                 .execute(&mut **tx)
                 .await?;

@@ -5,7 +5,8 @@
 use serde_json::json;
 
 use super::lifecycle::fail_task;
-use super::transitions::{fence_running_steps, lock_past_deadline};
+use super::steps::fence_running_steps;
+use super::tasks::lock_past_deadline;
 use super::{Result, Store, append_events};
 use crate::domain::ToolFailure;
 use crate::domain::model::DEADLINE_EXCEEDED;

@@ -7,17 +7,28 @@ use std::collections::HashMap;
 
 use uuid::Uuid;
 
-use super::transitions::{
-    claim_pending_decisions, requeue_decision, requeue_expired_decisions, try_move_task,
-};
+use serde_json::Value;
+
+use super::steps::illegal;
+use super::tasks::try_move_task;
 use super::{Result, Store, StoreError, Tx, notify_decisions};
 use crate::domain::decision::{DecisionContext, DecisionInput, LlmCallRecord, Meter, ToolEvidence};
 use crate::domain::records::StepRow;
 use crate::domain::status::DecisionKind;
 use crate::domain::tool::ToolDef;
-use crate::domain::transitions::TaskMove;
+use crate::domain::transitions::{DecisionMove, TaskMove};
 
-pub use super::transitions::ClaimedDecision;
+/// A decision this worker now holds a lease on.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ClaimedDecision {
+    pub id: Uuid,
+    pub task_id: Uuid,
+    pub kind: DecisionKind,
+    pub step_id: Option<Uuid>,
+    pub input: Value,
+    pub lease_token: i64,
+    pub rescue_count: i32,
+}
 
 /// Identifies one lease on one decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,26 +70,16 @@ pub(crate) async fn create_decision(
     input: &DecisionInput,
     lease: Option<Lease>,
 ) -> Result<Option<ClaimedDecision>> {
-    let d: ClaimedDecision = sqlx::query_as(
-        r#"
-        INSERT INTO decisions (id, task_id, kind, step_id, task_version, input, status,
-                               lease_owner, lease_token, lease_expires_at)
-        VALUES ($1, $2, $3, $4, (SELECT state_version FROM tasks WHERE id = $2), $5,
-                CASE WHEN $6::uuid IS NULL THEN 'pending' ELSE 'running' END,
-                $6, CASE WHEN $6::uuid IS NULL THEN 0 ELSE 1 END,
-                CASE WHEN $6::uuid IS NULL THEN NULL ELSE now() + make_interval(secs => $7) END)
-        RETURNING id, task_id, kind, step_id, input, lease_token, rescue_count
-        "#,
-    )
-    .bind(Uuid::now_v7())
-    .bind(task_id)
-    .bind(kind)
-    .bind(step_id)
-    .bind(serde_json::to_value(input).expect("input serializes"))
-    .bind(lease.map(|l| l.worker_id))
-    .bind(lease.map(|l| l.lease_secs).unwrap_or(0.0))
-    .fetch_one(&mut **tx)
-    .await?;
+    let d: ClaimedDecision = sqlx::query_as(sql!("decision/create"))
+        .bind(Uuid::now_v7())
+        .bind(task_id)
+        .bind(kind)
+        .bind(step_id)
+        .bind(serde_json::to_value(input).expect("input serializes"))
+        .bind(lease.map(|l| l.worker_id))
+        .bind(lease.map(|l| l.lease_secs).unwrap_or(0.0))
+        .fetch_one(&mut **tx)
+        .await?;
     if lease.is_some() {
         Ok(Some(d))
     } else {
@@ -267,27 +268,86 @@ impl Store {
             return Ok(());
         }
         let col = |f: fn(&LlmCallRecord) -> i64| calls.iter().map(f).collect::<Vec<i64>>();
-        sqlx::query(
-            "INSERT INTO llm_calls (task_id, decision_id, name, model, ok, error, requests,
-                    prompt_tokens, completion_tokens, total_tokens, latency_ms, exchange)
-             SELECT $1, $2, * FROM unnest($3::text[], $4::text[], $5::boolean[], $6::text[],
-                    $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[],
-                    $12::jsonb[])",
-        )
-        .bind(d.task_id)
-        .bind(d.id)
-        .bind(calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>())
-        .bind(calls.iter().map(|c| c.model.clone()).collect::<Vec<_>>())
-        .bind(calls.iter().map(|c| c.ok).collect::<Vec<_>>())
-        .bind(calls.iter().map(|c| c.error.clone()).collect::<Vec<_>>())
-        .bind(col(|c| c.usage.requests as i64))
-        .bind(col(|c| c.usage.prompt_tokens as i64))
-        .bind(col(|c| c.usage.completion_tokens as i64))
-        .bind(col(|c| c.usage.total_tokens as i64))
-        .bind(col(|c| c.latency_ms))
-        .bind(calls.iter().map(|c| c.exchange.clone()).collect::<Vec<_>>())
-        .execute(&self.pool)
-        .await?;
+        sqlx::query(sql!("decision/record_llm_call"))
+            .bind(d.task_id)
+            .bind(d.id)
+            .bind(calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>())
+            .bind(calls.iter().map(|c| c.model.clone()).collect::<Vec<_>>())
+            .bind(calls.iter().map(|c| c.ok).collect::<Vec<_>>())
+            .bind(calls.iter().map(|c| c.error.clone()).collect::<Vec<_>>())
+            .bind(col(|c| c.usage.requests as i64))
+            .bind(col(|c| c.usage.prompt_tokens as i64))
+            .bind(col(|c| c.usage.completion_tokens as i64))
+            .bind(col(|c| c.usage.total_tokens as i64))
+            .bind(col(|c| c.latency_ms))
+            .bind(calls.iter().map(|c| c.exchange.clone()).collect::<Vec<_>>())
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A decision's status moves ([`DecisionMove`]): one named statement each in `sql/decision/`.
+
+/// `pending → running` for up to `limit` decisions (`FOR UPDATE SKIP LOCKED`).
+pub(crate) async fn claim_pending_decisions(
+    db: impl sqlx::PgExecutor<'_>,
+    worker_id: Uuid,
+    limit: i64,
+    lease_secs: f64,
+) -> Result<Vec<ClaimedDecision>> {
+    Ok(sqlx::query_as(sql!("decision/claim"))
+        .bind(limit)
+        .bind(worker_id)
+        .bind(lease_secs)
+        .fetch_all(db)
+        .await?)
+}
+
+/// `running → pending` for decisions whose lease expired (nothing was applied or counted).
+pub(crate) async fn requeue_expired_decisions(tx: &mut Tx, limit: i64) -> Result<u64> {
+    Ok(sqlx::query(sql!("decision/requeue_expired"))
+        .bind(limit)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected())
+}
+
+/// `running → pending`, fenced on the lease (a release on shutdown). False when fenced.
+pub(crate) async fn requeue_decision(tx: &mut Tx, id: Uuid, lease_token: i64) -> Result<bool> {
+    let n = sqlx::query(sql!("decision/requeue"))
+        .bind(id)
+        .bind(lease_token)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    Ok(n == 1)
+}
+
+/// The (locked, running) decision ends: applied, or cancelled as stale.
+pub(crate) async fn finish_decision(tx: &mut Tx, id: Uuid, applied: bool) -> Result<()> {
+    let (m, sql) = if applied {
+        (DecisionMove::Apply, sql!("decision/apply"))
+    } else {
+        (DecisionMove::Cancel, sql!("decision/cancel_stale"))
+    };
+    let n = sqlx::query(sql)
+        .bind(id)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    match n {
+        0 => Err(illegal(m, id)),
+        _ => Ok(()),
+    }
+}
+
+/// Every pending or running decision of a task is cancelled.
+pub(crate) async fn cancel_open_decisions(tx: &mut Tx, task_id: Uuid) -> Result<u64> {
+    Ok(sqlx::query(sql!("decision/cancel_open"))
+        .bind(task_id)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected())
 }

@@ -48,18 +48,14 @@ fn key_row(r: RawKey) -> Result<KeyRow> {
 
 impl Store {
     pub async fn create_key(&self, k: &NewKey<'_>) -> Result<KeyRow> {
-        let r: RawKey = sqlx::query_as(
-            "INSERT INTO api_keys (id, name, role, key_hash, key_prefix)
-             VALUES ($1, $2, $3, $4, $5)
-             RETURNING id, name, role, key_prefix, created_at, revoked_at",
-        )
-        .bind(Uuid::now_v7())
-        .bind(k.name)
-        .bind(k.role.as_str())
-        .bind(k.digest)
-        .bind(k.key_prefix)
-        .fetch_one(&self.pool)
-        .await?;
+        let r: RawKey = sqlx::query_as(sql!("key/create"))
+            .bind(Uuid::now_v7())
+            .bind(k.name)
+            .bind(k.role.as_str())
+            .bind(k.digest)
+            .bind(k.key_prefix)
+            .fetch_one(&self.pool)
+            .await?;
         key_row(r)
     }
 
@@ -76,13 +72,10 @@ impl Store {
 
     /// Revoke a key (at once, for every API process: they look keys up per request).
     pub async fn revoke_key(&self, id: Uuid) -> Result<()> {
-        let found: Option<(Uuid,)> = sqlx::query_as(
-            "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
-             WHERE id = $1 RETURNING id",
-        )
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
+        let found: Option<(Uuid,)> = sqlx::query_as(sql!("key/revoke"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
         found
             .map(|_| ())
             .ok_or_else(|| StoreError::NotFound(format!("key {id}")))

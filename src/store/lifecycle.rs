@@ -4,8 +4,10 @@
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use super::decision_queue::cancel_open_decisions;
 use super::decision_queue::{ClaimedDecision, Lease, create_decision};
-use super::transitions::{cancel_open_decisions, move_task, skip_open_steps};
+use super::steps::skip_open_steps;
+use super::tasks::move_task;
 use super::{NewEvent, Result, Tx};
 use crate::domain::decision::DecisionInput;
 use crate::domain::event_kind;
@@ -21,7 +23,7 @@ pub(crate) async fn fail_task(
     events: &mut Vec<NewEvent>,
 ) -> Result<()> {
     move_task(tx, task_id, TaskMove::Fail).await?;
-    sqlx::query("UPDATE tasks SET error = $2 WHERE id = $1")
+    sqlx::query(sql!("task/set_error"))
         .bind(task_id)
         .bind(&error)
         .execute(&mut **tx)
@@ -68,17 +70,12 @@ pub(crate) async fn record_recovery(
     let Some(attempt_id) = attempt_id else {
         return Ok(());
     };
-    sqlx::query(
-        "INSERT INTO recoveries (task_id, step_key, plan_version, failed_attempt_id, tier, action, tool, category)
-         SELECT task_id, step_key, plan_version, id, $2, $3, tool,
-                coalesce($4, error_category, 'unknown_error')
-         FROM attempts WHERE id = $1",
-    )
-    .bind(attempt_id)
-    .bind(action.tier())
-    .bind(action.label())
-    .bind(category)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(sql!("recovery/record"))
+        .bind(attempt_id)
+        .bind(action.tier())
+        .bind(action.label())
+        .bind(category)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }

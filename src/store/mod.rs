@@ -2,7 +2,9 @@
 //! the crate (never on `brain`, `tools`, `worker`, `api` or `config`). All time comparisons use
 //! the database's `now()`.
 //!
-//! - [`transitions`]: the only writer of a task, step or decision status (named moves);
+//! - `sql/`: every statement that writes or spans more than three lines, one named file each;
+//!   a status write declares its move (`-- move: StepMove::Claim`), checked by a test;
+//! - [`tasks`], [`steps`]: the status moves of tasks, and of steps outside the queue;
 //! - [`step_queue`]: claim, heartbeat, complete, fail, release, rescue;
 //! - [`claim_queue`]: the claimable steps, kept per task where its steps change;
 //! - [`circuits`]: a tool's retry policy and circuit breaker, a step's failure streak;
@@ -38,6 +40,20 @@ use crate::domain::records::TaskRow;
 /// transactions, whose statements run thousands of times per connection: they run with generic
 /// plans. On a [`Store::with_generic_plans`] handle every session already has them (a plain
 /// `BEGIN`); on any other it opens with [`BEGIN_HOT`].
+/// A named statement: the text of `src/store/sql/<name>.sql` (compiled in), whose first line
+/// is `-- name: <name>`, so `pg_stat_statements`, the server's logs and `EXPLAIN` name it too.
+/// A file whose name starts with `_` is a part other statements end with (`concat!`).
+macro_rules! sql {
+    ($name:literal) => {
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/store/sql/",
+            $name,
+            ".sql"
+        ))
+    };
+}
+
 macro_rules! in_tx {
     (hot $store:expr, |$tx:ident| $body:expr) => {{
         let store: &$crate::store::Store = &$store;
@@ -112,12 +128,13 @@ pub mod reports;
 pub mod rerun;
 pub mod retention;
 pub mod step_queue;
+pub mod steps;
 pub mod submit;
+pub mod tasks;
 pub mod templates;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod tools;
-pub mod transitions;
 pub mod workers;
 
 /// Channel a transaction notifies (delivered at commit) when steps become ready.
@@ -388,29 +405,12 @@ pub(crate) async fn append_events(tx: &mut Tx, events: &[NewEvent]) -> Result<()
     let task_ids: Vec<Uuid> = events.iter().map(|e| e.task_id).collect();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind).collect();
     let payloads: Vec<Value> = events.iter().map(|e| e.payload.clone()).collect();
-    sqlx::query(
-        r#"
-        WITH ev AS (
-            SELECT e.task_id, e.kind, e.payload, e.ord,
-                   row_number() OVER (PARTITION BY e.task_id ORDER BY e.ord) AS rn
-            FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) WITH ORDINALITY AS e(task_id, kind, payload, ord)
-        ), counts AS (
-            SELECT task_id, count(*) AS n FROM ev GROUP BY task_id
-        ), bump AS (
-            UPDATE tasks t SET event_seq = t.event_seq + counts.n
-            FROM counts WHERE t.id = counts.task_id
-            RETURNING t.id, t.event_seq AS last_seq, counts.n
-        )
-        INSERT INTO events (task_id, seq, kind, payload)
-        SELECT ev.task_id, bump.last_seq - bump.n + ev.rn, ev.kind, ev.payload
-        FROM ev JOIN bump ON bump.id = ev.task_id
-        "#,
-    )
-    .bind(&task_ids)
-    .bind(&kinds)
-    .bind(&payloads)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(sql!("event/append"))
+        .bind(&task_ids)
+        .bind(&kinds)
+        .bind(&payloads)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 

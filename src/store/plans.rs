@@ -8,7 +8,8 @@ use uuid::Uuid;
 
 use super::decision_queue::{ClaimedDecision, Lease};
 use super::lifecycle::start_evaluation;
-use super::transitions::{move_task, supersede_version};
+use super::steps::supersede_version;
+use super::tasks::move_task;
 use super::{NewEvent, Result, Tx, notify_ready};
 use crate::domain::event_kind;
 use crate::domain::model::PlanSpec;
@@ -41,18 +42,15 @@ pub(crate) async fn insert_plan(
     origin: &str,
     plan: &PlanSpec,
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO plans (task_id, version, origin, reasoning, estimated_duration, steps)
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(task_id)
-    .bind(version)
-    .bind(origin)
-    .bind(&plan.reasoning)
-    .bind(plan.estimated_duration)
-    .bind(serde_json::to_value(&plan.steps).expect("plan serializes"))
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(sql!("plan/insert"))
+        .bind(task_id)
+        .bind(version)
+        .bind(origin)
+        .bind(&plan.reasoning)
+        .bind(plan.estimated_duration)
+        .bind(serde_json::to_value(&plan.steps).expect("plan serializes"))
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 
@@ -69,16 +67,13 @@ pub(crate) async fn next_version(
 ) -> Result<i32> {
     let version = task.plan_version + 1;
     insert_plan(tx, task.id, version, origin, plan).await?;
-    sqlx::query(
-        "UPDATE steps SET plan_version = $3
-         WHERE task_id = $1 AND plan_version = $2 AND status <> 'superseded'",
-    )
-    .bind(task.id)
-    .bind(task.plan_version)
-    .bind(version)
-    .execute(&mut **tx)
-    .await?;
-    sqlx::query("UPDATE tasks SET plan_version = $2, updated_at = now() WHERE id = $1")
+    sqlx::query(sql!("plan/move_live_steps"))
+        .bind(task.id)
+        .bind(task.plan_version)
+        .bind(version)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query(sql!("task/set_plan_version"))
         .bind(task.id)
         .bind(version)
         .execute(&mut **tx)
@@ -180,25 +175,13 @@ pub(crate) async fn insert_steps_for_version(
             })
         })
         .collect();
-    sqlx::query(
-        r#"
-        INSERT INTO steps (id, task_id, plan_version, step_key, position, name, tool, parameters,
-                           dependencies, expected_output, optional, actions, status, priority,
-                           attempts, output, finished_at)
-        SELECT r.id, $1, $2, r.step_key, r.position, r.name, r.tool, r.parameters,
-               r.dependencies, r.expected_output, r.optional, r.actions, r.status, $3,
-               r.attempts, r.output, CASE WHEN r.finished THEN now() END
-        FROM jsonb_to_recordset($4) AS r(id uuid, step_key text, position int, name text, tool text,
-             parameters jsonb, dependencies text[], expected_output text, optional boolean,
-             actions jsonb, status text, attempts int, output jsonb, finished boolean)
-        "#,
-    )
-    .bind(task.id)
-    .bind(version)
-    .bind(task.priority)
-    .bind(Value::Array(records))
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(sql!("plan/insert_steps"))
+        .bind(task.id)
+        .bind(version)
+        .bind(task.priority)
+        .bind(Value::Array(records))
+        .execute(&mut **tx)
+        .await?;
     Ok(runnable)
 }
 
@@ -249,17 +232,12 @@ pub(crate) async fn install_version(
     let version = task.plan_version + 1;
     insert_plan(tx, task.id, version, origin, plan).await?;
     supersede_version(tx, task.id, task.plan_version).await?;
-    sqlx::query(
-        "UPDATE tasks SET plan_version = $2, consecutive_failures = 0, stop_reason = NULL,
-                runtime_metadata = CASE WHEN $3 THEN '{}'::jsonb ELSE runtime_metadata END,
-                updated_at = now()
-         WHERE id = $1",
-    )
-    .bind(task.id)
-    .bind(version)
-    .bind(fresh_context)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(sql!("task/install_version"))
+        .bind(task.id)
+        .bind(version)
+        .bind(fresh_context)
+        .execute(&mut **tx)
+        .await?;
     let runnable = insert_steps_for_version(tx, task, version, plan, carry, 0).await?;
     if runnable == 0 {
         // everything was kept or skipped: the plan is already done

@@ -1,7 +1,6 @@
 //! Read models: tasks, steps, plans, attempts, events, reflections, evaluations, LLM usage.
 
 use std::collections::BTreeMap;
-use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -29,19 +28,6 @@ pub struct ListTasks {
     pub since: Option<DateTime<Utc>>,
     /// Only tasks whose description contains this text (any case).
     pub text: Option<String>,
-}
-
-/// `WHERE` over `attempts` for those finished in the last `$1` minutes (database clock).
-/// Attempts are inserted as they finish, so their ids follow `finished_at`: the window starts
-/// after the newest attempt older than it, found by walking the primary key back from the
-/// newest, so the cost follows the window's attempts, never the history.
-macro_rules! last_minutes {
-    () => {
-        "WHERE id > coalesce((SELECT id FROM attempts
-                              WHERE finished_at <= now() - make_interval(mins => $1)
-                              ORDER BY id DESC LIMIT 1), 0)
-           AND finished_at > now() - make_interval(mins => $1)"
-    };
 }
 
 /// A `LIKE` pattern matching `text` anywhere (its `%`, `_` and `\` taken literally).
@@ -233,17 +219,10 @@ impl Store {
     /// LLM calls and tokens spent on a task (zeros when none; columns `calls, failed_calls,
     /// requests, prompt_tokens, completion_tokens, total_tokens`).
     pub async fn llm_usage<R: Row>(&self, task_id: Uuid) -> Result<R> {
-        Ok(sqlx::query_as(
-            "SELECT count(*) AS calls, count(*) FILTER (WHERE NOT ok) AS failed_calls,
-                    coalesce(sum(requests), 0)::bigint AS requests,
-                    coalesce(sum(prompt_tokens), 0)::bigint AS prompt_tokens,
-                    coalesce(sum(completion_tokens), 0)::bigint AS completion_tokens,
-                    coalesce(sum(total_tokens), 0)::bigint AS total_tokens
-             FROM llm_calls WHERE task_id = $1",
-        )
-        .bind(task_id)
-        .fetch_one(&self.pool)
-        .await?)
+        Ok(sqlx::query_as(sql!("read/llm_usage"))
+            .bind(task_id)
+            .fetch_one(&self.pool)
+            .await?)
     }
 
     /// What `/metrics` reads from the database, in one statement whose cost follows the live
@@ -265,30 +244,14 @@ impl Store {
             sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 .execute(&mut **tx)
                 .await?;
-            let per_minute = sqlx::query_as(concat!(
-                "SELECT date_trunc('minute', finished_at) AS minute,
-                        count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
-                        count(*) FILTER (WHERE status = 'failed') AS failed
-                 FROM attempts ",
-                last_minutes!(),
-                " GROUP BY 1 ORDER BY 1"
-            ))
-            .bind(minutes)
-            .fetch_all(&mut **tx)
-            .await?;
-            let tools = sqlx::query_as(concat!(
-                "SELECT tool, count(*) AS attempts,
-                        count(*) FILTER (WHERE status = 'failed') AS failed,
-                        coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms), 0)::float8
-                            AS median_ms,
-                        coalesce(avg(duration_ms), 0)::float8 AS mean_ms
-                 FROM attempts ",
-                last_minutes!(),
-                " GROUP BY tool ORDER BY tool"
-            ))
-            .bind(minutes)
-            .fetch_all(&mut **tx)
-            .await?;
+            let per_minute = sqlx::query_as(sql!("read/attempts_per_minute"))
+                .bind(minutes)
+                .fetch_all(&mut **tx)
+                .await?;
+            let tools = sqlx::query_as(sql!("read/attempts_per_tool"))
+                .bind(minutes)
+                .fetch_all(&mut **tx)
+                .await?;
             Ok(Activity {
                 minutes: per_minute,
                 tools,
@@ -324,41 +287,7 @@ impl Store {
 
 /// See [`Store::metrics_gauges`].
 async fn gauges(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<GaugeRow>> {
-    Ok(sqlx::query_as(
-        "SELECT 'tasks' AS family, status, '' AS tool, count(*) AS n, 0::float8 AS oldest_secs
-         FROM tasks
-         WHERE status IN ('pending', 'planning', 'running', 'reflecting', 'replanning',
-                          'evaluating', 'needs_intervention')
-         GROUP BY status
-         UNION ALL
-         SELECT 'steps', 'ready', coalesce(tool_override, tool), count(*),
-                coalesce(extract(epoch FROM max(now() - run_after)), 0)::float8
-         FROM steps WHERE status = 'ready' GROUP BY 3
-         UNION ALL
-         SELECT 'steps', 'running', coalesce(tool_override, tool), count(*), 0
-         FROM steps WHERE status = 'running' GROUP BY 3
-         UNION ALL
-         SELECT 'workers', '', '', count(*), coalesce(sum(in_flight), 0)::float8
-         FROM workers
-         WHERE stopped_at IS NULL AND last_heartbeat > now() - make_interval(secs => lease_secs)
-         UNION ALL
-         -- the oldest open transaction on this database, any session (one the role may see:
-         -- pg_read_all_stats shows every session's): what VACUUM must keep dead rows for
-         SELECT 'db', 'oldest_transaction', '', count(*),
-                coalesce(extract(epoch FROM clock_timestamp() - min(xact_start)), 0)::float8
-         FROM pg_stat_activity
-         WHERE datname = current_database() AND xact_start IS NOT NULL
-           AND pid <> pg_backend_pid()
-         UNION ALL
-         -- every tool with a circuit row: open or half open (1) or closed (0), and its
-         -- outages in a row
-         SELECT 'circuits', CASE WHEN open_until IS NULL THEN 'closed'
-                                 WHEN open_until > now() THEN 'open' ELSE 'half_open' END,
-                tool_id, consecutive_failures, 0
-         FROM tool_circuits",
-    )
-    .fetch_all(db)
-    .await?)
+    Ok(sqlx::query_as(sql!("read/gauges")).fetch_all(db).await?)
 }
 
 /// See [`Store::recent_task_counts`].
@@ -370,22 +299,7 @@ async fn recent_counts(
     // a branch per status with the status written in, so each is planned with its own
     // selectivity; the ORDER BY keeps every branch on the status index (a LIMIT over a
     // sequential scan would read the whole history when the recent rows are at its end)
-    static SQL: LazyLock<String> = LazyLock::new(|| {
-        TaskStatus::ALL
-            .iter()
-            .map(|s| {
-                format!(
-                    "SELECT '{s}' AS status, count(*) AS n FROM (
-                         SELECT 1 FROM tasks
-                         WHERE status = '{s}'
-                           AND created_at >= now() - make_interval(mins => $1)
-                         ORDER BY created_at DESC LIMIT $2 + 1) AS capped"
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(" UNION ALL ")
-    });
-    let rows: Vec<(String, i64)> = sqlx::query_as(SQL.as_str())
+    let rows: Vec<(String, i64)> = sqlx::query_as(sql!("read/recent_task_counts"))
         .bind(minutes)
         .bind(cap)
         .fetch_all(db)

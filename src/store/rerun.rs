@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::plans::{install_version, live_steps, old_steps};
 use super::submit::StepOverride;
-use super::transitions::move_task;
+use super::tasks::move_task;
 use super::{
     NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task, task_status,
 };
@@ -71,14 +71,10 @@ impl Store {
                 ),
             ];
             move_task(tx, id, TaskMove::Rerun).await?;
-            sqlx::query(
-                "UPDATE tasks SET error = NULL,
-                        deadline_at = deadline_at - created_at + now()
-                 WHERE id = $1",
-            )
-            .bind(id)
-            .execute(&mut **tx)
-            .await?;
+            sqlx::query(sql!("task/reset_for_rerun"))
+                .bind(id)
+                .execute(&mut **tx)
+                .await?;
             install_version(tx, &task, &plan, &carry, "rerun", false, None).await?;
             super::claim_queue::sync(tx, &[id]).await?;
             append_events(tx, &events).await?;

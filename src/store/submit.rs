@@ -7,9 +7,11 @@ use uuid::Uuid;
 
 mod bulk;
 
+use super::decision_queue::cancel_open_decisions;
 use super::lifecycle::start_evaluation;
 use super::plans::replace_plan;
-use super::transitions::{cancel_open_decisions, move_task, rerun_all_failed, skip_open_steps};
+use super::steps::{rerun_all_failed, skip_open_steps};
+use super::tasks::move_task;
 use super::{
     NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task, notify_ready,
     task_status,
@@ -168,12 +170,10 @@ impl Store {
                 json!({"stop_reason": task.stop_reason, "with_plan": r.plan.is_some(),
                        "step_overrides": r.step_overrides.keys().collect::<Vec<_>>()}),
             )];
-            sqlx::query(
-                "UPDATE tasks SET consecutive_failures = 0, stop_reason = NULL WHERE id = $1",
-            )
-            .bind(id)
-            .execute(&mut **tx)
-            .await?;
+            sqlx::query(sql!("task/reset_for_resume"))
+                .bind(id)
+                .execute(&mut **tx)
+                .await?;
             if let Some(plan) = &r.plan {
                 let strategy = Strategy::AdjustDependencies {
                     adjustments: vec![],
@@ -218,16 +218,12 @@ async fn apply_overrides(
                 "step_overrides.{key}.tool {t:?} is not a registered tool"
             )));
         }
-        sqlx::query(
-            "UPDATE steps SET param_overrides = param_overrides || $2,
-                    tool_override = coalesce($3, tool_override), updated_at = now()
-             WHERE id = $1",
-        )
-        .bind(step_id)
-        .bind(Value::Object(o.parameters.clone().unwrap_or_default()))
-        .bind(&o.tool)
-        .execute(&mut **tx)
-        .await?;
+        sqlx::query(sql!("step/override_parameters"))
+            .bind(step_id)
+            .bind(Value::Object(o.parameters.clone().unwrap_or_default()))
+            .bind(&o.tool)
+            .execute(&mut **tx)
+            .await?;
     }
     Ok(())
 }

@@ -14,17 +14,13 @@ impl Store {
         input_schema: &Value,
         plan: &Value,
     ) -> Result<TemplateDef> {
-        let row: Option<TemplateDef> = sqlx::query_as(
-            "INSERT INTO templates (id, description, input_schema, plan) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (id) DO NOTHING
-             RETURNING *",
-        )
-        .bind(id)
-        .bind(description)
-        .bind(input_schema)
-        .bind(plan)
-        .fetch_optional(&self.pool)
-        .await?;
+        let row: Option<TemplateDef> = sqlx::query_as(sql!("template/create"))
+            .bind(id)
+            .bind(description)
+            .bind(input_schema)
+            .bind(plan)
+            .fetch_optional(&self.pool)
+            .await?;
         row.ok_or_else(|| StoreError::Conflict(format!("template {id:?} already exists")))
     }
 
@@ -53,7 +49,7 @@ impl Store {
 
     /// Delete a template; tasks made from it keep their plans.
     pub async fn delete_template(&self, id: &str) -> Result<()> {
-        let n = sqlx::query("DELETE FROM templates WHERE id = $1")
+        let n = sqlx::query(sql!("template/delete"))
             .bind(id)
             .execute(&self.pool)
             .await?

@@ -11,42 +11,26 @@ impl Store {
     /// Move every task's end (or, for one not ended, its last change) `secs` into the past, as
     /// if it had happened that long ago (retention tests). Returns tasks changed.
     pub async fn age_tasks(&self, secs: f64) -> Result<u64> {
-        Ok(sqlx::query(
-            "UPDATE tasks SET finished_at = finished_at - make_interval(secs => $1),
-                              updated_at = updated_at - make_interval(secs => $1)",
-        )
-        .bind(secs)
-        .execute(&self.pool)
-        .await?
-        .rows_affected())
+        Ok(sqlx::query(sql!("testing/age_finished"))
+            .bind(secs)
+            .execute(&self.pool)
+            .await?
+            .rows_affected())
     }
 
     /// Rows that belong to a task, over every table that holds task rows.
     pub async fn rows_of_task(&self, id: Uuid) -> Result<i64> {
-        Ok(sqlx::query_scalar(
-            "SELECT (SELECT count(*) FROM tasks WHERE id = $1) + (SELECT count(*) FROM plans WHERE task_id = $1)
-                  + (SELECT count(*) FROM steps WHERE task_id = $1) + (SELECT count(*) FROM attempts WHERE task_id = $1)
-                  + (SELECT count(*) FROM events WHERE task_id = $1) + (SELECT count(*) FROM decisions WHERE task_id = $1)
-                  + (SELECT count(*) FROM reflections WHERE task_id = $1)
-                  + (SELECT count(*) FROM evaluations WHERE task_id = $1)
-                  + (SELECT count(*) FROM recoveries WHERE task_id = $1)
-                  + (SELECT count(*) FROM llm_calls WHERE task_id = $1)",
-        )
-        .bind(id)
-        .fetch_one(&self.pool)
-        .await?)
+        Ok(sqlx::query_scalar(sql!("testing/rows_of_task"))
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await?)
     }
 
     /// Row count of every Trellis table.
     pub async fn row_counts(&self) -> Result<BTreeMap<String, i64>> {
-        let rows: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT 'tasks', count(*) FROM tasks UNION ALL SELECT 'plans', count(*) FROM plans
-             UNION ALL SELECT 'steps', count(*) FROM steps UNION ALL SELECT 'attempts', count(*) FROM attempts
-             UNION ALL SELECT 'events', count(*) FROM events UNION ALL SELECT 'tools', count(*) FROM tools
-             UNION ALL SELECT 'workers', count(*) FROM workers",
-        )
-        .fetch_all(&self.pool)
-        .await?;
+        let rows: Vec<(String, i64)> = sqlx::query_as(sql!("testing/row_counts"))
+            .fetch_all(&self.pool)
+            .await?;
         Ok(rows.into_iter().collect())
     }
 
@@ -63,8 +47,7 @@ impl Store {
 
     /// Make a step's lease look expired (as if its worker stopped heartbeating long ago).
     pub async fn expire_lease(&self, step_id: Uuid) -> Result<u64> {
-        let sql = "UPDATE steps SET lease_expires_at = now() - interval '1 second'
-                   WHERE id = $1 AND status = 'running'";
+        let sql = sql!("testing/expire_step_leases");
         self.update_for(sql, step_id).await
     }
 
@@ -101,15 +84,9 @@ impl Store {
 
     /// (attempts rows, succeeded attempts, steps whose succeeded attempts ≠ 1, max lease token).
     pub async fn attempt_audit(&self) -> Result<(i64, i64, i64, i64)> {
-        Ok(sqlx::query_as(
-            "SELECT (SELECT count(*) FROM attempts),
-                    (SELECT count(*) FROM attempts WHERE status = 'succeeded'),
-                    (SELECT count(*) FROM steps s WHERE (SELECT count(*) FROM attempts a
-                        WHERE a.step_id = s.id AND a.status = 'succeeded') <> 1),
-                    (SELECT coalesce(max(lease_token), 0) FROM steps)",
-        )
-        .fetch_one(&self.pool)
-        .await?)
+        Ok(sqlx::query_as(sql!("testing/fingerprint_counts"))
+            .fetch_one(&self.pool)
+            .await?)
     }
 }
 
@@ -172,8 +149,7 @@ impl Store {
 impl Store {
     /// Make every running decision of a task look abandoned (its worker died).
     pub async fn expire_decision_leases(&self, task_id: Uuid) -> Result<u64> {
-        let sql = "UPDATE decisions SET lease_expires_at = now() - interval '1 second'
-                   WHERE task_id = $1 AND status = 'running'";
+        let sql = sql!("testing/expire_decision_leases");
         self.update_for(sql, task_id).await
     }
 
@@ -255,50 +231,23 @@ impl Store {
     /// with their plans, attempts and events, as a long-running deployment would hold.
     pub async fn load_history(&self, tasks: i64, steps_per_task: i64) -> Result<()> {
         in_tx!(self.pool, |tx| {
-            sqlx::query(
-                "INSERT INTO tasks (id, description, status, plan_version, max_step_retries,
-                 max_single_step_repairs, max_task_replans, max_consecutive_failures,
-                 max_reflection_rounds, max_concurrent_steps, final_score, event_seq,
-                 created_at, updated_at, finished_at)
-             SELECT gen_random_uuid(), 'history ' || i, 'succeeded', 1, 3, 1, 1, 3, 5, 8, 100, 2,
-                    now() - interval '1 day', now() - interval '1 day', now() - interval '1 day'
-             FROM generate_series(1, $1) AS i",
-            )
-            .bind(tasks)
-            .execute(&mut **tx)
-            .await?;
-            sqlx::query(
-                "INSERT INTO plans (task_id, version, origin, steps)
-             SELECT id, 1, 'initial', '[]'::jsonb FROM tasks WHERE status = 'succeeded'",
-            )
-            .execute(&mut **tx)
-            .await?;
-            sqlx::query(
-            "INSERT INTO steps (id, task_id, plan_version, step_key, position, tool, status, attempts,
-                                output, finished_at, created_at, updated_at)
-             SELECT gen_random_uuid(), t.id, 1, 's' || k, k, 'echo', 'succeeded', 1, '{}'::jsonb,
-                    t.finished_at, t.created_at, t.finished_at
-             FROM tasks t CROSS JOIN generate_series(1, $1) AS k
-             WHERE t.status = 'succeeded'",
-        )
-        .bind(steps_per_task)
-        .execute(&mut **tx)
-        .await?;
-            sqlx::query(
-            "INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, status,
-                                   output, started_at, finished_at)
-             SELECT task_id, id, step_key, 1, 1, 'echo', 'succeeded', '{}'::jsonb, finished_at, finished_at
-             FROM steps WHERE status = 'succeeded'",
-        )
-        .execute(&mut **tx)
-        .await?;
-            sqlx::query(
-            "INSERT INTO events (task_id, seq, kind, payload, at)
-             SELECT id, s, CASE s WHEN 1 THEN 'task_submitted' ELSE 'task_succeeded' END, '{}'::jsonb, finished_at
-             FROM tasks CROSS JOIN generate_series(1, 2) AS s WHERE status = 'succeeded'",
-        )
-        .execute(&mut **tx)
-        .await?;
+            sqlx::query(sql!("testing/history_tasks"))
+                .bind(tasks)
+                .execute(&mut **tx)
+                .await?;
+            sqlx::query(sql!("testing/history_plans"))
+                .execute(&mut **tx)
+                .await?;
+            sqlx::query(sql!("testing/history_steps"))
+                .bind(steps_per_task)
+                .execute(&mut **tx)
+                .await?;
+            sqlx::query(sql!("testing/history_attempts"))
+                .execute(&mut **tx)
+                .await?;
+            sqlx::query(sql!("testing/history_events"))
+                .execute(&mut **tx)
+                .await?;
             Ok(())
         })?;
         sqlx::query("ANALYZE").execute(self.pool()).await?;
@@ -329,7 +278,7 @@ impl Store {
                 .execute(&mut *conn)
                 .await?;
         }
-        for (name, sql, args) in super::transitions::probe_statements() {
+        for (name, sql, args) in super::step_queue::claim::probe_statements() {
             sqlx::query(sqlx::AssertSqlSafe(format!("PREPARE {name} AS {sql}")))
                 .execute(&mut *conn)
                 .await?;
@@ -345,7 +294,7 @@ impl PlanProbe {
     /// (statement, its cached plan) for each probed statement.
     pub async fn explain(&mut self) -> Result<Vec<(String, String)>> {
         let mut out = Vec::new();
-        for (name, _, args) in super::transitions::probe_statements() {
+        for (name, _, args) in super::step_queue::claim::probe_statements() {
             let lines: Vec<String> =
                 sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN EXECUTE {name}{args}")))
                     .fetch_all(&mut *self.conn)

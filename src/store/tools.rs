@@ -41,32 +41,24 @@ impl Store {
                     "alternative tool {missing:?} is not registered"
                 )));
             }
-            let row: Option<ToolDef> = sqlx::query_as(
-                "INSERT INTO tools (id, name, description, kind, endpoint, timeout_ms, input_schema,
-                                    output_params, alternatives, tags, max_concurrency,
-                                    rate_limit_per_sec, rate_limit_burst, output_schema, retry,
-                                    circuit_breaker)
-                 VALUES ($1, $2, $3, 'http', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-                 ON CONFLICT (id) DO NOTHING
-                 RETURNING *",
-            )
-            .bind(&t.id)
-            .bind(&t.name)
-            .bind(&t.description)
-            .bind(&t.endpoint)
-            .bind(t.timeout_ms)
-            .bind(&t.input_schema)
-            .bind(&t.output_params)
-            .bind(&t.alternatives)
-            .bind(&t.tags)
-            .bind(t.max_concurrency)
-            .bind(t.rate_limit_per_sec)
-            .bind(t.rate_limit_burst)
-            .bind(&t.output_schema)
-            .bind(t.retry.map(Json))
-            .bind(t.circuit_breaker.map(Json))
-            .fetch_optional(&mut **tx)
-            .await?;
+            let row: Option<ToolDef> = sqlx::query_as(sql!("tool/create"))
+                .bind(&t.id)
+                .bind(&t.name)
+                .bind(&t.description)
+                .bind(&t.endpoint)
+                .bind(t.timeout_ms)
+                .bind(&t.input_schema)
+                .bind(&t.output_params)
+                .bind(&t.alternatives)
+                .bind(&t.tags)
+                .bind(t.max_concurrency)
+                .bind(t.rate_limit_per_sec)
+                .bind(t.rate_limit_burst)
+                .bind(&t.output_schema)
+                .bind(t.retry.map(Json))
+                .bind(t.circuit_breaker.map(Json))
+                .fetch_optional(&mut **tx)
+                .await?;
             let row =
                 row.ok_or_else(|| StoreError::Conflict(format!("tool {:?} already exists", t.id)))?;
             Ok(row)
@@ -119,11 +111,10 @@ impl Store {
 
     /// Delete an HTTP tool. Built-ins cannot be deleted.
     pub async fn delete_tool(&self, id: &str) -> Result<()> {
-        let kind: Option<String> =
-            sqlx::query_scalar("DELETE FROM tools WHERE id = $1 AND kind = 'http' RETURNING kind")
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await?;
+        let kind: Option<String> = sqlx::query_scalar(sql!("tool/delete"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
         if kind.is_some() {
             return Ok(());
         }

@@ -30,29 +30,22 @@ impl Store {
     /// Register (or re-register) a worker, and forget workers gone for more than a day, so the
     /// registry stays the size of the recent fleet.
     pub async fn register_worker(&self, w: &WorkerInfo) -> Result<()> {
-        sqlx::query(
-            "DELETE FROM workers
-             WHERE coalesce(stopped_at, last_heartbeat) < now() - interval '1 day'",
-        )
-        .execute(&self.pool)
-        .await?;
-        sqlx::query(
-            "INSERT INTO workers (id, host, pid, concurrency, lease_secs) VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (id) DO UPDATE SET host = $2, pid = $3, concurrency = $4, lease_secs = $5,
-                 started_at = now(), last_heartbeat = now(), stopped_at = NULL, in_flight = 0",
-        )
-        .bind(w.id)
-        .bind(&w.host)
-        .bind(w.pid)
-        .bind(w.concurrency)
-        .bind(w.lease_secs)
-        .execute(&self.pool)
-        .await?;
+        sqlx::query(sql!("worker/forget_stale"))
+            .execute(&self.pool)
+            .await?;
+        sqlx::query(sql!("worker/register"))
+            .bind(w.id)
+            .bind(&w.host)
+            .bind(w.pid)
+            .bind(w.concurrency)
+            .bind(w.lease_secs)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
     pub async fn stop_worker(&self, id: Uuid) -> Result<()> {
-        sqlx::query("UPDATE workers SET stopped_at = now() WHERE id = $1")
+        sqlx::query(sql!("worker/stop"))
             .bind(id)
             .execute(&self.pool)
             .await?;
@@ -63,14 +56,8 @@ impl Store {
     /// longest running first. The table holds the fleet of the last day (see
     /// [`Store::register_worker`]).
     pub async fn live_workers(&self) -> Result<Vec<WorkerRow>> {
-        Ok(sqlx::query_as(
-            "SELECT id, host, pid, concurrency, in_flight, started_at, last_heartbeat
-             FROM workers
-             WHERE stopped_at IS NULL
-               AND last_heartbeat > now() - make_interval(secs => lease_secs)
-             ORDER BY started_at, id",
-        )
-        .fetch_all(&self.pool)
-        .await?)
+        Ok(sqlx::query_as(sql!("worker/list"))
+            .fetch_all(&self.pool)
+            .await?)
     }
 }

@@ -29,7 +29,7 @@ use crate::config::Settings;
 use crate::domain::circuit::Breaker;
 use crate::domain::recovery::RetryPolicy;
 use crate::store::decision_queue::DecisionFence;
-use crate::store::step_queue::{Claim, ClaimedStep, FailurePolicy, Fence, InlineEvaluation};
+use crate::store::step_queue::{Claim, ClaimedStep, FailurePolicy, InlineEvaluation, StepLease};
 use crate::store::workers::WorkerInfo;
 use crate::store::{Store, StoreError};
 use crate::tools::ToolRunner;
@@ -123,7 +123,7 @@ impl WorkerConfig {
 /// A lease this worker holds.
 #[derive(Debug, Clone, Copy)]
 enum Held {
-    Step(Fence),
+    Step(StepLease),
     Decision(DecisionFence),
 }
 

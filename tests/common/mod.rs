@@ -428,7 +428,7 @@ pub const TEST_POLICY: trellis::store::step_queue::FailurePolicy =
 /// failure, release and heartbeat are each refused as fenced and change no row.
 pub async fn assert_zombie_changes_nothing(
     store: &Store,
-    old: &trellis::store::transitions::ClaimedStep,
+    old: &trellis::store::step_queue::ClaimedStep,
     worker: Uuid,
 ) {
     use trellis::store::StoreError;

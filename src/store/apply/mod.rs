@@ -10,8 +10,8 @@
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::decision_queue::finish_decision;
 use super::decision_queue::{ClaimedDecision, DecisionFence, Lease};
-use super::transitions::finish_decision;
 use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task};
 use crate::domain::decision::{DecisionInput, DecisionOutcome};
 use crate::domain::records::{StepRow, TaskRow};
@@ -43,18 +43,14 @@ async fn keep_backing_off(tx: &mut Tx, c: &Applying<'_>, version: i32) -> Result
     if delay_ms == 0 {
         return Ok(());
     }
-    sqlx::query(
-        "UPDATE steps SET run_after = now() + make_interval(secs => $5 / 1000.0)
-         WHERE task_id = $1 AND plan_version = $2 AND step_key = $3
-           AND coalesce(tool_override, tool) = $4 AND status = 'ready'",
-    )
-    .bind(c.task.id)
-    .bind(version)
-    .bind(key)
-    .bind(tool)
-    .bind(delay_ms as f64)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(sql!("step/keep_backing_off"))
+        .bind(c.task.id)
+        .bind(version)
+        .bind(key)
+        .bind(tool)
+        .bind(delay_ms as f64)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 
@@ -237,25 +233,18 @@ async fn insert_reflection<T: serde::Serialize>(
     r: &Reflected<'_, T>,
 ) -> Result<()> {
     let body = serde_json::to_value(r.body).expect("reflection serializes");
-    sqlx::query(
-        "INSERT INTO reflections (task_id, level, step_id, step_key, plan_version, round,
-                root_cause_category, is_recoverable, suggested_action, should_replan,
-                replanning_strategy, is_fallback, body, raw)
-         VALUES ($1, $2, $3, $4, $5, $6, $7->>'root_cause_category', ($7->>'is_recoverable')::boolean,
-                 $7->'suggested_action', ($7->>'should_replan')::boolean, $7->'replanning_strategy',
-                 $8, $7, $9)",
-    )
-    .bind(task.id)
-    .bind(level)
-    .bind(step.map(|s| s.id))
-    .bind(step.map(|s| s.step_key.as_str()))
-    .bind(task.plan_version)
-    .bind(task.round)
-    .bind(&body)
-    .bind(r.fallback)
-    .bind(r.raw)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(sql!("decision/insert_reflection"))
+        .bind(task.id)
+        .bind(level)
+        .bind(step.map(|s| s.id))
+        .bind(step.map(|s| s.step_key.as_str()))
+        .bind(task.plan_version)
+        .bind(task.round)
+        .bind(&body)
+        .bind(r.fallback)
+        .bind(r.raw)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 

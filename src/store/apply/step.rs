@@ -16,7 +16,7 @@ use crate::store::circuits::retry_context;
 use crate::store::decision_queue::{ClaimedDecision, create_decision};
 use crate::store::lifecycle::{record_recovery, start_overall};
 use crate::store::plans::{insert_steps_for_version, live_steps, next_version};
-use crate::store::transitions::{rerun_failed, supersede_step};
+use crate::store::steps::{rerun_failed, supersede_step};
 use crate::store::{NewEvent, Result, Tx, known_tools, notify_ready};
 
 pub(super) async fn apply_step_reflection(
@@ -136,13 +136,10 @@ pub(super) async fn apply_repair(
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
     let (task, input, lease) = (c.task, c.input, c.lease);
-    sqlx::query(
-        "UPDATE tasks SET single_step_repair_count = single_step_repair_count + 1, updated_at = now()
-         WHERE id = $1",
-    )
-    .bind(task.id)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(sql!("task/count_repair"))
+        .bind(task.id)
+        .execute(&mut **tx)
+        .await?;
     let category = category(input);
     let checked = match answer {
         Ok(a) => check_repair(tx, c, step, &a.value).await?,

@@ -17,7 +17,9 @@ use crate::domain::transitions::TaskMove;
 use crate::store::decision_queue::{ClaimedDecision, Lease, create_decision};
 use crate::store::lifecycle::{fail_task, record_recovery, start_evaluation, start_overall};
 use crate::store::plans::{insert_plan, insert_steps_for_version, replace_plan};
-use crate::store::transitions::{move_task, move_tasks, succeed_at_once, try_move_task};
+use crate::store::tasks::{
+    evaluate_tasks, move_task, succeed_at_once, succeed_tasks, try_move_task,
+};
 use crate::store::{NewEvent, Result, Tx, known_tools, notify_ready};
 
 pub(super) async fn apply_overall(
@@ -63,7 +65,7 @@ pub(super) async fn apply_overall(
         }
         AfterOverall::Intervention { reason } => {
             move_task(tx, task.id, TaskMove::NeedIntervention).await?;
-            sqlx::query("UPDATE tasks SET stop_reason = $2 WHERE id = $1")
+            sqlx::query(sql!("task/set_stop_reason"))
                 .bind(task.id)
                 .bind(&reason)
                 .execute(&mut **tx)
@@ -116,7 +118,7 @@ pub(super) async fn apply_replan(
         keep_backing_off(tx, c, task.plan_version + 1).await?;
     }
     let counter = match trigger {
-        Trigger::StepFailure => "task_replan_count = task_replan_count + 1",
+        Trigger::StepFailure => sql!("task/count_replan"),
         Trigger::Evaluation => {
             events.push(NewEvent::new(
                 task.id,
@@ -124,11 +126,10 @@ pub(super) async fn apply_replan(
                 json!({"round": task.round + 1, "plan_version": task.plan_version + 1,
                        "strategy": strategy.name()}),
             ));
-            "round = round + 1"
+            sql!("task/next_round")
         }
     };
-    let sql = format!("UPDATE tasks SET {counter} WHERE id = $1");
-    sqlx::query(sqlx::AssertSqlSafe(sql))
+    sqlx::query(counter)
         .bind(task.id)
         .execute(&mut **tx)
         .await?;
@@ -191,7 +192,7 @@ pub(super) async fn apply_plan(
         None => "initial".into(),
     };
     insert_plan(tx, task.id, 1, &origin, plan).await?;
-    sqlx::query("UPDATE tasks SET plan_version = 1, updated_at = now() WHERE id = $1")
+    sqlx::query(sql!("task/first_plan_version"))
         .bind(task.id)
         .execute(&mut **tx)
         .await?;
@@ -281,7 +282,7 @@ pub(crate) async fn apply_evaluations(
             .filter(|k| !at_once(*k))
             .map(|k| items[k].task.id)
             .collect();
-        move_tasks(tx, &resting, TaskMove::Evaluate).await?;
+        evaluate_tasks(tx, &resting).await?;
     }
     let scored_here: Vec<Uuid> = (0..items.len())
         .filter(|k| !at_once(*k))
@@ -324,7 +325,7 @@ pub(crate) async fn apply_evaluations(
             }
         }
     }
-    move_tasks(tx, &succeeded, TaskMove::Succeed).await?;
+    succeed_tasks(tx, &succeeded).await?;
     succeed_at_once(tx, &at_once_ids, &at_once_scores).await?;
     Ok(next)
 }
@@ -358,43 +359,32 @@ async fn record_evaluations(
             .map(|i| json!(f(i.evaluation)))
             .collect::<Vec<_>>()
     };
-    sqlx::query(
-        "WITH e AS (
-             INSERT INTO evaluations (task_id, round, plan_version, overall_score, completeness,
-                     correctness, efficiency, reliability, is_successful, successes, failures,
-                     improvement_suggestions, raw)
-             SELECT * FROM unnest($1::uuid[], $2::int[], $3::int[], $4::float8[], $5::float8[],
-                                  $6::float8[], $7::float8[], $8::float8[], $9::bool[],
-                                  $10::jsonb[], $11::jsonb[], $12::jsonb[], $13::text[])
-             RETURNING task_id, overall_score)
-         UPDATE tasks t SET final_score = e.overall_score FROM e
-         WHERE t.id = e.task_id AND t.id = ANY($14)",
-    )
-    .bind(items.iter().map(|i| i.task.id).collect::<Vec<_>>())
-    .bind(items.iter().map(|i| i.task.round).collect::<Vec<_>>())
-    .bind(
-        items
-            .iter()
-            .map(|i| i.task.plan_version)
-            .collect::<Vec<_>>(),
-    )
-    .bind(col(|i| i.evaluation.overall_score.clamp(0.0, 100.0)))
-    .bind(col(|i| i.evaluation.dimensions.completeness))
-    .bind(col(|i| i.evaluation.dimensions.correctness))
-    .bind(col(|i| i.evaluation.dimensions.efficiency))
-    .bind(col(|i| i.evaluation.dimensions.reliability))
-    .bind(
-        items
-            .iter()
-            .map(|i| i.evaluation.overall_score >= i.task.success_threshold)
-            .collect::<Vec<_>>(),
-    )
-    .bind(list(|e| &e.successes))
-    .bind(list(|e| &e.failures))
-    .bind(list(|e| &e.improvement_suggestions))
-    .bind(items.iter().map(|i| i.raw).collect::<Vec<_>>())
-    .bind(scored_here)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(sql!("decision/insert_evaluations"))
+        .bind(items.iter().map(|i| i.task.id).collect::<Vec<_>>())
+        .bind(items.iter().map(|i| i.task.round).collect::<Vec<_>>())
+        .bind(
+            items
+                .iter()
+                .map(|i| i.task.plan_version)
+                .collect::<Vec<_>>(),
+        )
+        .bind(col(|i| i.evaluation.overall_score.clamp(0.0, 100.0)))
+        .bind(col(|i| i.evaluation.dimensions.completeness))
+        .bind(col(|i| i.evaluation.dimensions.correctness))
+        .bind(col(|i| i.evaluation.dimensions.efficiency))
+        .bind(col(|i| i.evaluation.dimensions.reliability))
+        .bind(
+            items
+                .iter()
+                .map(|i| i.evaluation.overall_score >= i.task.success_threshold)
+                .collect::<Vec<_>>(),
+        )
+        .bind(list(|e| &e.successes))
+        .bind(list(|e| &e.failures))
+        .bind(list(|e| &e.improvement_suggestions))
+        .bind(items.iter().map(|i| i.raw).collect::<Vec<_>>())
+        .bind(scored_here)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }

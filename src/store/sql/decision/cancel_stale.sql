@@ -1,0 +1,4 @@
+-- name: decision/cancel_stale
+-- move: DecisionMove::Cancel
+UPDATE decisions SET status = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, finished_at = now()
+WHERE id = $1 AND (status IN ('pending', 'running')) IS NOT FALSE

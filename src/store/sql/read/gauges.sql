@@ -1,0 +1,32 @@
+-- name: read/gauges
+SELECT 'tasks' AS family, status, '' AS tool, count(*) AS n, 0::float8 AS oldest_secs
+FROM tasks
+WHERE status IN ('pending', 'planning', 'running', 'reflecting', 'replanning',
+                 'evaluating', 'needs_intervention')
+GROUP BY status
+UNION ALL
+SELECT 'steps', 'ready', coalesce(tool_override, tool), count(*),
+       coalesce(extract(epoch FROM max(now() - run_after)), 0)::float8
+FROM steps WHERE status = 'ready' GROUP BY 3
+UNION ALL
+SELECT 'steps', 'running', coalesce(tool_override, tool), count(*), 0
+FROM steps WHERE status = 'running' GROUP BY 3
+UNION ALL
+SELECT 'workers', '', '', count(*), coalesce(sum(in_flight), 0)::float8
+FROM workers
+WHERE stopped_at IS NULL AND last_heartbeat > now() - make_interval(secs => lease_secs)
+UNION ALL
+-- the oldest open transaction on this database, any session (one the role may see:
+-- pg_read_all_stats shows every session's): what VACUUM must keep dead rows for
+SELECT 'db', 'oldest_transaction', '', count(*),
+       coalesce(extract(epoch FROM clock_timestamp() - min(xact_start)), 0)::float8
+FROM pg_stat_activity
+WHERE datname = current_database() AND xact_start IS NOT NULL
+  AND pid <> pg_backend_pid()
+UNION ALL
+-- every tool with a circuit row: open or half open (1) or closed (0), and its
+-- outages in a row
+SELECT 'circuits', CASE WHEN open_until IS NULL THEN 'closed'
+                        WHEN open_until > now() THEN 'open' ELSE 'half_open' END,
+       tool_id, consecutive_failures, 0
+FROM tool_circuits

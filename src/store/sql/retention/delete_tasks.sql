@@ -1,0 +1,2 @@
+-- name: retention/delete_tasks
+DELETE FROM tasks WHERE id = ANY($1)

@@ -1,0 +1,73 @@
+-- name: step/claim_pick
+-- The checked claim's first statement (a task cap or a limited tool in play): lock the
+-- candidate entries, their tasks and the limited tools, all SKIP LOCKED; step/claim_checked
+-- counts with a later snapshot and claims.
+WITH admit AS MATERIALIZED (
+    -- tasks without running steps this claim may start (-1: no cap); counted after the
+    -- admission lock was taken ($4), by an earlier statement
+    SELECT CASE WHEN $3 <= 0 THEN -1 WHEN NOT $4 THEN 0
+                ELSE greatest($3 - (SELECT count(DISTINCT task_id) FROM steps
+                                    WHERE status = 'running'), 0) END AS n
+), lanes AS MATERIALIZED (
+    -- the limited tools with claimable entries, locked so that the claim's count of their
+    -- running steps (the next statement, a later snapshot) is exact; a tool another claim
+    -- holds is skipped (its steps wait): no lock wait, no deadlock
+    SELECT b.tool_id FROM tool_buckets b
+    WHERE EXISTS (SELECT 1 FROM claim_queue q WHERE q.lane = b.tool_id AND NOT q.delayed)
+       OR EXISTS (SELECT 1 FROM claim_queue q
+                  WHERE q.delayed AND q.run_after <= now() AND q.lane = b.tool_id)
+    ORDER BY b.tool_id
+    FOR UPDATE OF b SKIP LOCKED
+), room AS MATERIALIZED (
+    -- how far to walk each locked tool's lane: its room as this snapshot sees it
+    SELECT l.tool_id, greatest(least(trellis_tool_room(t, b), $1), 0) AS n
+    FROM lanes l JOIN tools t ON t.id = l.tool_id JOIN tool_buckets b ON b.tool_id = l.tool_id
+), head AS MATERIALIZED (
+    -- without the admission lock under a cap, only tasks already running steps may get steps:
+    -- the head is left to the claim that holds it
+    SELECT q.step_id, q.task_id FROM claim_queue q
+    WHERE q.lane = '' AND NOT q.delayed AND (SELECT n FROM admit) <> 0
+    ORDER BY q.lane, q.priority DESC, q.task_created_at, q.task_id, q.position
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+), due AS MATERIALIZED (
+    SELECT q.step_id, q.task_id FROM claim_queue q
+    WHERE q.delayed AND q.run_after <= now() AND (SELECT n FROM admit) <> 0
+      AND (q.lane = '' OR q.lane IN (SELECT tool_id FROM lanes))
+    ORDER BY q.run_after
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+), limited AS MATERIALIZED (
+    SELECT x.step_id, x.task_id FROM room CROSS JOIN LATERAL (
+        SELECT q.step_id, q.task_id FROM claim_queue q
+        WHERE q.lane = room.tool_id AND NOT q.delayed AND (SELECT n FROM admit) <> 0
+        ORDER BY q.lane, q.priority DESC, q.task_created_at, q.task_id, q.position
+        LIMIT room.n
+        FOR UPDATE SKIP LOCKED) x
+), active AS MATERIALIZED (
+    -- under a task cap, the entries of tasks already running steps (they need no admission),
+    -- however far behind the head they are
+    SELECT x.step_id, x.task_id
+    FROM (SELECT DISTINCT task_id FROM steps WHERE status = 'running' AND $3 > 0) r
+    CROSS JOIN LATERAL (
+        SELECT q.step_id, q.task_id FROM claim_queue q
+        WHERE q.task_id = r.task_id AND (NOT q.delayed OR q.run_after <= now())
+          AND (q.lane = '' OR q.lane IN (SELECT tool_id FROM lanes))
+        FOR UPDATE SKIP LOCKED) x
+), cand AS MATERIALIZED (
+    SELECT step_id, task_id FROM head UNION SELECT step_id, task_id FROM due
+    UNION SELECT step_id, task_id FROM limited UNION SELECT step_id, task_id FROM active
+), locked AS MATERIALIZED (
+    SELECT t.id FROM tasks t,
+         (SELECT set_config('synchronous_commit',
+                 CASE WHEN $2 THEN 'off' ELSE current_setting('synchronous_commit') END, true)) AS commit_mode
+    -- by primary key (an id list, never a join the planner could turn into a scan)
+    WHERE t.id = ANY(ARRAY(SELECT DISTINCT task_id FROM cand))
+    ORDER BY t.id
+    FOR NO KEY UPDATE OF t SKIP LOCKED
+)
+SELECT coalesce((SELECT array_agg(step_id) FROM cand WHERE task_id IN (SELECT id FROM locked)),
+                '{}') AS steps,
+       coalesce((SELECT array_agg(id ORDER BY id) FROM locked), '{}') AS tasks,
+       coalesce((SELECT array_agg(tool_id ORDER BY tool_id) FROM lanes), '{}') AS tools,
+       (SELECT n FROM admit) AS admit

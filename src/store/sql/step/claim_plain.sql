@@ -1,0 +1,43 @@
+-- name: step/claim_plain
+-- move: StepMove::Claim (in step/_claim_lease)
+-- followed by step/_claim_lease and step/_claim_result
+WITH due AS MATERIALIZED (
+    SELECT q.step_id, q.task_id, q.priority, q.task_created_at, q.position
+    FROM claim_queue q
+    WHERE q.delayed AND q.run_after <= now() AND q.lane = ''
+    ORDER BY q.run_after
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+), head AS MATERIALIZED (
+    SELECT q.step_id, q.task_id, q.priority, q.task_created_at, q.position
+    FROM claim_queue q
+    WHERE q.lane = '' AND NOT q.delayed
+    ORDER BY q.lane, q.priority DESC, q.task_created_at, q.task_id, q.position
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+), cand AS MATERIALIZED (
+    SELECT * FROM head UNION ALL SELECT * FROM due
+    ORDER BY priority DESC, task_created_at, task_id, position
+    LIMIT $1
+), locked AS MATERIALIZED (
+    SELECT t.id, t.status = 'running' AND (t.deadline_at IS NULL OR t.deadline_at > now()) AS ok
+    FROM tasks t,
+         (SELECT set_config('synchronous_commit',
+                 CASE WHEN $2 THEN 'off' ELSE current_setting('synchronous_commit') END, true)) AS commit_mode
+    -- by primary key (an id list, never a join the planner could turn into a scan)
+    WHERE t.id = ANY(ARRAY(SELECT DISTINCT task_id FROM cand))
+    ORDER BY t.id
+    FOR NO KEY UPDATE OF t SKIP LOCKED
+), taken AS MATERIALIZED (
+    -- every entry of a locked task leaves the queue: claimed when the task runs with time
+    -- left; dropped when it no longer runs or its deadline passed (the sweep fails it), so
+    -- that no later claim walks over it again
+    SELECT c.*, l.ok FROM cand c JOIN locked l ON l.id = c.task_id
+), dequeued AS (
+    DELETE FROM claim_queue q
+    WHERE q.task_id = ANY(ARRAY(SELECT DISTINCT task_id FROM taken))
+      AND q.step_id = ANY(ARRAY(SELECT step_id FROM taken))
+), picked AS MATERIALIZED (
+    SELECT step_id AS id,
+           row_number() OVER (ORDER BY priority DESC, task_created_at, task_id, position) AS ord
+    FROM taken WHERE ok

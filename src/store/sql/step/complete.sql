@@ -1,0 +1,30 @@
+-- name: step/complete
+-- move: StepMove::Complete
+WITH i AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::jsonb[], $5::text[],
+                         $6::jsonb[], $7::uuid[])
+         AS i(step_id, task_id, token, output, tool, parameters, worker_id)
+), done AS (
+    UPDATE steps s
+    SET status = 'succeeded', output = i.output, error = NULL, attempts = s.attempts + 1,
+        lease_owner = NULL, lease_expires_at = NULL, finished_at = clock_timestamp(), updated_at = now()
+    FROM i
+    -- by primary key (the task and status checks are written so no index matches them)
+    WHERE s.id = i.step_id AND s.lease_token = i.token
+      AND (s.task_id = i.task_id AND s.status IN ('running')) IS NOT FALSE
+    RETURNING s.id, s.task_id, s.step_key, s.plan_version, s.attempts, s.started_at, s.output
+), recorded AS (
+    INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, parameters,
+                          status, output, worker_id, started_at, finished_at)
+    SELECT d.task_id, d.id, d.step_key, d.plan_version, d.attempts, i.tool, i.parameters,
+           'succeeded', d.output, i.worker_id, coalesce(d.started_at, now()), clock_timestamp()
+    FROM done d JOIN i ON i.step_id = d.id
+), healed AS (
+    -- a success closes its tool's circuit and resets its count of outages in a row; a
+    -- tool with no circuit row, or a closed one with nothing counted, is not written
+    UPDATE tool_circuits c
+    SET consecutive_failures = 0, open_until = NULL, probe_until = NULL, updated_at = now()
+    WHERE c.tool_id IN (SELECT DISTINCT i.tool FROM i)
+      AND (c.consecutive_failures > 0 OR c.open_until IS NOT NULL)
+)
+SELECT id, task_id, step_key, plan_version, attempts FROM done

@@ -1,0 +1,4 @@
+-- name: step/skip_open
+-- move: StepMove::Skip
+UPDATE steps SET status = 'skipped', updated_at = now(), finished_at = now()
+WHERE task_id = $1 AND status IN ('blocked', 'ready')

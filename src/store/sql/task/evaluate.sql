@@ -1,0 +1,5 @@
+-- name: task/evaluate
+-- move: TaskMove::Evaluate
+UPDATE tasks SET status = 'evaluating', updated_at = now(), state_version = state_version + 1,
+       finished_at = NULL
+WHERE id = $1 AND (status IN ('running', 'planning', 'replanning', 'needs_intervention')) IS NOT FALSE

@@ -1,0 +1,2 @@
+-- name: task/next_round
+UPDATE tasks SET round = round + 1 WHERE id = $1

@@ -1,0 +1,2 @@
+-- name: task/set_error
+UPDATE tasks SET error = $2 WHERE id = $1

@@ -1,0 +1,2 @@
+-- name: template/delete
+DELETE FROM templates WHERE id = $1

@@ -1,0 +1,2 @@
+-- name: tool/delete
+DELETE FROM tools WHERE id = $1 AND kind = 'http' RETURNING kind

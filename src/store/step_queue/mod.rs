@@ -1,0 +1,229 @@
+//! The step queue: claim ([`claim`]), complete ([`complete`]), fail ([`fail`]); and here the
+//! leases in between (heartbeat, release, defer) and what a running step reads.
+//!
+//! Architecture invariant: every state change of a running step is fenced on its
+//! [`StepLease`] — `(step id, lease_token, status = 'running')` — a worker whose lease was taken
+//! over gets [`StoreError::Fenced`] and changes nothing. No transaction here is held across a
+//! tool call.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::claim_queue;
+use super::steps::illegal;
+use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task, notify_ready};
+use crate::domain::model::{ToolFailure, event_kind};
+use crate::domain::tool::ToolDef;
+use crate::domain::transitions::StepMove;
+
+pub mod claim;
+pub mod complete;
+pub mod fail;
+
+pub use claim::{Claim, ClaimedStep};
+pub use complete::{Completed, Cycle, CycleDone, InlineEvaluation};
+pub use fail::FailOutcome;
+
+pub use crate::domain::recovery::FailurePolicy;
+
+/// Identifies one lease on one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StepLease {
+    pub step_id: Uuid,
+    pub task_id: Uuid,
+    pub lease_token: i64,
+}
+
+impl ClaimedStep {
+    pub fn fence(&self) -> StepLease {
+        StepLease {
+            step_id: self.id,
+            task_id: self.task_id,
+            lease_token: self.lease_token,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct StepSuccess {
+    pub fence: StepLease,
+    pub worker_id: Uuid,
+    pub tool: String,
+    pub parameters: Value,
+    pub output: Value,
+    /// Copied into the task's runtime metadata.
+    pub output_params: Map<String, Value>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StepFailure {
+    pub fence: StepLease,
+    pub worker_id: Uuid,
+    pub tool: String,
+    pub parameters: Value,
+    pub failure: ToolFailure,
+}
+
+/// What a step needs to resolve its parameters.
+#[derive(Debug, Clone)]
+pub struct StepContext {
+    pub outputs: HashMap<String, Value>,
+    /// Runtime metadata overlaid on task metadata.
+    pub metadata: Map<String, Value>,
+    /// The task's `context`.
+    pub context: Value,
+    pub tools: HashMap<String, ToolDef>,
+}
+
+/// A running step as locked by a fenced failure or release.
+#[derive(sqlx::FromRow)]
+struct LockedStep {
+    step_key: String,
+    plan_version: i32,
+    attempts: i32,
+    retry_count: i32,
+    rescue_count: i32,
+    started_at: Option<DateTime<Utc>>,
+    lease_owner: Option<Uuid>,
+    tool: String,
+    parameters: Value,
+}
+
+impl Store {
+    /// A listener on the ready channel (LISTEN/NOTIFY wakes idle workers).
+    pub async fn ready_listener(&self) -> Result<sqlx::postgres::PgListener> {
+        let mut l = sqlx::postgres::PgListener::connect_with(&self.pool).await?;
+        l.listen(super::READY_CHANNEL).await?;
+        Ok(l)
+    }
+
+    /// Extend the leases of the given `(id, lease_token)` steps and decisions (the work this
+    /// worker is still running) and record its heartbeat, in one statement. Returns the step
+    /// leases extended.
+    pub async fn heartbeat(
+        &self,
+        worker_id: Uuid,
+        lease_secs: f64,
+        steps: &[(Uuid, i64)],
+        decisions: &[(Uuid, i64)],
+    ) -> Result<u64> {
+        let (step_ids, step_tokens): (Vec<Uuid>, Vec<i64>) = steps.iter().copied().unzip();
+        let (dec_ids, dec_tokens): (Vec<Uuid>, Vec<i64>) = decisions.iter().copied().unzip();
+        // The fence is (id, lease token, owner): a row has an owner exactly while it is
+        // running (a CHECK constraint), so the status is not repeated here. Spelled out, it let
+        // the planner walk the partial index of running steps, whose dead entries grow with
+        // every claim until VACUUM (0.5 s a heartbeat at 100,000 queued tasks); by id, a
+        // heartbeat reads about what it renews.
+        let n: i64 = sqlx::query_scalar(sql!("step/heartbeat"))
+            .bind(worker_id)
+            .bind(lease_secs)
+            .bind(&step_ids)
+            .bind(&step_tokens)
+            .bind(&dec_ids)
+            .bind(&dec_tokens)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(n as u64)
+    }
+
+    /// Outputs of the named steps of a plan version that are done (succeeded or skipped).
+    pub async fn step_outputs(
+        &self,
+        task_id: Uuid,
+        plan_version: i32,
+        step_keys: &[String],
+    ) -> Result<HashMap<String, Value>> {
+        let outputs: Vec<(String, Value)> = sqlx::query_as(
+            "SELECT step_key, coalesce(output, 'null'::jsonb) FROM steps
+             WHERE task_id = $1 AND plan_version = $2 AND step_key = ANY($3)
+               AND status IN ('succeeded', 'skipped')",
+        )
+        .bind(task_id)
+        .bind(plan_version)
+        .bind(step_keys)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(outputs.into_iter().collect())
+    }
+
+    /// Give a step back without burning an attempt (graceful shutdown). Fenced.
+    pub async fn release_step(&self, fence: &StepLease, worker_id: Uuid) -> Result<()> {
+        in_tx!(self.pool, |tx| {
+            lock_task(tx, fence.task_id).await?;
+            let step = lock_running_step(tx, fence, false).await?;
+            release_running(tx, fence.step_id, None).await?;
+            claim_queue::sync(tx, &[fence.task_id]).await?;
+            append_events(
+                tx,
+                &[NewEvent::new(
+                    fence.task_id,
+                    event_kind::STEP_RELEASED,
+                    json!({"step_id": step.step_key, "worker_id": worker_id, "reason": "worker shutting down"}),
+                )],
+            )
+            .await?;
+            notify_ready(tx).await
+        })
+    }
+
+    /// Give a step back before its call, without an attempt, not to be claimed again before
+    /// `until`: its tool's circuit is open, another step is its probe, or a `Retry-After`
+    /// holds the tool (`why`). Fenced.
+    pub async fn defer_step(
+        &self,
+        fence: &StepLease,
+        worker_id: Uuid,
+        until: DateTime<Utc>,
+        why: &str,
+    ) -> Result<()> {
+        in_tx!(self.pool, |tx| {
+            lock_task(tx, fence.task_id).await?;
+            let step = lock_running_step(tx, fence, false).await?;
+            release_running(tx, fence.step_id, Some(until)).await?;
+            claim_queue::sync(tx, &[fence.task_id]).await?;
+            let payload = json!({"step_id": step.step_key, "worker_id": worker_id,
+                                 "until": until, "reason": why, "tool": step.tool});
+            let event = NewEvent::new(fence.task_id, event_kind::STEP_DEFERRED, payload);
+            append_events(tx, &[event]).await
+        })
+    }
+}
+
+/// Lock the step row if it still carries this lease. `require_expired` adds the lease deadline
+/// to the fence (rescue must not steal a lease its owner just renewed).
+async fn lock_running_step(
+    tx: &mut Tx,
+    fence: &StepLease,
+    require_expired: bool,
+) -> Result<LockedStep> {
+    sqlx::query_as(sql!("step/lock_running"))
+        .bind(fence.step_id)
+        .bind(fence.task_id)
+        .bind(fence.lease_token)
+        .bind(require_expired)
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or(StoreError::Fenced)
+}
+
+/// `running → ready` without an attempt (the caller holds the fenced step lock), claimable
+/// again at once or, with `until`, not before then.
+pub(crate) async fn release_running(
+    tx: &mut Tx,
+    step_id: Uuid,
+    until: Option<DateTime<Utc>>,
+) -> Result<()> {
+    let n = sqlx::query(sql!("step/release"))
+        .bind(step_id)
+        .bind(until)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    match n {
+        0 => Err(illegal(StepMove::Release, step_id)),
+        _ => Ok(()),
+    }
+}

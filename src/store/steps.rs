@@ -1,0 +1,105 @@
+//! The step moves that recovery and plan changes make (the queue's own — claim, complete,
+//! fail, release — live in [`super::step_queue`]): a tier 1 retry, a resume, supersede and skip,
+//! and failing a task's running steps. One named statement each in `sql/step/`.
+//!
+//! Statuses stay literals in the statements, so the planner still sees the partial indexes'
+//! predicates (`status = 'ready'`, `'running'`); a move of one step by id checks its status
+//! through an expression no index matches (see [`super::tasks`] for why).
+
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{Result, StoreError, Tx};
+use crate::domain::transitions::StepMove;
+
+/// A single-row move that matched no row: the caller checked the row's status under its lock,
+/// so this is our bug, never a state to overwrite.
+pub(crate) fn illegal(m: impl std::fmt::Debug, id: Uuid) -> StoreError {
+    StoreError::Corrupt(format!(
+        "{m:?} of {id} matched no row in its source statuses"
+    ))
+}
+
+/// Tier 1: `failed → ready` on the same row, overrides merged, after `delay_ms`.
+pub(crate) async fn rerun_failed(
+    tx: &mut Tx,
+    step_id: Uuid,
+    params: Option<Value>,
+    tool: Option<&str>,
+    delay_ms: u64,
+) -> Result<()> {
+    let n = sqlx::query(sql!("step/rerun"))
+        .bind(step_id)
+        .bind(params)
+        .bind(tool)
+        .bind(delay_ms as f64)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    match n {
+        0 => Err(illegal(StepMove::Rerun, step_id)),
+        _ => Ok(()),
+    }
+}
+
+/// Resume: every failed step of the plan version `failed → ready` with a fresh retry count.
+/// Returns (steps rerun, steps already open).
+pub(crate) async fn rerun_all_failed(
+    tx: &mut Tx,
+    task_id: Uuid,
+    version: i32,
+) -> Result<(i64, i64)> {
+    Ok(sqlx::query_as(sql!("step/rerun_all_failed"))
+        .bind(task_id)
+        .bind(version)
+        .fetch_one(&mut **tx)
+        .await?)
+}
+
+/// Tier 2: the failed row makes way for its repaired definition.
+pub(crate) async fn supersede_step(tx: &mut Tx, step_id: Uuid) -> Result<()> {
+    let n = sqlx::query(sql!("step/supersede"))
+        .bind(step_id)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    match n {
+        0 => Err(illegal(StepMove::Supersede, step_id)),
+        _ => Ok(()),
+    }
+}
+
+/// A new plan version replaces this one: its open and failed rows are superseded.
+pub(crate) async fn supersede_version(tx: &mut Tx, task_id: Uuid, version: i32) -> Result<()> {
+    sqlx::query(sql!("step/supersede_version"))
+        .bind(task_id)
+        .bind(version)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Blocked and ready steps of a task become skipped. Returns how many.
+pub(crate) async fn skip_open_steps(tx: &mut Tx, task_id: Uuid) -> Result<u64> {
+    Ok(sqlx::query(sql!("step/skip_open"))
+        .bind(task_id)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected())
+}
+
+/// Every running step of a task fails with `error` (its `category`), its lease token bumped so
+/// the holder's late result matches nothing; one failed attempt each. Returns their step keys.
+pub(crate) async fn fence_running_steps(
+    tx: &mut Tx,
+    task_id: Uuid,
+    error: &Value,
+    category: &str,
+) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar(sql!("step/fence_running"))
+        .bind(task_id)
+        .bind(error)
+        .bind(category)
+        .fetch_one(&mut **tx)
+        .await?)
+}
