@@ -444,3 +444,42 @@ fn store_modules_form_no_import_cycle() {
         visit(n, &graph, &mut vec![], &mut done);
     }
 }
+
+/// `docs/events.md`: (kind, its fields) in page order.
+fn documented() -> Vec<(String, std::collections::BTreeSet<String>)> {
+    let doc = include_str!("../docs/events.md");
+    let mut out: Vec<(String, std::collections::BTreeSet<String>)> = Vec::new();
+    for line in doc.lines() {
+        if let Some(kind) = line.strip_prefix("### `").and_then(|l| l.strip_suffix('`')) {
+            out.push((kind.to_string(), std::collections::BTreeSet::new()));
+        } else if let Some(field) = line.strip_prefix("| `").and_then(|l| l.split('`').next()) {
+            out.last_mut()
+                .expect("a field under a kind")
+                .1
+                .insert(field.to_string());
+        }
+    }
+    out
+}
+
+/// Events as a typed contract: `docs/events.md` lists exactly the kinds of
+/// `domain::event::Event`, in order, each with exactly its fields.
+#[test]
+fn the_event_docs_list_every_kind_with_its_fields() {
+    let documented = documented();
+    let kinds: Vec<&str> = documented.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        kinds,
+        trellis::domain::event::Event::KINDS,
+        "the kinds of docs/events.md, in order"
+    );
+    for (e, (kind, fields)) in trellis::domain::event::Event::examples()
+        .iter()
+        .zip(&documented)
+    {
+        let payload = e.payload();
+        let keys: std::collections::BTreeSet<String> =
+            payload.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(&keys, fields, "the fields of {kind}");
+    }
+}

@@ -1,13 +1,14 @@
 //! The limits in force for one task.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The largest task deadline accepted, in seconds (one year).
 pub const MAX_TASK_TIMEOUT_SECS: i32 = 366 * 24 * 3600;
 
 /// Limits in force for one task (configuration defaults, overridden per task at submit time).
-/// Serialized only into the `task_submitted` event payload.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// Serialized only into the `task_submitted` event payload (and read back from it).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Limits {
     pub max_step_retries: i32,
     pub max_single_step_repairs: i32,

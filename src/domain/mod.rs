@@ -8,7 +8,8 @@
 //! - [`transitions`]: the named moves between statuses (the transition tables);
 //! - [`records`]: rows as the store reads them (task, step, attempt, …);
 //! - [`decision`]: the decision vocabulary (input, context, outcome, answers, LLM usage);
-//! - [`model`]: plan definitions as clients submit them, event kinds, tool failures;
+//! - [`model`]: plan definitions as clients submit them, tool failures;
+//! - [`event`]: the events clients read, one typed variant per kind;
 //! - [`plan`] / [`params`]: plan validation and placeholder resolution;
 //! - [`recovery`]: the three-tier recovery as pure functions; [`failure`]: what a failed call
 //!   means (HTTP semantics, `Retry-After`, outages); [`schema_repair`]: parameters the tool's
@@ -21,6 +22,7 @@
 pub mod auth;
 pub mod circuit;
 pub mod decision;
+pub mod event;
 pub mod failure;
 pub mod limits;
 pub mod model;
@@ -38,5 +40,5 @@ pub mod tool;
 pub mod transitions;
 
 pub use limits::{Limits, MAX_TASK_TIMEOUT_SECS};
-pub use model::{ActionSpec, PlanSpec, StepSpec, ToolFailure, WORKER_LOST, event_kind};
+pub use model::{ActionSpec, PlanSpec, StepSpec, ToolFailure, WORKER_LOST};
 pub use status::{AttemptStatus, DecisionKind, DecisionStatus, StepStatus, TaskStatus};

@@ -1,39 +1,9 @@
-//! Plan definitions as clients submit them, event kinds, and tool errors as tools report them.
+//! Plan definitions as clients submit them, and tool errors as tools report them.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// Event kinds written to the `events` table (CONTRACT.md lists the binding ones).
-pub mod event_kind {
-    pub const TASK_SUBMITTED: &str = "task_submitted";
-    pub const TOOLS_SELECTED: &str = "tools_selected";
-    pub const PLAN_GENERATED: &str = "plan_generated";
-    pub const STEP_STARTED: &str = "step_started";
-    pub const STEP_COMPLETED: &str = "step_completed";
-    pub const STEP_FAILED: &str = "step_failed";
-    pub const RETRY_SCHEDULED: &str = "retry_scheduled";
-    pub const STEP_RELEASED: &str = "step_released";
-    /// A step given back before its call because its tool's circuit is open or a `Retry-After`
-    /// holds the tool: no attempt, its next claim not before `until`.
-    pub const STEP_DEFERRED: &str = "step_deferred";
-    pub const STEP_RESCUED: &str = "step_rescued";
-    pub const STEP_REFLECTED: &str = "step_reflected";
-    pub const STEP_REPAIRED: &str = "step_repaired";
-    pub const OVERALL_REFLECTED: &str = "overall_reflected";
-    pub const REPLANNED: &str = "replanned";
-    pub const EVALUATION_COMPLETED: &str = "evaluation_completed";
-    /// A reflection round ended unsuccessfully and the next one begins with a new plan.
-    pub const ROUND_STARTED: &str = "round_started";
-    pub const INTERVENTION_REQUIRED: &str = "intervention_required";
-    pub const TASK_RESUMED: &str = "task_resumed";
-    /// `POST /tasks/{id}/rerun`: a new plan version from a step of an ended task.
-    pub const TASK_RERUN: &str = "task_rerun";
-    pub const TASK_SUCCEEDED: &str = "task_succeeded";
-    pub const TASK_FAILED: &str = "task_failed";
-    pub const TASK_CANCELLED: &str = "task_cancelled";
-}
 
 /// A plan as submitted by a client (CONTRACT.md `plan`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]

@@ -2,13 +2,12 @@
 //! passes fails with `deadline_exceeded`. Claims already skip such a task; the workers'
 //! maintenance calls [`Store::expire_deadlines`] to end it.
 
-use serde_json::json;
-
 use super::lifecycle::fail_task;
 use super::steps::fence_running_steps;
 use super::tasks::lock_past_deadline;
 use super::{Result, Store, append_events};
 use crate::domain::ToolFailure;
+use crate::domain::event::TaskError;
 use crate::domain::model::DEADLINE_EXCEEDED;
 
 impl Store {
@@ -30,11 +29,15 @@ impl Store {
             for task_id in &due {
                 let fenced =
                     fence_running_steps(tx, *task_id, &step_error, DEADLINE_EXCEEDED).await?;
-                let error = json!({
-                    "code": DEADLINE_EXCEEDED,
-                    "message": "the task's deadline (limits.task_timeout_secs) passed before it finished",
-                    "fenced_steps": fenced,
-                });
+                let error = TaskError {
+                    code: Some(DEADLINE_EXCEEDED.into()),
+                    message: Some(
+                        "the task's deadline (limits.task_timeout_secs) passed before it finished"
+                            .into(),
+                    ),
+                    fenced_steps: Some(fenced),
+                    ..Default::default()
+                };
                 fail_task(tx, *task_id, error, &mut events).await?;
             }
             super::claim_queue::sync(tx, &due).await?;

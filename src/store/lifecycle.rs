@@ -1,7 +1,6 @@
 //! Task-level consequences shared by the step queue, the decision appliers and resume: fail a
 //! task, start its evaluation, start its overall reflection, log a recovery action.
 
-use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::decision_queue::cancel_open_decisions;
@@ -10,7 +9,7 @@ use super::steps::skip_open_steps;
 use super::tasks::move_task;
 use super::{NewEvent, Result, Tx};
 use crate::domain::decision::DecisionInput;
-use crate::domain::event_kind;
+use crate::domain::event::{self, Event, TaskError};
 use crate::domain::recovery::RecoveryAction;
 use crate::domain::status::DecisionKind;
 use crate::domain::transitions::TaskMove;
@@ -19,20 +18,22 @@ use crate::domain::transitions::TaskMove;
 pub(crate) async fn fail_task(
     tx: &mut Tx,
     task_id: Uuid,
-    error: Value,
+    error: TaskError,
     events: &mut Vec<NewEvent>,
 ) -> Result<()> {
     move_task(tx, task_id, TaskMove::Fail).await?;
     sqlx::query(sql!("task/set_error"))
         .bind(task_id)
-        .bind(&error)
+        .bind(sqlx::types::Json(&error))
         .execute(&mut **tx)
         .await?;
     let skipped = skip_open_steps(tx, task_id).await?;
     cancel_open_decisions(tx, task_id).await?;
-    let mut payload = error;
-    payload["skipped_steps"] = json!(skipped);
-    events.push(NewEvent::new(task_id, event_kind::TASK_FAILED, payload));
+    let failed = event::TaskFailed {
+        error,
+        skipped_steps: skipped,
+    };
+    events.push(NewEvent::new(task_id, Event::TaskFailed(failed)));
     Ok(())
 }
 

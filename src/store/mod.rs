@@ -29,6 +29,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
+use crate::domain::event::Event;
 use crate::domain::records::TaskRow;
 
 /// Run `$body` (an expression that may use `?` and `return`, evaluating to
@@ -377,21 +378,16 @@ impl Store {
     }
 }
 
-/// An event to append: `(task, kind, payload)`.
+/// An event to append to a task's log.
 #[derive(Debug, Clone)]
 pub struct NewEvent {
     pub task_id: Uuid,
-    pub kind: &'static str,
-    pub payload: Value,
+    pub event: Event,
 }
 
 impl NewEvent {
-    pub fn new(task_id: Uuid, kind: &'static str, payload: Value) -> Self {
-        Self {
-            task_id,
-            kind,
-            payload,
-        }
+    pub fn new(task_id: Uuid, event: Event) -> Self {
+        Self { task_id, event }
     }
 }
 
@@ -403,8 +399,10 @@ pub(crate) async fn append_events(tx: &mut Tx, events: &[NewEvent]) -> Result<()
         return Ok(());
     }
     let task_ids: Vec<Uuid> = events.iter().map(|e| e.task_id).collect();
-    let kinds: Vec<&str> = events.iter().map(|e| e.kind).collect();
-    let payloads: Vec<Value> = events.iter().map(|e| e.payload.clone()).collect();
+    // the one place an event is serialized (the claim and the submit statement build theirs in
+    // SQL; tests/events.rs reads every kind back as its variant)
+    let kinds: Vec<&str> = events.iter().map(|e| e.event.kind()).collect();
+    let payloads: Vec<Value> = events.iter().map(|e| e.event.payload()).collect();
     sqlx::query(sql!("event/append"))
         .bind(&task_ids)
         .bind(&kinds)

@@ -11,7 +11,7 @@ use super::lifecycle::start_evaluation;
 use super::steps::supersede_version;
 use super::tasks::move_task;
 use super::{NewEvent, Result, Tx, notify_ready};
-use crate::domain::event_kind;
+use crate::domain::event::{self, Event};
 use crate::domain::model::PlanSpec;
 use crate::domain::records::{StepRow, TaskRow};
 use crate::domain::recovery::{self, Carry, OldStep, Strategy};
@@ -263,14 +263,18 @@ fn replanned_events(
     [
         NewEvent::new(
             task.id,
-            event_kind::REPLANNED,
-            json!({"from_version": task.plan_version, "to_version": version, "strategy": strategy,
-                   "kept": kept, "skipped": skipped, "steps": plan.steps.len()}),
+            Event::Replanned(event::Replanned {
+                from_version: task.plan_version,
+                to_version: version,
+                strategy: strategy.clone(),
+                kept: kept.into_iter().cloned().collect(),
+                skipped: skipped.into_iter().cloned().collect(),
+                steps: plan.steps.len(),
+            }),
         ),
         NewEvent::new(
             task.id,
-            event_kind::PLAN_GENERATED,
-            json!({"version": version, "origin": origin, "steps": plan.steps.len()}),
+            event::plan_generated(version, origin, plan.steps.len()),
         ),
     ]
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::plans::{install_version, live_steps, old_steps};
@@ -13,7 +13,7 @@ use super::tasks::move_task;
 use super::{
     NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task, task_status,
 };
-use crate::domain::event_kind;
+use crate::domain::event::{self, Event};
 use crate::domain::model::{PlanSpec, StepSpec};
 use crate::domain::plan::{self, downstream};
 use crate::domain::records::StepRow;
@@ -58,16 +58,19 @@ impl Store {
             let events = [
                 NewEvent::new(
                     id,
-                    event_kind::TASK_RERUN,
-                    json!({"from_status": task.status, "from_step": r.from_step,
-                           "from_version": task.plan_version, "to_version": version,
-                           "kept": kept, "rerun": rerun,
-                           "step_overrides": r.step_overrides.keys().collect::<Vec<_>>()}),
+                    Event::TaskRerun(event::TaskRerun {
+                        from_status: task.status,
+                        from_step: r.from_step.clone(),
+                        from_version: task.plan_version,
+                        to_version: version,
+                        kept: kept.into_iter().cloned().collect(),
+                        rerun: rerun.into_iter().cloned().collect(),
+                        step_overrides: r.step_overrides.keys().cloned().collect(),
+                    }),
                 ),
                 NewEvent::new(
                     id,
-                    event_kind::PLAN_GENERATED,
-                    json!({"version": version, "origin": "rerun", "steps": plan.steps.len()}),
+                    event::plan_generated(version, "rerun", plan.steps.len()),
                 ),
             ];
             move_task(tx, id, TaskMove::Rerun).await?;

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 mod bulk;
@@ -16,7 +16,7 @@ use super::{
     NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task, notify_ready,
     task_status,
 };
-use crate::domain::event_kind;
+use crate::domain::event::{self, Event};
 use crate::domain::limits::Limits;
 use crate::domain::model::PlanSpec;
 use crate::domain::records::TaskRow;
@@ -143,8 +143,10 @@ impl Store {
                 tx,
                 &[NewEvent::new(
                     id,
-                    event_kind::TASK_CANCELLED,
-                    json!({"previous_status": status, "skipped_steps": skipped}),
+                    Event::TaskCancelled(event::TaskCancelled {
+                        previous_status: status,
+                        skipped_steps: skipped,
+                    }),
                 )],
             )
             .await?;
@@ -166,9 +168,11 @@ impl Store {
             }
             let mut events = vec![NewEvent::new(
                 id,
-                event_kind::TASK_RESUMED,
-                json!({"stop_reason": task.stop_reason, "with_plan": r.plan.is_some(),
-                       "step_overrides": r.step_overrides.keys().collect::<Vec<_>>()}),
+                Event::TaskResumed(event::TaskResumed {
+                    stop_reason: task.stop_reason.clone(),
+                    with_plan: r.plan.is_some(),
+                    step_overrides: r.step_overrides.keys().cloned().collect(),
+                }),
             )];
             sqlx::query(sql!("task/reset_for_resume"))
                 .bind(id)

@@ -1,11 +1,11 @@
 //! Step-level outcomes: the step reflection (tier 1 retry, or on to a repair or the task's
 //! reflection) and the single-step repair (tier 2).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{Applying, Reflected, category, insert_reflection, keep_backing_off};
 use crate::domain::decision::{Answer, DecisionInput};
-use crate::domain::event_kind;
+use crate::domain::event::{self, Event};
 use crate::domain::model::{PlanSpec, StepSpec};
 use crate::domain::records::StepRow;
 use crate::domain::recovery::{
@@ -33,10 +33,13 @@ pub(super) async fn apply_step_reflection(
     } = r;
     events.push(NewEvent::new(
         task.id,
-        event_kind::STEP_REFLECTED,
-        json!({"step_id": step.step_key, "root_cause_category": r.root_cause_category,
-               "is_recoverable": r.is_recoverable, "suggested_action": r.suggested_action,
-               "fallback": fallback}),
+        Event::StepReflected(event::StepReflected {
+            step_key: step.step_key.clone(),
+            root_cause_category: r.root_cause_category.clone(),
+            is_recoverable: r.is_recoverable,
+            suggested_action: r.suggested_action.clone(),
+            fallback,
+        }),
     ));
     let known = known_tools(tx).await?;
     let counters = task.counters(Some(step), policy.max_rescues);
@@ -97,33 +100,24 @@ async fn retry_step(
     category: Option<&str>,
     events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
-    let (action, key, value, params, tool) = match retry {
-        Retry::Params(p) => {
-            let action = RecoveryAction::RetryWithParams;
-            (action, "adjusted_parameters", p.clone(), Some(p), None)
-        }
-        Retry::Schema(p) => {
-            let action = RecoveryAction::SchemaRepair;
-            (action, "adjusted_parameters", p.clone(), Some(p), None)
-        }
-        Retry::Tool(t) => (
-            RecoveryAction::RetryWithTool,
-            "alternative_tool",
-            json!(t),
-            None,
-            Some(t),
-        ),
+    let (action, params, tool) = match retry {
+        Retry::Params(p) => (RecoveryAction::RetryWithParams, Some(p), None),
+        Retry::Schema(p) => (RecoveryAction::SchemaRepair, Some(p), None),
+        Retry::Tool(t) => (RecoveryAction::RetryWithTool, None, Some(t)),
     };
-    rerun_failed(tx, step.id, params, tool.as_deref(), delay_ms).await?;
+    rerun_failed(tx, step.id, params.clone(), tool.as_deref(), delay_ms).await?;
     notify_ready(tx).await?;
     record_recovery(tx, c.input.attempt_id, action, category).await?;
-    let mut payload = json!({"step_id": step.step_key, "tier": 1, "next_attempt": step.attempts + 1,
-                             "delay_ms": delay_ms});
-    payload[key] = value;
     events.push(NewEvent::new(
         c.task.id,
-        event_kind::RETRY_SCHEDULED,
-        payload,
+        Event::RetryScheduled(event::RetryScheduled {
+            step_key: step.step_key.clone(),
+            next_attempt: step.attempts + 1,
+            delay_ms,
+            tier: 1,
+            adjusted_parameters: params,
+            alternative_tool: tool,
+        }),
     ));
     Ok(None)
 }
@@ -160,14 +154,19 @@ pub(super) async fn apply_repair(
             record_recovery(tx, input.attempt_id, RecoveryAction::Repair, category).await?;
             events.push(NewEvent::new(
                 task.id,
-                event_kind::STEP_REPAIRED,
-                json!({"step_id": step.step_key, "ok": true, "old_tool": step.effective_tool(),
-                       "new_tool": spec.tool, "new_step": spec, "plan_version": version}),
+                Event::StepRepaired(event::StepRepaired {
+                    step_key: step.step_key.clone(),
+                    ok: true,
+                    old_tool: Some(step.effective_tool().to_string()),
+                    new_tool: Some(spec.tool.clone()),
+                    new_step: Some(spec.clone()),
+                    plan_version: Some(version),
+                    reason: None,
+                }),
             ));
             events.push(NewEvent::new(
                 task.id,
-                event_kind::PLAN_GENERATED,
-                json!({"version": version, "origin": "repair", "steps": plan.steps.len()}),
+                event::plan_generated(version, "repair", plan.steps.len()),
             ));
             notify_ready(tx).await?;
             Ok(None)
@@ -176,8 +175,15 @@ pub(super) async fn apply_repair(
             record_recovery(tx, input.attempt_id, RecoveryAction::RepairFailed, category).await?;
             events.push(NewEvent::new(
                 task.id,
-                event_kind::STEP_REPAIRED,
-                json!({"step_id": step.step_key, "ok": false, "reason": reason}),
+                Event::StepRepaired(event::StepRepaired {
+                    step_key: step.step_key.clone(),
+                    ok: false,
+                    old_tool: None,
+                    new_tool: None,
+                    new_step: None,
+                    plan_version: None,
+                    reason: Some(reason.clone()),
+                }),
             ));
             let next = DecisionInput {
                 trigger: Some(Trigger::StepFailure),

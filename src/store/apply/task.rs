@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::{Applying, Reflected, category, insert_reflection, keep_backing_off};
 use crate::domain::decision::{Answer, DecisionInput, Planned, ToolSelection};
-use crate::domain::event_kind;
+use crate::domain::event::{self, Event, TaskError};
 use crate::domain::records::{StepRow, TaskRow};
 use crate::domain::recovery::{
     self, AfterEvaluation, AfterOverall, Carry, Evaluation, FailurePolicy, OverallReflection,
@@ -37,10 +37,15 @@ pub(super) async fn apply_overall(
     let trigger = input.trigger.unwrap_or(Trigger::StepFailure);
     events.push(NewEvent::new(
         task.id,
-        event_kind::OVERALL_REFLECTED,
-        json!({"trigger": trigger, "step_id": input.step_key, "should_replan": r.should_replan,
-               "replanning_strategy": r.replanning_strategy, "stop_reason": r.stop_reason,
-               "root_causes": r.root_causes, "fallback": fallback}),
+        Event::OverallReflected(event::OverallReflected {
+            trigger,
+            step_key: input.step_key.clone(),
+            should_replan: r.should_replan,
+            replanning_strategy: r.replanning_strategy.clone(),
+            stop_reason: r.stop_reason.clone(),
+            root_causes: r.root_causes.clone(),
+            fallback,
+        }),
     ));
     let counters = task.counters(step, policy.max_rescues);
     let category = category(input);
@@ -73,14 +78,16 @@ pub(super) async fn apply_overall(
             record_recovery(tx, input.attempt_id, RecoveryAction::Intervention, category).await?;
             events.push(NewEvent::new(
                 task.id,
-                event_kind::INTERVENTION_REQUIRED,
-                json!({"step_id": input.step_key, "reason": reason}),
+                Event::InterventionRequired(event::InterventionRequired {
+                    step_key: input.step_key.clone(),
+                    reason,
+                }),
             ));
             Ok(None)
         }
         AfterOverall::Fail { reason } => {
             record_recovery(tx, input.attempt_id, RecoveryAction::Fail, category).await?;
-            let error = json!({"step_id": input.step_key, "reason": reason});
+            let error = TaskError::at_step(input.step_key.as_deref(), reason);
             fail_task(tx, task.id, error, events).await?;
             Ok(None)
         }
@@ -107,7 +114,7 @@ pub(super) async fn apply_replan(
         Err(reason) => {
             record_recovery(tx, input.attempt_id, RecoveryAction::ReplanFailed, category).await?;
             let reason = format!("replanning failed: {reason}");
-            let error = json!({"step_id": input.step_key, "reason": reason});
+            let error = TaskError::at_step(input.step_key.as_deref(), reason);
             fail_task(tx, task.id, error, events).await?;
             return Ok(None);
         }
@@ -122,9 +129,11 @@ pub(super) async fn apply_replan(
         Trigger::Evaluation => {
             events.push(NewEvent::new(
                 task.id,
-                event_kind::ROUND_STARTED,
-                json!({"round": task.round + 1, "plan_version": task.plan_version + 1,
-                       "strategy": strategy.name()}),
+                Event::RoundStarted(event::RoundStarted {
+                    round: task.round + 1,
+                    plan_version: task.plan_version + 1,
+                    strategy: strategy.name().into(),
+                }),
             ));
             sql!("task/next_round")
         }
@@ -158,10 +167,14 @@ async fn checked_plan(
 fn tools_selected(task_id: Uuid, sel: &ToolSelection, phase: &str) -> NewEvent {
     NewEvent::new(
         task_id,
-        event_kind::TOOLS_SELECTED,
-        json!({"phase": phase, "selected_tools": sel.selected_tools, "reasoning": sel.reasoning,
-               "changes_summary": sel.changes_summary, "task_type": sel.task_type,
-               "workflow_id": sel.workflow_id}),
+        Event::ToolsSelected(event::ToolsSelected {
+            phase: phase.into(),
+            selected_tools: sel.selected_tools.clone(),
+            reasoning: sel.reasoning.clone(),
+            changes_summary: sel.changes_summary.clone(),
+            task_type: sel.task_type.clone(),
+            workflow_id: sel.workflow_id.clone(),
+        }),
     )
 }
 
@@ -178,7 +191,7 @@ pub(super) async fn apply_plan(
     let planned = match checked_plan(tx, answer, "the plan").await? {
         Ok(p) => p,
         Err(reason) => {
-            let error = json!({"reason": format!("planning failed: {reason}")});
+            let error = TaskError::at_step(None, format!("planning failed: {reason}"));
             fail_task(tx, task.id, error, events).await?;
             return Ok(None);
         }
@@ -199,9 +212,13 @@ pub(super) async fn apply_plan(
     let runnable = insert_steps_for_version(tx, task, 1, plan, &Carry::default(), 0).await?;
     events.push(NewEvent::new(
         task.id,
-        event_kind::PLAN_GENERATED,
-        json!({"version": 1, "origin": origin, "steps": plan.steps.len(),
-               "reasoning": plan.reasoning, "estimated_duration": plan.estimated_duration}),
+        Event::PlanGenerated(event::PlanGenerated {
+            version: 1,
+            origin,
+            steps: plan.steps.len(),
+            reasoning: Some(plan.reasoning.clone()),
+            estimated_duration: Some(json!(plan.estimated_duration)),
+        }),
     ));
     if runnable == 0 {
         return start_evaluation(tx, task.id, Some(lease)).await;
@@ -296,9 +313,12 @@ pub(crate) async fn apply_evaluations(
         let successful = e.overall_score >= task.success_threshold;
         events.push(NewEvent::new(
             task.id,
-            event_kind::EVALUATION_COMPLETED,
-            json!({"round": task.round, "overall_score": e.overall_score, "is_successful": successful,
-                   "dimensions": e.dimensions}),
+            Event::EvaluationCompleted(event::EvaluationCompleted {
+                round: task.round,
+                overall_score: e.overall_score,
+                is_successful: successful,
+                dimensions: e.dimensions.clone(),
+            }),
         ));
         match outcome {
             AfterEvaluation::Succeed => {
@@ -310,8 +330,11 @@ pub(crate) async fn apply_evaluations(
                 }
                 events.push(NewEvent::new(
                     task.id,
-                    event_kind::TASK_SUCCEEDED,
-                    json!({"plan_version": task.plan_version, "final_score": e.overall_score, "round": task.round}),
+                    Event::TaskSucceeded(event::TaskSucceeded {
+                        plan_version: task.plan_version,
+                        final_score: e.overall_score,
+                        round: task.round,
+                    }),
                 ));
             }
             AfterEvaluation::Reflect => {
@@ -320,7 +343,11 @@ pub(crate) async fn apply_evaluations(
                 }
             }
             AfterEvaluation::Fail { reason } => {
-                let error = json!({"reason": reason, "final_score": e.overall_score});
+                let error = TaskError {
+                    reason: Some(reason),
+                    final_score: Some(e.overall_score),
+                    ..Default::default()
+                };
                 fail_task(tx, task.id, error, events).await?;
             }
         }

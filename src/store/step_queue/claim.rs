@@ -245,7 +245,7 @@ fn plain_args<'q, O>(q: PgQueryAs<'q, O>, c: &Claim, async_commit: bool) -> PgQu
         .bind(async_commit)
         .bind(c.worker_id)
         .bind(c.lease_secs)
-        .bind(crate::domain::model::event_kind::STEP_STARTED)
+        .bind(crate::domain::event::StepStarted::KIND)
 }
 
 /// [`CLAIM_CHECKED`]'s parameters.
@@ -254,7 +254,7 @@ fn checked_args<'q, O>(q: PgQueryAs<'q, O>, p: &'q Picked, c: &Claim) -> PgQuery
         .bind(c.limit)
         .bind(c.worker_id)
         .bind(c.lease_secs)
-        .bind(crate::domain::model::event_kind::STEP_STARTED)
+        .bind(crate::domain::event::StepStarted::KIND)
         .bind(&p.tools)
         .bind(p.admit)
         .bind(&p.tasks)

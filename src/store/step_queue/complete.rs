@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::super::apply::{Evaluated, Stage, apply_evaluations};
@@ -15,7 +15,7 @@ use super::super::{NewEvent, Result, Store, StoreError, Tx, append_events, notif
 use super::claim::{Claim, ClaimedStep, claim_in};
 use super::{FailurePolicy, StepSuccess};
 use crate::domain::decision::{DecisionContext, DecisionInput};
-use crate::domain::model::event_kind;
+use crate::domain::event::{self, Event};
 use crate::domain::records::{AttemptRow, StepRow, TaskRow};
 use crate::domain::recovery::Evaluation;
 use crate::domain::status::TaskStatus;
@@ -164,8 +164,12 @@ async fn complete_batch(tx: &mut Tx, c: &Cycle<'_>) -> Result<(Vec<Completed>, b
         .map(|(s, d)| {
             NewEvent::new(
                 d.task_id,
-                event_kind::STEP_COMPLETED,
-                json!({"step_id": d.step_key, "attempt": d.attempts, "tool": s.tool}),
+                Event::StepCompleted(event::StepCompleted {
+                    step_key: d.step_key.clone(),
+                    attempt: d.attempts,
+                    tool: s.tool.clone(),
+                    promoted: vec![],
+                }),
             )
         })
         .collect();
@@ -435,12 +439,12 @@ fn note_promoted(events: &mut [NewEvent], task_id: Uuid, promoted: &[String]) {
     if promoted.is_empty() {
         return;
     }
-    if let Some(e) = events
-        .iter_mut()
-        .rev()
-        .find(|e| e.task_id == task_id && e.kind == event_kind::STEP_COMPLETED)
-    {
-        e.payload["promoted"] = json!(promoted);
+    let last = events.iter_mut().rev().find_map(|e| match &mut e.event {
+        Event::StepCompleted(c) if e.task_id == task_id => Some(c),
+        _ => None,
+    });
+    if let Some(c) = last {
+        c.promoted = promoted.to_vec();
     }
 }
 

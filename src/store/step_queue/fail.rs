@@ -5,7 +5,7 @@
 //! retry after its backoff, a step reflection leased to the failing worker, or the task's
 //! failure. Rescue of a lost worker's step is the same path with category `worker_lost`.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::super::circuits;
@@ -17,7 +17,8 @@ use super::super::{
 };
 use super::{FailurePolicy, LockedStep, StepFailure, StepLease, lock_running_step};
 use crate::domain::decision::DecisionInput;
-use crate::domain::model::{ToolFailure, WORKER_LOST, event_kind};
+use crate::domain::event::{self, Event, TaskError};
+use crate::domain::model::{ToolFailure, WORKER_LOST};
 use crate::domain::records::TaskRow;
 use crate::domain::recovery::{self, AfterFailure, Counted, Counters, Failed, RecoveryAction};
 use crate::domain::status::{DecisionKind, TaskStatus};
@@ -229,16 +230,22 @@ async fn follow_failure(
     let (lost, attempt, c) = (counted.lost, counted.attempt, &counted.counters);
     let mut events = vec![NewEvent::new(
         task_id,
-        event_kind::STEP_FAILED,
-        json!({"step_id": step.step_key, "attempt": attempt, "error": error,
-               "retry_count": c.retry_count, "rescue_count": c.rescue_count,
-               "consecutive_failures": c.consecutive_failures}),
+        Event::StepFailed(event::StepFailed {
+            step_key: step.step_key.clone(),
+            attempt,
+            error: error.clone(),
+            retry_count: c.retry_count,
+            rescue_count: c.rescue_count,
+            consecutive_failures: c.consecutive_failures,
+        }),
     )];
     if lost {
         events.push(NewEvent::new(
             task_id,
-            event_kind::STEP_RESCUED,
-            json!({"step_id": step.step_key, "lost_worker_id": step.lease_owner}),
+            Event::StepRescued(event::StepRescued {
+                step_key: step.step_key.clone(),
+                lost_worker_id: step.lease_owner,
+            }),
         ));
     }
     let mut decision = None;
@@ -249,9 +256,14 @@ async fn follow_failure(
             }
             events.push(NewEvent::new(
                 task_id,
-                event_kind::RETRY_SCHEDULED,
-                json!({"step_id": step.step_key, "next_attempt": attempt + 1, "delay_ms": delay_ms,
-                       "tier": if lost { 0 } else { 1 }}),
+                Event::RetryScheduled(event::RetryScheduled {
+                    step_key: step.step_key.clone(),
+                    next_attempt: attempt + 1,
+                    delay_ms: *delay_ms,
+                    tier: if lost { 0 } else { 1 },
+                    adjusted_parameters: None,
+                    alternative_tool: None,
+                }),
             ));
             notify_ready(tx).await?;
         }
@@ -271,7 +283,10 @@ async fn follow_failure(
                 create_decision(tx, task_id, kind, Some(f.fence.step_id), &input, lease).await?;
         }
         AfterFailure::FailTask { reason } if counted.active => {
-            let error = json!({"step_id": step.step_key, "reason": reason, "last_error": error});
+            let error = TaskError {
+                last_error: Some(error.clone()),
+                ..TaskError::at_step(Some(&step.step_key), reason.as_str())
+            };
             fail_task(tx, task_id, error, &mut events).await?;
         }
         AfterFailure::FailTask { .. } => {}

@@ -9,13 +9,14 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::claim_queue;
 use super::steps::illegal;
 use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task, notify_ready};
-use crate::domain::model::{ToolFailure, event_kind};
+use crate::domain::event::{self, Event};
+use crate::domain::model::ToolFailure;
 use crate::domain::tool::ToolDef;
 use crate::domain::transitions::StepMove;
 
@@ -160,8 +161,11 @@ impl Store {
                 tx,
                 &[NewEvent::new(
                     fence.task_id,
-                    event_kind::STEP_RELEASED,
-                    json!({"step_id": step.step_key, "worker_id": worker_id, "reason": "worker shutting down"}),
+                    Event::StepReleased(event::StepReleased {
+                        step_key: step.step_key,
+                        worker_id,
+                        reason: "worker shutting down".into(),
+                    }),
                 )],
             )
             .await?;
@@ -184,9 +188,14 @@ impl Store {
             let step = lock_running_step(tx, fence, false).await?;
             release_running(tx, fence.step_id, Some(until)).await?;
             claim_queue::sync(tx, &[fence.task_id]).await?;
-            let payload = json!({"step_id": step.step_key, "worker_id": worker_id,
-                                 "until": until, "reason": why, "tool": step.tool});
-            let event = NewEvent::new(fence.task_id, event_kind::STEP_DEFERRED, payload);
+            let deferred = event::StepDeferred {
+                step_key: step.step_key,
+                worker_id,
+                until,
+                reason: why.into(),
+                tool: step.tool,
+            };
+            let event = NewEvent::new(fence.task_id, Event::StepDeferred(deferred));
             append_events(tx, &[event]).await
         })
     }

@@ -3,13 +3,13 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::{NewTask, Submitted};
 use crate::domain::PlanSpec;
 use crate::domain::decision::DecisionInput;
-use crate::domain::event_kind;
+use crate::domain::event::{self, Event};
 use crate::domain::status::{StepStatus, TaskStatus};
 use crate::store::{DECISIONS_PAYLOAD, READY_CHANNEL, Result, StoreError};
 
@@ -141,8 +141,8 @@ impl Batch {
         let rows: Vec<Row> = sqlx::query_as(INSERT)
             .bind(&self.tools)
             .bind(serde_json::to_value(DecisionInput::default()).expect("input serializes"))
-            .bind(event_kind::TASK_SUBMITTED)
-            .bind(event_kind::PLAN_GENERATED)
+            .bind(event::TaskSubmitted::KIND)
+            .bind(event::PlanGenerated::KIND)
             .bind(READY_CHANNEL)
             .bind(DECISIONS_PAYLOAD)
             .bind(self.notify)
@@ -257,14 +257,20 @@ impl TaskColumns {
             Some(id) => format!("template:{id}"),
             None => "initial".into(),
         };
-        self.submitted
-            .push(json!({"description": t.description, "priority": t.priority,
-            "limits": t.limits, "planned_by_brain": t.plan.is_none(), "template": t.template}));
-        self.generated.push(
-            t.plan
-                .as_ref()
-                .map(|p| json!({"version": 1, "origin": origin, "steps": p.steps.len()})),
-        );
+        // built here, stored by the statement ($35, $36)
+        let submitted = Event::TaskSubmitted(event::TaskSubmitted {
+            description: t.description.clone(),
+            priority: t.priority,
+            limits: t.limits,
+            planned_by_brain: t.plan.is_none(),
+            template: t.template.clone(),
+        });
+        self.submitted.push(submitted.payload());
+        let generated = t
+            .plan
+            .as_ref()
+            .map(|p| event::plan_generated(1, &origin, p.steps.len()));
+        self.generated.push(generated.map(|e| e.payload()));
         self.ord.push(ord as i32);
         self.id.push(id);
         self.description.push(t.description.clone());
