@@ -1,7 +1,6 @@
 //! The real `trellis` binary against a real API server (fresh database, in-process worker).
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use trellis::testkit as common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -226,7 +226,7 @@ pub fn step(s: &StepRow) -> PlanStepView {
         dependencies: s.dependencies.clone(),
         expected_output: s.expected_output.clone(),
         optional: s.optional,
-        actions: redacted(&s.actions),
+        actions: redacted(&serde_json::to_value(&s.actions.0).unwrap_or_default()),
         status: s.status,
         retry_count: s.retry_count,
         attempts: s.attempts,

@@ -2,7 +2,7 @@
 //! variant per kind with a typed payload, serialized in one place ([`Event::kind`],
 //! [`Event::payload`]). The wire names are the contract's (CONTRACT.md, `docs/events.md`):
 //! a field the code calls `step_key` is `step_id` on the wire, as clients have always read it.
-//! `tests/events.rs` checks that every stored event of a run of every path parses as its
+//! `tests/it/events.rs` checks that every stored event of a run of every path parses as its
 //! variant (those the claim and the submit statement build in SQL included) and that
 //! `docs/events.md` lists every kind with its fields.
 

@@ -1,7 +1,7 @@
 //! The domain: Trellis's vocabulary, pure and at the bottom of the crate.
 //!
 //! Architecture invariant: nothing here imports another module of the crate (a test in
-//! `tests/architecture.rs` checks it), does I/O, or holds a connection. `store`, `brain`,
+//! `tests/it/architecture.rs` checks it), does I/O, or holds a connection. `store`, `brain`,
 //! `tools`, `worker` and `api` all build on these types; none of them is needed to read them.
 //!
 //! - [`status`]: typed statuses and kinds, stored as text;

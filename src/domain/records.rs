@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::model::StepSpec;
+use super::model::{ActionSpec, StepSpec};
 use super::params::merge_overrides;
 use super::recovery::Counters;
 use super::status::{AttemptStatus, StepStatus, TaskStatus};
@@ -86,7 +86,8 @@ pub struct StepRow {
     pub dependencies: Vec<String>,
     pub expected_output: String,
     pub optional: bool,
-    pub actions: Value,
+    /// The step's actions (a decode failure is `Corrupt`, never an empty list).
+    pub actions: sqlx::types::Json<Vec<ActionSpec>>,
     pub status: StepStatus,
     pub retry_count: i32,
     pub attempts: i32,
@@ -121,7 +122,7 @@ impl StepRow {
             dependencies: self.dependencies.clone(),
             expected_output: self.expected_output.clone(),
             optional: self.optional,
-            actions: serde_json::from_value(self.actions.clone()).unwrap_or_default(),
+            actions: self.actions.0.clone(),
         }
     }
 }

@@ -7,8 +7,6 @@ use std::collections::HashMap;
 
 use uuid::Uuid;
 
-use serde_json::Value;
-
 use super::steps::illegal;
 use super::tasks::try_move_task;
 use super::{Result, Store, StoreError, Tx, notify_decisions};
@@ -25,7 +23,8 @@ pub struct ClaimedDecision {
     pub task_id: Uuid,
     pub kind: DecisionKind,
     pub step_id: Option<Uuid>,
-    pub input: Value,
+    /// Decoded when read: a row that does not decode is `Corrupt`, never an empty input.
+    pub input: sqlx::types::Json<DecisionInput>,
     pub lease_token: i64,
     pub rescue_count: i32,
 }
@@ -47,9 +46,9 @@ impl ClaimedDecision {
         }
     }
 
-    /// What the decision was created with (an unreadable input reads as empty).
+    /// What the decision was created with.
     pub fn input(&self) -> DecisionInput {
-        serde_json::from_value(self.input.clone()).unwrap_or_default()
+        self.input.0.clone()
     }
 }
 

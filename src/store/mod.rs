@@ -400,7 +400,7 @@ pub(crate) async fn append_events(tx: &mut Tx, events: &[NewEvent]) -> Result<()
     }
     let task_ids: Vec<Uuid> = events.iter().map(|e| e.task_id).collect();
     // the one place an event is serialized (the claim and the submit statement build theirs in
-    // SQL; tests/events.rs reads every kind back as its variant)
+    // SQL; tests/it/events.rs reads every kind back as its variant)
     let kinds: Vec<&str> = events.iter().map(|e| e.event.kind()).collect();
     let payloads: Vec<Value> = events.iter().map(|e| e.event.payload()).collect();
     sqlx::query(sql!("event/append"))

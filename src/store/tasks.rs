@@ -1,5 +1,5 @@
 //! A task's status moves ([`TaskMove`]): one named statement each in `sql/task/`, its status
-//! literals checked against the move by `tests/architecture.rs`. A move of one task that
+//! literals checked against the move by `tests/it/architecture.rs`. A move of one task that
 //! matches nothing is [`StoreError::Corrupt`], never an overwrite; a move of a set moves every
 //! task of the set or none (the transaction rolls back).
 //!

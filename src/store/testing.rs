@@ -165,7 +165,7 @@ impl Store {
     }
 }
 
-/// The numbers a recovery must reach whatever happened to its workers (see tests/durability.rs).
+/// The numbers a recovery must reach whatever happened to its workers (see tests/it/durability.rs).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecoveryFingerprint {
     pub status: String,

@@ -1,6 +1,8 @@
-//! Test support shared by the integration tests of every crate: one fresh, migrated database
-//! per test, on `DATABASE_URL` when it is set, else on a throwaway cluster started once per
-//! test process from the local PostgreSQL binaries.
+//! Test support shared by the integration tests of every crate (one place for every helper):
+//! one fresh, migrated database per test, on `DATABASE_URL` when it is set, else on a
+//! throwaway cluster started once per test process from the local PostgreSQL binaries (a test
+//! crate is one process: see `tests/it/main.rs`); the application as `trellis-api` builds it
+//! ([`app`]), a scripted tool server ([`faults`]) and real processes ([`procs`]).
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
@@ -158,4 +160,9 @@ mod tests {
     }
 }
 
+pub mod app;
 pub mod faults;
+pub mod procs;
+
+pub use app::*;
+pub use procs::DevApi;

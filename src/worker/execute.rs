@@ -131,8 +131,8 @@ struct Waits {
 async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Waits> {
     let mut parameters = step.parameters.clone();
     params::merge_overrides(&mut parameters, &step.param_overrides);
-    let actions: Vec<ActionSpec> = serde_json::from_value(step.actions.clone()).unwrap_or_default();
-    let ctx = match load_context(rt, step, &parameters, &actions).await {
+    let actions: &[ActionSpec] = &step.actions.0;
+    let ctx = match load_context(rt, step, &parameters, actions).await {
         Ok(c) => c,
         Err(f) => return Ok(Ran::failed(&step.tool, parameters, f)),
     };
@@ -148,7 +148,7 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Waits> {
     let mut action_outputs: HashMap<String, Value> = HashMap::new();
     let mut output_params = Map::new();
     if !actions.is_empty() {
-        let done = match run_actions(env, &actions).await {
+        let done = match run_actions(env, actions).await {
             Ok(done) => done,
             Err(ran) => return Ok(ran),
         };

@@ -7,7 +7,6 @@
 //! decisions; the task's `state_version` for task decisions). Otherwise it is cancelled and
 //! changes nothing. Counters are incremented only when an outcome is applied.
 
-use serde_json::Value;
 use uuid::Uuid;
 
 use super::decision_queue::finish_decision;
@@ -128,7 +127,13 @@ impl Store {
 
 /// Lock the decision if it still carries this lease, and the step it concerns.
 async fn lock_decision(tx: &mut Tx, f: &DecisionFence) -> Result<Locked> {
-    let row: Option<(DecisionKind, Option<Uuid>, i64, Value)> = sqlx::query_as(
+    type Row = (
+        DecisionKind,
+        Option<Uuid>,
+        i64,
+        sqlx::types::Json<DecisionInput>,
+    );
+    let row: Option<Row> = sqlx::query_as(
         "SELECT kind, step_id, task_version, input FROM decisions
          WHERE id = $1 AND task_id = $2 AND lease_token = $3 AND (status = 'running') IS NOT FALSE
          FOR UPDATE",
@@ -151,7 +156,7 @@ async fn lock_decision(tx: &mut Tx, f: &DecisionFence) -> Result<Locked> {
     Ok(Locked {
         kind,
         task_version,
-        input: serde_json::from_value(input).unwrap_or_default(),
+        input: input.0,
         step,
     })
 }

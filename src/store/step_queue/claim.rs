@@ -24,7 +24,7 @@ pub struct ClaimedStep {
     pub tool: String,
     pub parameters: Value,
     pub param_overrides: Value,
-    pub actions: Value,
+    pub actions: sqlx::types::Json<Vec<crate::domain::ActionSpec>>,
     /// Number of the attempt this run will record.
     pub attempt: i32,
     pub lease_token: i64,

@@ -1,0 +1,485 @@
+//! The architecture invariants of ARCHITECTURE.md, checked on the source itself.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use syn::visit::Visit;
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+fn src(sub: &str) -> Vec<(PathBuf, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(sub);
+    rust_files(&root)
+        .into_iter()
+        .map(|p| {
+            let text = fs::read_to_string(&p).unwrap();
+            (p, text)
+        })
+        .collect()
+}
+
+/// Lines of `files` (outside comments) that contain `needle`, as `path:line`.
+fn find(files: &[(PathBuf, String)], needle: &str) -> Vec<String> {
+    let mut hits = Vec::new();
+    for (path, text) in files {
+        for (i, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            if code.contains(needle) {
+                hits.push(format!("{}:{}", path.display(), i + 1));
+            }
+        }
+    }
+    hits
+}
+
+#[test]
+fn domain_imports_nothing_else_of_the_crate() {
+    let domain = src("domain");
+    assert!(domain.len() >= 8, "the domain module is where it should be");
+    let hits = find(&domain, "crate::");
+    assert!(
+        hits.is_empty(),
+        "src/domain reaches into the crate: {hits:?}"
+    );
+}
+
+#[test]
+fn store_and_brain_do_not_import_each_other() {
+    let store_hits = find(&src("store"), "crate::brain");
+    assert!(store_hits.is_empty(), "store imports brain: {store_hits:?}");
+    let brain_hits = find(&src("brain"), "crate::store");
+    assert!(brain_hits.is_empty(), "brain imports store: {brain_hits:?}");
+    // store depends on domain only (plus its own modules)
+    for forbidden in [
+        "crate::worker",
+        "crate::api",
+        "crate::tools",
+        "crate::config",
+    ] {
+        let hits = find(&src("store"), forbidden);
+        assert!(hits.is_empty(), "store imports {forbidden}: {hits:?}");
+    }
+}
+
+/// No Rust file writes a status: every status write is a named statement of `src/store/sql/`.
+#[test]
+fn no_rust_file_writes_a_status() {
+    let all = src("");
+    let writers: Vec<String> = find(&all, "SET status")
+        .into_iter()
+        .chain(find(&all, ", status ="))
+        .collect();
+    assert!(
+        writers.is_empty(),
+        "a status is written in Rust: {writers:?}"
+    );
+}
+
+/// The statements of `src/store/sql/`: (name as its path says, text).
+fn statements() -> Vec<(String, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|e| e == "sql") {
+                out.push(p);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store/sql");
+    let mut files = Vec::new();
+    walk(&root, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let name = p
+                .strip_prefix(&root)
+                .unwrap()
+                .with_extension("")
+                .to_string_lossy()
+                .into_owned();
+            (name, fs::read_to_string(&p).unwrap())
+        })
+        .collect()
+}
+
+/// The status literals of every `status IN ('a', 'b')` (any alias), as sets.
+fn status_lists(sql: &str) -> Vec<std::collections::BTreeSet<String>> {
+    let mut out = Vec::new();
+    let mut rest = sql;
+    while let Some(at) = rest.find("status IN (") {
+        let after = &rest[at + "status IN (".len()..];
+        let end = after.find(')').unwrap();
+        out.push(
+            after[..end]
+                .split(',')
+                .map(|s| s.trim().trim_matches('\'').to_string())
+                .collect(),
+        );
+        rest = &after[end..];
+    }
+    out
+}
+
+/// Every move with its sources and target: ("StepMove::Claim", from, to).
+fn moves() -> Vec<(String, std::collections::BTreeSet<String>, String)> {
+    use trellis::domain::transitions::{DecisionMove, StepMove, TaskMove};
+    let mut out = Vec::new();
+    for m in TaskMove::ALL {
+        let from = m.from().iter().map(|s| s.to_string()).collect();
+        out.push((format!("TaskMove::{m:?}"), from, m.to().to_string()));
+    }
+    for m in StepMove::ALL {
+        let from = m.from().iter().map(|s| s.to_string()).collect();
+        out.push((format!("StepMove::{m:?}"), from, m.to().to_string()));
+    }
+    for m in DecisionMove::ALL {
+        let from = m.from().iter().map(|s| s.to_string()).collect();
+        out.push((format!("DecisionMove::{m:?}"), from, m.to().to_string()));
+    }
+    out
+}
+
+/// Diagram ⇔ transition table ⇔ SQL: every statement is named (`-- name:` its path; a part
+/// `_x` says `-- part:`), every status write declares its move and sets exactly the move's
+/// target from exactly its sources, every statement that only filters by a move's sources
+/// (`-- from:`) lists exactly those, and every move is declared by a statement. (The diagrams
+/// are checked against the moves by `domain::transitions`' own test.)
+#[test]
+fn every_statement_is_named_and_every_status_write_declares_its_move() {
+    let stmts = statements();
+    assert!(stmts.len() >= 60, "{} statements", stmts.len());
+    let moves = moves();
+    let mut declared = std::collections::BTreeSet::new();
+    for (name, sql) in &stmts {
+        let first = sql.lines().next().unwrap_or_default();
+        let file = name.rsplit('/').next().unwrap();
+        let head = if file.starts_with('_') {
+            "-- part: "
+        } else {
+            "-- name: "
+        };
+        assert!(
+            first.starts_with(&format!("{head}{name}")),
+            "{name}.sql starts with {first:?}, not {head}{name}"
+        );
+        let sets: Vec<&str> = sql
+            .match_indices("SET status = '")
+            .map(|(i, _)| {
+                let v = &sql[i + "SET status = '".len()..];
+                &v[..v.find('\'').unwrap()]
+            })
+            .collect();
+        let decl = sql.lines().find_map(|l| {
+            l.strip_prefix("-- move: ")
+                .map(|m| (m.split_whitespace().next().unwrap().to_string(), true))
+                .or_else(|| {
+                    l.strip_prefix("-- from: ")
+                        .map(|m| (m.trim().to_string(), false))
+                })
+        });
+        if sets.is_empty() && decl.as_ref().is_none_or(|(_, writes)| !writes) {
+            if let Some((m, _)) = decl {
+                let (_, from, _) = moves
+                    .iter()
+                    .find(|(n, ..)| *n == m)
+                    .unwrap_or_else(|| panic!("{name}.sql names {m}, which is no move"));
+                assert!(
+                    status_lists(sql).contains(from),
+                    "{name}.sql lists the sources of {m} ({from:?}) nowhere: {:?}",
+                    status_lists(sql)
+                );
+            }
+            continue;
+        }
+        let (m, _) =
+            decl.unwrap_or_else(|| panic!("{name}.sql writes a status and declares no move"));
+        let (_, from, to) = moves
+            .iter()
+            .find(|(n, ..)| *n == m)
+            .unwrap_or_else(|| panic!("{name}.sql declares {m}, which is no move"));
+        declared.insert(m.clone());
+        if sets.is_empty() {
+            // the part that writes is elsewhere (the statement says where)
+            continue;
+        }
+        for s in &sets {
+            assert_eq!(s, to, "{name}.sql sets status {s:?}; {m} ends in {to:?}");
+        }
+        assert!(
+            status_lists(sql).contains(from),
+            "{name}.sql does not match exactly the sources of {m} ({from:?}): {:?}",
+            status_lists(sql)
+        );
+    }
+    for (m, ..) in &moves {
+        assert!(declared.contains(m), "no statement declares {m}");
+    }
+}
+
+/// SQL string literals in Rust: (where, lines, writes). A literal is SQL when it starts with a
+/// statement keyword.
+fn sql_literals() -> Vec<(String, usize, bool)> {
+    fn walk(ts: proc_macro2::TokenStream, path: &str, out: &mut Vec<(String, usize, bool)>) {
+        for tt in ts {
+            match tt {
+                proc_macro2::TokenTree::Group(g) => walk(g.stream(), path, out),
+                proc_macro2::TokenTree::Literal(l) => {
+                    let text = l.to_string();
+                    let body = text
+                        .trim_start_matches('r')
+                        .trim_start_matches('#')
+                        .trim_start_matches('"');
+                    let head = body.trim_start().to_ascii_uppercase();
+                    let sql = ["SELECT ", "WITH ", "INSERT ", "UPDATE ", "DELETE "]
+                        .iter()
+                        .any(|k| head.starts_with(k));
+                    if sql {
+                        let lines = body.trim().lines().count();
+                        let writes = head.contains("INSERT INTO")
+                            || head.contains("DELETE FROM")
+                            || (head.contains("UPDATE ") && head.contains(" SET "));
+                        let at = format!("{path}:{}", l.span().start().line);
+                        out.push((at, lines, writes));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (path, text) in src("") {
+        let ts: proc_macro2::TokenStream = text.parse().unwrap();
+        walk(ts, &path.display().to_string(), &mut out);
+    }
+    out
+}
+
+/// Every statement that writes, or spans more than three lines, is a named `.sql` file.
+#[test]
+fn no_long_or_writing_statement_is_inline_in_rust() {
+    let found = sql_literals();
+    assert!(!found.is_empty(), "the scan finds the short reads");
+    let inline: Vec<&(String, usize, bool)> = found
+        .iter()
+        .filter(|(_, lines, writes)| *lines > 3 || *writes)
+        .collect();
+    assert!(
+        inline.is_empty(),
+        "inline statements that should be named files: {inline:?}"
+    );
+}
+
+/// Every transaction starts in the `in_tx!` macro of `src/store/mod.rs`.
+#[test]
+fn only_in_tx_begins_a_transaction() {
+    for begin in [".begin()", ".begin_with("] {
+        let hits = find(&src(""), begin);
+        assert_eq!(hits.len(), 1, "transactions begin at: {hits:?}");
+        assert!(
+            hits[0].contains("store/mod.rs"),
+            "a transaction begins outside in_tx!: {hits:?}"
+        );
+    }
+}
+
+/// Functions (and methods) longer than `max` lines, outside `#[cfg(test)]` modules.
+struct Long {
+    file: String,
+    max: usize,
+    found: Vec<String>,
+}
+
+impl Long {
+    fn check(&mut self, name: &syn::Ident, block: &syn::Block, span_of: proc_macro2::Span) {
+        use syn::spanned::Spanned;
+        let start = span_of.start().line;
+        let end = block.span().end().line;
+        let lines = end - start + 1;
+        if lines > self.max {
+            self.found
+                .push(format!("{}:{start} {name} ({lines} lines)", self.file));
+        }
+    }
+}
+
+fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.parse_args::<syn::Meta>()
+                .is_ok_and(|m| m.path().is_ident("test"))
+    })
+}
+
+impl<'ast> Visit<'ast> for Long {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        if !is_cfg_test(&m.attrs) {
+            syn::visit::visit_item_mod(self, m);
+        }
+    }
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        use syn::spanned::Spanned;
+        self.check(&f.sig.ident, &f.block, f.sig.span());
+        syn::visit::visit_item_fn(self, f);
+    }
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        use syn::spanned::Spanned;
+        self.check(&f.sig.ident, &f.block, f.sig.span());
+        syn::visit::visit_impl_item_fn(self, f);
+    }
+}
+
+fn long_functions(files: &[(PathBuf, String)], max: usize) -> Vec<String> {
+    let mut v = Long {
+        file: String::new(),
+        max,
+        found: vec![],
+    };
+    for (path, text) in files {
+        v.file = path.display().to_string();
+        let file = syn::parse_file(text).unwrap_or_else(|e| panic!("{}: {e}", v.file));
+        v.visit_file(&file);
+    }
+    v.found
+}
+
+#[test]
+fn no_function_in_src_exceeds_100_lines() {
+    let long = long_functions(&src(""), 100);
+    assert!(long.is_empty(), "functions over 100 lines: {long:#?}");
+    // the check can fail: a smaller limit finds the longest ones
+    assert!(!long_functions(&src(""), 40).is_empty());
+}
+
+/// The store module a file belongs to (`store/apply/step.rs` → `apply`), if any.
+fn store_module(path: &Path) -> Option<String> {
+    let parts: Vec<String> = path
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let at = parts.iter().rposition(|p| p == "store")?;
+    let next = parts.get(at + 1)?;
+    let name = next.trim_end_matches(".rs").to_string();
+    (name != "mod").then_some(name)
+}
+
+/// Store modules each store module imports (`super::x`, `crate::store::x`).
+fn store_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let mut graph: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for (path, text) in src("store") {
+        let Some(module) = store_module(&path) else {
+            continue;
+        };
+        let nested = path.parent().is_some_and(|p| !p.ends_with("store"));
+        let entry = graph.entry(module.clone()).or_default();
+        for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            let mut prefixes = vec!["crate::store::"];
+            prefixes.push(if nested { "super::super::" } else { "super::" });
+            for prefix in prefixes {
+                for (i, _) in line.match_indices(prefix) {
+                    let rest = &line[i + prefix.len()..];
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    let is_module = rest[name.len()..].starts_with("::");
+                    if is_module && name != module {
+                        entry.insert(name);
+                    }
+                }
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn store_modules_form_no_import_cycle() {
+    let graph = store_imports();
+    assert!(
+        graph
+            .get("step_queue")
+            .is_some_and(|d| d.contains("claim_queue") && d.contains("decision_queue"))
+    );
+    // depth-first search for a back edge
+    fn visit(
+        n: &str,
+        graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut std::collections::BTreeSet<String>,
+    ) {
+        if let Some(at) = path.iter().position(|p| p == n) {
+            panic!("import cycle between store modules: {:?}", &path[at..]);
+        }
+        if done.contains(n) {
+            return;
+        }
+        path.push(n.to_string());
+        for next in graph.get(n).into_iter().flatten() {
+            visit(next, graph, path, done);
+        }
+        path.pop();
+        done.insert(n.to_string());
+    }
+    let mut done = Default::default();
+    for n in graph.keys() {
+        visit(n, &graph, &mut vec![], &mut done);
+    }
+}
+
+/// `docs/events.md`: (kind, its fields) in page order.
+fn documented() -> Vec<(String, std::collections::BTreeSet<String>)> {
+    let doc = include_str!("../../docs/events.md");
+    let mut out: Vec<(String, std::collections::BTreeSet<String>)> = Vec::new();
+    for line in doc.lines() {
+        if let Some(kind) = line.strip_prefix("### `").and_then(|l| l.strip_suffix('`')) {
+            out.push((kind.to_string(), std::collections::BTreeSet::new()));
+        } else if let Some(field) = line.strip_prefix("| `").and_then(|l| l.split('`').next()) {
+            out.last_mut()
+                .expect("a field under a kind")
+                .1
+                .insert(field.to_string());
+        }
+    }
+    out
+}
+
+/// Events as a typed contract: `docs/events.md` lists exactly the kinds of
+/// `domain::event::Event`, in order, each with exactly its fields.
+#[test]
+fn the_event_docs_list_every_kind_with_its_fields() {
+    let documented = documented();
+    let kinds: Vec<&str> = documented.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        kinds,
+        trellis::domain::event::Event::KINDS,
+        "the kinds of docs/events.md, in order"
+    );
+    for (e, (kind, fields)) in trellis::domain::event::Event::examples()
+        .iter()
+        .zip(&documented)
+    {
+        let payload = e.payload();
+        let keys: std::collections::BTreeSet<String> =
+            payload.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(&keys, fields, "the fields of {kind}");
+    }
+}

@@ -1,0 +1,24 @@
+//! Every integration test of the core crate, as one test binary (matklad, "Delete Cargo
+//! Integration Tests"): one process, so one throwaway PostgreSQL cluster for all of them
+//! (`trellis::testkit`), and one link instead of one per file. Each module was a file of
+//! `tests/` before; the helpers they share are `trellis::testkit`.
+
+mod api;
+mod architecture;
+mod bulk_submit;
+mod dashboard;
+mod depth;
+mod durability;
+mod events;
+mod execution;
+mod llm_brain;
+mod llm_client;
+mod metrics;
+mod queue;
+mod recovery_faults;
+mod reporting;
+mod retention;
+mod scenarios;
+mod scheduling;
+mod security;
+mod state_table;

@@ -1,0 +1,483 @@
+//! The step queue under contention: fencing, exactly-once claims, rescue of lost workers.
+
+use trellis::testkit as common;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use trellis::store::step_queue::{Claim, FailurePolicy, StepSuccess};
+use trellis::store::{Store, StoreError};
+use trellis::testkit::{fresh_db, wait_for};
+use trellis::worker::WorkerConfig;
+use uuid::Uuid;
+
+const POLICY: FailurePolicy = common::TEST_POLICY;
+
+fn claim(worker: Uuid, limit: i64) -> Claim {
+    Claim {
+        worker_id: worker,
+        limit,
+        lease_secs: 30.0,
+        max_running_tasks: 0,
+    }
+}
+
+/// Acceptance 5: a worker whose lease was taken over (expired in SQL, rescued, re-claimed)
+/// cannot complete, fail or release the step, nor extend the new lease.
+#[tokio::test]
+async fn a_taken_over_lease_changes_nothing() {
+    let db = fresh_db().await;
+    let store = &db.store;
+    let t = store
+        .submit_task(&common::new_task(json!([{"id": "s", "tool": "echo"}])))
+        .await
+        .unwrap();
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+
+    let held_by_a = store.claim_steps(&claim(a, 10)).await.unwrap();
+    assert_eq!(held_by_a.len(), 1);
+    let old = held_by_a[0].clone();
+    assert!(
+        store.claim_steps(&claim(b, 10)).await.unwrap().is_empty(),
+        "a running step is not claimable"
+    );
+
+    assert_eq!(store.expire_lease(old.id).await.unwrap(), 1);
+    assert_eq!(store.rescue_expired(10, POLICY).await.unwrap(), 1);
+    let held_by_b = store.claim_steps(&claim(b, 10)).await.unwrap();
+    assert_eq!(held_by_b.len(), 1);
+    let new = held_by_b[0].clone();
+    assert!(new.lease_token > old.lease_token);
+    assert_eq!(new.attempt, 2, "the lost run counted as attempt 1");
+
+    let steps_before = store.list_steps(t.task_id).await.unwrap();
+    common::assert_zombie_changes_nothing(store, &old, a).await;
+    let steps_after = store.list_steps(t.task_id).await.unwrap();
+    assert_eq!(steps_after[0].status, "running");
+    assert_eq!(steps_after[0].lease_owner, Some(b));
+    assert_eq!(steps_after[0].lease_token, steps_before[0].lease_token);
+    assert_eq!(steps_after[0].output, None);
+
+    // the rightful holder completes
+    let ok = StepSuccess {
+        fence: new.fence(),
+        worker_id: b,
+        tool: "echo".into(),
+        parameters: json!({}),
+        output: json!({"zombie": true}),
+        output_params: Default::default(),
+    };
+    // the evaluation it starts is leased to the completing worker
+    let evaluation = store.complete_step(&ok, 30.0).await.unwrap();
+    assert_eq!(
+        store.get_task(t.task_id).await.unwrap().status,
+        "evaluating"
+    );
+    let cfg = WorkerConfig::from_settings(&common::test_settings());
+    trellis::worker::run_decision_chain(store, &cfg, evaluation).await;
+    assert_eq!(store.get_task(t.task_id).await.unwrap().status, "succeeded");
+    let attempts = store
+        .list_attempts(t.task_id, trellis::store::Page::ALL)
+        .await
+        .unwrap();
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(attempts[0].error_category.as_deref(), Some("worker_lost"));
+    assert_eq!(attempts[0].worker_id, Some(a));
+    assert_eq!(attempts[1].worker_id, Some(b));
+}
+
+/// Rescue re-queues a lost worker's step at once; after three losses the step is poison.
+#[tokio::test]
+async fn lost_steps_are_rescued_until_poison() {
+    let db = fresh_db().await;
+    let store = &db.store;
+    let t = store
+        .submit_task(&common::new_task(json!([{"id": "s", "tool": "echo"}])))
+        .await
+        .unwrap();
+    for round in 1..=3 {
+        let held = store.claim_steps(&claim(Uuid::now_v7(), 1)).await.unwrap();
+        assert_eq!(held.len(), 1, "round {round}");
+        assert_eq!(held[0].attempt, round);
+        // a lease that has not expired is not rescued
+        assert_eq!(store.rescue_expired(10, POLICY).await.unwrap(), 0);
+        store.expire_lease(held[0].id).await.unwrap();
+        assert_eq!(store.rescue_expired(10, POLICY).await.unwrap(), 1);
+    }
+    let task = store.get_task(t.task_id).await.unwrap();
+    assert_eq!(task.status, "failed");
+    assert!(
+        task.error.unwrap()["reason"]
+            .as_str()
+            .unwrap()
+            .contains("poison")
+    );
+    let steps = store.list_steps(t.task_id).await.unwrap();
+    assert_eq!(
+        (
+            steps[0].status.as_str(),
+            steps[0].rescue_count,
+            steps[0].retry_count
+        ),
+        ("failed", 3, 0)
+    );
+}
+
+/// A real worker rescues a step whose worker vanished and finishes it.
+#[tokio::test]
+async fn a_worker_finishes_what_a_vanished_worker_held() {
+    let db = fresh_db().await;
+    let store = db.store.clone();
+    let t = store
+        .submit_task(&common::new_task(
+            json!([{"id": "s", "tool": "echo", "parameters": {"v": 1}}]),
+        ))
+        .await
+        .unwrap();
+    let ghost = Uuid::now_v7();
+    let held = store.claim_steps(&claim(ghost, 1)).await.unwrap();
+    store.expire_lease(held[0].id).await.unwrap();
+
+    let mut cfg = WorkerConfig::from_settings(&common::test_settings());
+    cfg.rescue_interval = Duration::from_millis(50);
+    let w = common::TestWorker::start(store.clone(), cfg);
+    wait_for("the task to succeed", Duration::from_secs(30), || async {
+        (store.get_task(t.task_id).await.unwrap().status == "succeeded").then_some(())
+    })
+    .await;
+    let attempts = store
+        .list_attempts(t.task_id, trellis::store::Page::ALL)
+        .await
+        .unwrap();
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(
+        (attempts[0].status.as_str(), attempts[0].worker_id),
+        ("failed", Some(ghost))
+    );
+    assert_eq!(
+        (attempts[1].status.as_str(), attempts[1].worker_id),
+        ("succeeded", Some(w.id))
+    );
+    w.stop().await;
+}
+
+async fn submit_many(store: &Store, tasks: usize, steps: usize) {
+    for _ in 0..tasks {
+        let steps: Vec<Value> = (1..=steps)
+            .map(|i| json!({"id": format!("s{i}"), "tool": "echo", "parameters": {"i": i}}))
+            .collect();
+        store
+            .submit_task(&common::new_task(Value::Array(steps)))
+            .await
+            .unwrap();
+    }
+}
+
+/// Acceptance 6: 4 workers × 2,000 echo steps — each step claimed exactly once.
+#[tokio::test]
+async fn four_workers_claim_each_of_2000_steps_exactly_once() {
+    let db = fresh_db().await;
+    let store = db.store.clone();
+    submit_many(&store, 100, 20).await;
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let mut cfg = WorkerConfig::from_settings(&common::test_settings());
+            cfg.poll = Duration::from_millis(20);
+            common::TestWorker::start(store.clone(), cfg)
+        })
+        .collect();
+    wait_for("100 tasks to succeed", Duration::from_secs(240), || async {
+        (store.count_tasks("succeeded").await.unwrap() == 100).then_some(())
+    })
+    .await;
+    let (attempts, succeeded, steps_not_exactly_once, max_token) =
+        store.attempt_audit().await.unwrap();
+    assert_eq!(attempts, 2000, "one attempt per step");
+    assert_eq!(succeeded, 2000);
+    assert_eq!(steps_not_exactly_once, 0);
+    assert_eq!(max_token, 1, "no step was ever claimed twice");
+    for w in workers {
+        w.stop().await;
+    }
+}
+
+/// A batch of completions commits the live ones and skips the one whose lease was taken over.
+#[tokio::test]
+async fn a_completion_batch_skips_only_the_fenced_step() {
+    let db = fresh_db().await;
+    let store = &db.store;
+    let t = store
+        .submit_task(&common::new_task(json!([
+            {"id": "a", "tool": "echo"}, {"id": "b", "tool": "echo"}, {"id": "c", "tool": "echo"},
+            {"id": "d", "tool": "echo", "dependencies": ["a", "c"]}
+        ])))
+        .await
+        .unwrap();
+    let w = Uuid::now_v7();
+    let held = store.claim_steps(&claim(w, 10)).await.unwrap();
+    assert_eq!(held.len(), 3);
+    // b's lease is taken over
+    store.expire_lease(held[1].id).await.unwrap();
+    store.rescue_expired(10, POLICY).await.unwrap();
+    let items: Vec<StepSuccess> = held
+        .iter()
+        .map(|s| StepSuccess {
+            fence: s.fence(),
+            worker_id: w,
+            tool: "echo".into(),
+            parameters: json!({}),
+            output: json!({"from": s.step_key}),
+            output_params: serde_json::Map::from_iter([(s.step_key.clone(), json!(1))]),
+        })
+        .collect();
+    let results = store.complete_steps(&items, 30.0).await.unwrap();
+    assert!(matches!(results[0], Ok(None)));
+    assert!(matches!(results[1], Err(StoreError::Fenced)));
+    assert!(matches!(results[2], Ok(None)));
+    let steps = store.list_steps(t.task_id).await.unwrap();
+    let status: Vec<(&str, &str)> = steps
+        .iter()
+        .map(|s| (s.step_key.as_str(), s.status.as_str()))
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("a", "succeeded"),
+            ("b", "ready"),
+            ("c", "succeeded"),
+            ("d", "ready")
+        ]
+    );
+    let task = store.get_task(t.task_id).await.unwrap();
+    assert_eq!(
+        task.runtime_metadata,
+        json!({"a": 1, "c": 1}),
+        "only live steps' output params"
+    );
+    let attempts = store
+        .list_attempts(t.task_id, trellis::store::Page::ALL)
+        .await
+        .unwrap();
+    let ok: Vec<&str> = attempts
+        .iter()
+        .filter(|a| a.status == "succeeded")
+        .map(|a| a.step_key.as_str())
+        .collect();
+    assert_eq!(ok, ["a", "c"]);
+}
+
+/// The harness's promise: each test's database is dropped when the test's last handle on it
+/// goes, sessions still open on it included.
+#[tokio::test]
+async fn a_test_database_is_dropped_afterwards() {
+    let admin = Store::connect(&trellis::testkit::admin_url(), 1, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let exists = |name: String| {
+        let admin = admin.clone();
+        async move {
+            sqlx::query_scalar::<_, bool>(
+                "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)",
+            )
+            .bind(name)
+            .fetch_one(admin.pool())
+            .await
+            .unwrap()
+        }
+    };
+    let db = fresh_db().await;
+    let name = db.name.clone();
+    let kept = db.clone();
+    drop(db);
+    assert!(exists(name.clone()).await, "a clone still holds it");
+    // a session still open on it (as a leaked pool would hold) does not keep it
+    let leaked = kept.store.clone();
+    sqlx::query("SELECT 1")
+        .execute(leaked.pool())
+        .await
+        .unwrap();
+    drop(kept);
+    assert!(!exists(name).await, "dropped with the last handle");
+}
+
+/// A step that a completion cycle claimed (the next ready step of a task that runs one step at
+/// a time) starts at once, also while the claim loop is idle: here the poll period is an hour
+/// and no notification is sent for a step that was ready all along, so a handed-off step left
+/// waiting for the poll would never start within the limit.
+#[tokio::test]
+async fn a_handed_off_step_does_not_wait_for_the_poll() {
+    let db = fresh_db().await;
+    let store = db.store.clone();
+    let steps: Vec<Value> = (1..=5)
+        .map(|i| json!({"id": format!("s{i}"), "tool": "sleep", "parameters": {"ms": 20}}))
+        .collect();
+    let mut task = common::new_task(Value::Array(steps));
+    task.limits.max_concurrent_steps = 1;
+    store.submit_task(&task).await.unwrap();
+    let mut cfg = WorkerConfig::from_settings(&common::test_settings());
+    cfg.poll = Duration::from_secs(3600);
+    let w = common::TestWorker::start(store.clone(), cfg);
+    wait_for(
+        "the steps to run one by one",
+        Duration::from_secs(60),
+        || async { (store.count_tasks("succeeded").await.unwrap() == 1).then_some(()) },
+    )
+    .await;
+    w.stop().await;
+}
+
+/// The hot path plans its statements once per session: on a worker's generic-plans handle every
+/// session starts with the mode; on an ordinary handle the claim's `SET LOCAL` ends with its
+/// transaction and leaves the session as it was.
+#[tokio::test]
+async fn hot_transactions_use_generic_plans_without_leaking_the_setting() {
+    let db = fresh_db().await;
+    submit_many(&db.store, 2, 1).await;
+    let mode = |store: Store| async move {
+        let v: String = sqlx::query_scalar("SHOW plan_cache_mode")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        v
+    };
+    // one connection, so the claim and the SHOW share the session
+    let plain = db.store.dedicated(1).await.unwrap();
+    assert_eq!(
+        plain
+            .claim_steps(&claim(Uuid::now_v7(), 1))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        mode(plain.clone()).await,
+        "auto",
+        "SET LOCAL ended with the claim"
+    );
+
+    let hot = plain.with_generic_plans().await.unwrap();
+    assert_eq!(mode(hot.clone()).await, "force_generic_plan");
+    assert_eq!(
+        hot.claim_steps(&claim(Uuid::now_v7(), 1))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(mode(hot).await, "force_generic_plan");
+    assert_eq!(
+        mode(plain).await,
+        "auto",
+        "the original handle is unchanged"
+    );
+}
+
+/// The inline evaluation of a completion batch is set-based: three tasks finished by one batch
+/// are evaluated together, and each takes its own way out — above its threshold it succeeds,
+/// below it reflects again (auto reflection) or fails — with its `evaluations` row, final
+/// score and events in order, as one evaluation decision each would have left them.
+#[tokio::test]
+async fn one_batch_evaluates_its_finished_tasks_each_to_its_own_outcome() {
+    use trellis::domain::decision::DecisionContext;
+    use trellis::domain::recovery::{Dimensions, Evaluation};
+    use trellis::store::step_queue::{Cycle, InlineEvaluation};
+
+    fn seventy(_: &DecisionContext) -> Evaluation {
+        Evaluation {
+            overall_score: 70.0,
+            is_successful: true,
+            dimensions: Dimensions {
+                completeness: 70.0,
+                correctness: 70.0,
+                efficiency: 70.0,
+                reliability: 70.0,
+            },
+            successes: vec!["ran".into()],
+            failures: vec![],
+            improvement_suggestions: vec![],
+        }
+    }
+    let db = fresh_db().await;
+    let store = &db.store;
+    let mut ids = Vec::new();
+    // (threshold, auto reflection): succeeds, reflects, fails
+    for (threshold, reflect) in [(60.0, false), (90.0, true), (90.0, false)] {
+        let mut t = common::new_task(json!([{"id": "a", "tool": "echo"}]));
+        t.limits.success_threshold = threshold;
+        t.limits.auto_reflection = reflect;
+        ids.push(store.submit_task(&t).await.unwrap().task_id);
+    }
+    let w = Uuid::now_v7();
+    let held = store.claim_steps(&claim(w, 10)).await.unwrap();
+    assert_eq!(held.len(), 3);
+    let items: Vec<StepSuccess> = held
+        .iter()
+        .map(|s| StepSuccess {
+            fence: s.fence(),
+            worker_id: w,
+            tool: "echo".into(),
+            parameters: json!({}),
+            output: json!({}),
+            output_params: Default::default(),
+        })
+        .collect();
+    let done = store
+        .complete_and_claim(&Cycle {
+            items: &items,
+            lease_secs: 30.0,
+            inline: Some(InlineEvaluation {
+                evaluate: seventy,
+                policy: POLICY,
+            }),
+            claim: None,
+        })
+        .await
+        .unwrap();
+    let by_task = |id: Uuid| {
+        let i = held.iter().position(|s| s.task_id == id).unwrap();
+        done.completed[i].as_ref().unwrap().clone()
+    };
+    assert!(by_task(ids[0]).is_none());
+    let reflection = by_task(ids[1]).expect("the reflecting task's decision, leased to us");
+    assert_eq!(reflection.task_id, ids[1]);
+    assert!(by_task(ids[2]).is_none());
+    let expected = [
+        ("succeeded", "task_succeeded"),
+        ("reflecting", "evaluation_completed"),
+        ("failed", "task_failed"),
+    ];
+    for (id, (status, last)) in ids.iter().zip(expected) {
+        let task = store.get_task(*id).await.unwrap();
+        assert_eq!(task.status.as_str(), status, "{id}");
+        assert_eq!(task.final_score, Some(70.0), "{id}");
+        let events: Vec<(i64, String, chrono::DateTime<chrono::Utc>, Value)> =
+            store.list_events(*id, 0, 100).await.unwrap();
+        let kinds: Vec<&str> = events.iter().map(|e| e.1.as_str()).collect();
+        let at = kinds
+            .iter()
+            .position(|k| *k == "evaluation_completed")
+            .expect("an evaluation_completed event");
+        assert_eq!(kinds.last(), Some(&last), "{id}: {kinds:?}");
+        if status != "reflecting" {
+            assert_eq!(
+                at,
+                kinds.len() - 2,
+                "the evaluation, then the end: {kinds:?}"
+            );
+        }
+        assert_eq!(events[at].3["is_successful"], json!(status == "succeeded"));
+    }
+    let rows: Vec<(Uuid, f64, bool, Value)> = sqlx::query_as(
+        "SELECT task_id, overall_score, is_successful, successes FROM evaluations ORDER BY task_id",
+    )
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 3);
+    for (id, score, ok, successes) in rows {
+        assert_eq!(score, 70.0);
+        assert_eq!(ok, id == ids[0]);
+        assert_eq!(successes, json!(["ran"]));
+    }
+}

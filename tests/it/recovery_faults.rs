@@ -1,0 +1,551 @@
+//! Recovery of real faults (recovery issue, acceptance 1): a tool server that fails the way
+//! public APIs fail (`trellis::testkit::faults`), a real worker with the rules brain, and what
+//! the tool server saw. Each class: 429 and 503 with `Retry-After`, a 429 that never ends,
+//! tools that are gone (404, 410) with an alternative, credentials refused (401, 403), a
+//! timeout, a refused connection with an alternative, an outage longer than tier 1, schema
+//! repairs with no wasted call, a lossy coercion refused, and what an answer's body says.
+
+use trellis::testkit as common;
+
+use std::time::{Duration, SystemTime};
+
+use common::{TestApp, register_tool, spawn_app};
+use serde_json::{Value, json};
+use trellis::testkit::faults::{Call, FaultServer, Reply};
+use trellis::testkit::wait_for;
+use uuid::Uuid;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn one_step(tool: &str, parameters: Value) -> Value {
+    json!({"description": format!("call {tool}"),
+           "plan": {"steps": [{"id": "step_1", "tool": tool, "parameters": parameters}]}})
+}
+
+async fn attempts(app: &TestApp, id: Uuid) -> Vec<Value> {
+    let (_, v) = app.get(&format!("/api/v1/tasks/{id}/attempts")).await;
+    v.as_array().expect("attempts").clone()
+}
+
+async fn reflections(app: &TestApp, id: Uuid) -> Vec<Value> {
+    let (_, v) = app.get(&format!("/api/v1/tasks/{id}/reflections")).await;
+    v.as_array().expect("reflections").clone()
+}
+
+/// Milliseconds between consecutive calls.
+fn gaps_ms(calls: &[Call]) -> Vec<u128> {
+    calls
+        .windows(2)
+        .map(|w| (w[1].at - w[0].at).as_millis())
+        .collect()
+}
+
+/// An HTTP date, as a server writes it.
+fn http_date(t: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(t)
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string()
+}
+
+/// A task that ends, the server's calls of `route`, and the task's status document.
+async fn run(
+    app: &TestApp,
+    faults: &FaultServer,
+    route: &str,
+    task: Value,
+) -> (Uuid, Vec<Call>, Value) {
+    let w = app.worker(|_| {});
+    let id = app.submit(task).await;
+    let t = app.wait_done(id, LIMIT).await;
+    w.stop().await;
+    (id, faults.calls(route), t)
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_is_waited_out_and_heals() {
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    faults.route("busy", |s| match s.nth {
+        1 => Reply::status(429).header("retry-after", "2"),
+        _ => Reply::echo(s),
+    });
+    register_tool(&app, "busy", &faults.endpoint("busy"), json!({})).await;
+    let (id, calls, t) = run(&app, &faults, "busy", one_step("busy", json!({"q": 1}))).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(calls.len(), 2);
+    assert!(
+        gaps_ms(&calls)[0] >= 2000,
+        "the next call came before the time given: {:?}",
+        gaps_ms(&calls)
+    );
+    let a = attempts(&app, id).await;
+    let e = &a[0]["error"];
+    assert_eq!(
+        (e["category"].as_str(), e["retryable"].as_bool()),
+        (Some("tool_error"), Some(true)),
+        "{e}"
+    );
+    assert_eq!(e["http_status"], 429);
+    assert_eq!(e["retry_after_ms"], 2000);
+}
+
+#[tokio::test]
+async fn a_503_with_an_http_date_retry_after_heals_after_that_date() {
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    faults.route("down", |s| match s.nth {
+        1 => {
+            // measured against the answer's own Date header: whole seconds on both sides
+            let now = SystemTime::now();
+            Reply::status(503)
+                .header("date", http_date(now))
+                .header("retry-after", http_date(now + Duration::from_secs(2)))
+        }
+        _ => Reply::echo(s),
+    });
+    register_tool(&app, "down", &faults.endpoint("down"), json!({})).await;
+    let (id, calls, t) = run(&app, &faults, "down", one_step("down", json!({}))).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(calls.len(), 2);
+    assert!(gaps_ms(&calls)[0] >= 2000, "{:?}", gaps_ms(&calls));
+    assert_eq!(attempts(&app, id).await[0]["error"]["retry_after_ms"], 2000);
+}
+
+/// A server that never stops answering 429 is never hammered: every call waits for the time
+/// it asked, and the task ends, bounded by its limits, for a person to look at.
+#[tokio::test]
+async fn a_tool_that_answers_429_forever_is_spaced_and_stops() {
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    faults.route("throttled", |_| {
+        Reply::status(429).header("retry-after", "1")
+    });
+    register_tool(&app, "throttled", &faults.endpoint("throttled"), json!({})).await;
+    let (_, calls, t) = run(&app, &faults, "throttled", one_step("throttled", json!({}))).await;
+    assert_eq!(t["status"], "needs_intervention", "{t}");
+    // three tier 1 attempts, the repaired step's one, three after the replan
+    assert_eq!(calls.len(), 7, "{:?}", gaps_ms(&calls));
+    for g in gaps_ms(&calls) {
+        assert!(
+            g >= 1000,
+            "a call came before the time the server asked: {:?}",
+            gaps_ms(&calls)
+        );
+    }
+}
+
+/// 404 and 410: the tool itself is unusable, so recovery does not call it again but switches to
+/// its registered alternative at once.
+#[tokio::test]
+async fn a_tool_that_is_gone_switches_to_its_alternative() {
+    for status in [404, 410] {
+        let app = spawn_app().await;
+        let faults = FaultServer::start().await;
+        faults.route("gone", move |_| Reply::status(status));
+        faults.route("backup", Reply::echo);
+        register_tool(&app, "backup", &faults.endpoint("backup"), json!({})).await;
+        register_tool(
+            &app,
+            "gone",
+            &faults.endpoint("gone"),
+            json!({"alternatives": ["backup"]}),
+        )
+        .await;
+        let (id, calls, t) = run(&app, &faults, "gone", one_step("gone", json!({"x": 1}))).await;
+        assert_eq!(t["status"], "succeeded", "{status}: {t}");
+        assert_eq!(calls.len(), 1, "{status}: the gone tool was called once");
+        assert_eq!(faults.calls("backup").len(), 1, "{status}");
+        let a = attempts(&app, id).await;
+        assert_eq!(a[0]["error"]["category"], "tool_unavailable", "{status}");
+        assert_eq!(a[1]["tool"], "backup", "{status}");
+    }
+}
+
+/// 404 without an alternative: nothing can help, one call, stop.
+#[tokio::test]
+async fn a_tool_that_is_gone_without_an_alternative_stops_after_one_call() {
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    faults.route("gone", |_| Reply::status(404));
+    register_tool(&app, "gone", &faults.endpoint("gone"), json!({})).await;
+    let (_, calls, t) = run(&app, &faults, "gone", one_step("gone", json!({}))).await;
+    assert_eq!(t["status"], "needs_intervention", "{t}");
+    assert_eq!(calls.len(), 1);
+}
+
+/// 401 and 403: credentials or permission. Never retried: one call, then a person.
+#[tokio::test]
+async fn refused_credentials_stop_after_one_call() {
+    for status in [401, 403] {
+        let app = spawn_app().await;
+        let faults = FaultServer::start().await;
+        faults.route("locked", move |_| Reply::status(status));
+        faults.route("other", Reply::echo);
+        register_tool(&app, "other", &faults.endpoint("other"), json!({})).await;
+        // an alternative does not change it: the caller's credentials are the problem
+        register_tool(
+            &app,
+            "locked",
+            &faults.endpoint("locked"),
+            json!({"alternatives": ["other"]}),
+        )
+        .await;
+        let (id, calls, t) = run(&app, &faults, "locked", one_step("locked", json!({}))).await;
+        assert_eq!(t["status"], "needs_intervention", "{status}: {t}");
+        assert_eq!(calls.len(), 1, "{status}");
+        assert!(faults.calls("other").is_empty(), "{status}");
+        let a = attempts(&app, id).await;
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0]["error"]["category"], "external_error", "{status}");
+        assert_eq!(a[0]["error"]["retryable"], false, "{status}");
+    }
+}
+
+#[tokio::test]
+async fn a_timeout_is_retried_and_heals() {
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    faults.route("slow", |s| match s.nth {
+        1 => Reply::echo(s).after(Duration::from_secs(3)),
+        _ => Reply::echo(s),
+    });
+    register_tool(
+        &app,
+        "slow",
+        &faults.endpoint("slow"),
+        json!({"timeout_ms": 300}),
+    )
+    .await;
+    let (id, calls, t) = run(&app, &faults, "slow", one_step("slow", json!({}))).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(calls.len(), 2);
+    let e = &attempts(&app, id).await[0]["error"];
+    assert!(e["message"].as_str().unwrap().contains("timed out"), "{e}");
+    assert_eq!(e["retryable"], true);
+}
+
+#[tokio::test]
+async fn a_refused_connection_switches_to_the_alternative() {
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    faults.route("backup", Reply::echo);
+    // a port nothing listens on
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    register_tool(&app, "backup", &faults.endpoint("backup"), json!({})).await;
+    register_tool(
+        &app,
+        "refusing",
+        &format!("http://{closed}/x"),
+        json!({"alternatives": ["backup"]}),
+    )
+    .await;
+    let (id, _, t) = run(
+        &app,
+        &faults,
+        "backup",
+        one_step("refusing", json!({"y": 2})),
+    )
+    .await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(faults.calls("backup").len(), 1);
+    let a = attempts(&app, id).await;
+    assert_eq!(a[0]["error"]["retryable"], true, "{}", a[0]);
+    assert_eq!(a[1]["tool"], "backup");
+}
+
+/// An outage of five calls, longer than tier 1's three: the repair and the replan from the step
+/// keep the step going, the backoff keeps growing across the tiers (it does not start over at
+/// its base), and the step heals when the service is back.
+#[tokio::test]
+async fn an_outage_longer_than_tier_1_heals_when_it_ends() {
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    faults.route("flapping", |s| {
+        if s.nth <= 5 {
+            Reply::status(503)
+        } else {
+            Reply::echo(s)
+        }
+    });
+    let policy =
+        json!({"initial_interval_ms": 100, "backoff_coefficient": 2.0, "max_interval_ms": 10000});
+    register_tool(
+        &app,
+        "flapping",
+        &faults.endpoint("flapping"),
+        json!({"retry": policy, "circuit_breaker": {"failure_threshold": 0}}),
+    )
+    .await;
+    let (id, calls, t) = run(&app, &faults, "flapping", one_step("flapping", json!({}))).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(calls.len(), 6);
+    assert_eq!(t["counters"]["single_step_repair_count"], 1, "{t}");
+    assert_eq!(t["counters"]["task_replan_count"], 1, "{t}");
+    // the n-th failure in a row waits 100 × 2^(n-1) ms, across retries, the repair and the replan
+    let gaps = gaps_ms(&calls);
+    for (n, g) in gaps.iter().enumerate() {
+        let floor = 100u128 << n;
+        assert!(
+            *g >= floor,
+            "gap {} was {g} ms, below {floor}: {gaps:?}",
+            n + 1
+        );
+    }
+    let a = attempts(&app, id).await;
+    assert_eq!(a.last().unwrap()["status"], "succeeded");
+}
+
+/// Parameters that break the tool's schema in ways the schema settles: an upstream "5" where a
+/// number is asked, a required property with a default, a const, a scalar for an array. The
+/// rules brain repairs them, names each change, and the tool is called once, with valid
+/// parameters.
+#[tokio::test]
+async fn schema_repairs_heal_with_no_wasted_call() {
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    faults.route("strict", Reply::echo);
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer"},
+            "mode": {"type": "string", "default": "fast"},
+            "unit": {"const": "ms"},
+            "tags": {"type": "array", "items": {"type": "string"}}
+        },
+        "required": ["count", "mode", "unit"]
+    });
+    register_tool(
+        &app,
+        "strict",
+        &faults.endpoint("strict"),
+        json!({"input_schema": schema}),
+    )
+    .await;
+    let task = json!({"description": "schema repair", "plan": {"steps": [
+        {"id": "step_1", "tool": "echo", "parameters": {"n": "5"}},
+        {"id": "step_2", "tool": "strict", "dependencies": ["step_1"],
+         "parameters": {"count": "${step_1.output.n}", "tags": "urgent"}}
+    ]}});
+    let (id, calls, t) = run(&app, &faults, "strict", task).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(calls.len(), 1, "no call with the broken parameters");
+    assert_eq!(
+        calls[0].parameters,
+        json!({"count": 5, "mode": "fast", "unit": "ms", "tags": ["urgent"]})
+    );
+    let a: Vec<Value> = attempts(&app, id)
+        .await
+        .into_iter()
+        .filter(|a| a["step_id"] == "step_2")
+        .collect();
+    assert_eq!(a.len(), 2);
+    assert_eq!(a[0]["error"]["category"], "parameter_error");
+    assert_eq!(
+        a[0]["error"]["schema_violations"].as_array().map(Vec::len),
+        Some(4),
+        "{}",
+        a[0]
+    );
+    let r = reflections(&app, id).await;
+    let analysis = r[0]["body"]["analysis"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    for change in [
+        "/count: \"5\" → 5",
+        "/mode: missing → \"fast\"",
+        "/unit: missing → \"ms\"",
+        "/tags: \"urgent\" → [\"urgent\"]",
+    ] {
+        assert!(analysis.contains(change), "{change:?} not in {analysis:?}");
+    }
+    let (_, stats) = app.get("/api/v1/stats/recovery").await;
+    assert!(stats.to_string().contains("schema_repair"), "{stats}");
+}
+
+/// A coercion that would lose information is refused: no call, and the task stops for a
+/// person instead of guessing.
+#[tokio::test]
+async fn a_lossy_coercion_is_refused_without_a_call() {
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    faults.route("strict", Reply::echo);
+    let schema = json!({"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]});
+    register_tool(
+        &app,
+        "strict",
+        &faults.endpoint("strict"),
+        json!({"input_schema": schema}),
+    )
+    .await;
+    let (id, calls, t) = run(
+        &app,
+        &faults,
+        "strict",
+        one_step("strict", json!({"count": "5.5"})),
+    )
+    .await;
+    assert_eq!(t["status"], "needs_intervention", "{t}");
+    assert!(calls.is_empty(), "{calls:?}");
+    let r = reflections(&app, id).await;
+    let analysis = r[0]["body"]["analysis"].as_str().unwrap_or_default();
+    assert!(
+        analysis.contains("refused") && analysis.contains("lose information"),
+        "{analysis}"
+    );
+}
+
+/// What an answer's body says: the tool's own `retryable` and `category` win over the status;
+/// a proxy's HTML page gives a short message and keeps the page in `detail`; a 2xx whose
+/// `Content-Type` says JSON but whose body does not parse is a failed call, never a success.
+#[tokio::test]
+async fn an_answer_body_is_read_as_it_says() {
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    faults.route("declares", |_| {
+        Reply::json(500, json!({"error": {"message": "quota used up", "category": "external_error", "retryable": false}}))
+    });
+    let page = format!("<html><body>{}</body></html>", "Bad Gateway ".repeat(100));
+    let html = page.clone();
+    faults.route("proxied", move |s| match s.nth {
+        1 => Reply::text(502, "text/html", &html),
+        _ => Reply::echo(s),
+    });
+    faults.route("garbled", |s| match s.nth {
+        1 => Reply::text(200, "application/json; charset=utf-8", "{\"output\": "),
+        _ => Reply::echo(s),
+    });
+    for t in ["declares", "proxied", "garbled"] {
+        register_tool(&app, t, &faults.endpoint(t), json!({})).await;
+    }
+    let w = app.worker(|_| {});
+    let declares = app.submit(one_step("declares", json!({}))).await;
+    let proxied = app.submit(one_step("proxied", json!({}))).await;
+    let garbled = app.submit(one_step("garbled", json!({}))).await;
+    for id in [declares, proxied, garbled] {
+        app.wait_done(id, LIMIT).await;
+    }
+    w.stop().await;
+
+    assert_eq!(
+        faults.calls("declares").len(),
+        1,
+        "a 500 the tool says is not retryable"
+    );
+    let e = &attempts(&app, declares).await[0]["error"];
+    assert_eq!(
+        (e["category"].as_str(), e["retryable"].as_bool()),
+        (Some("external_error"), Some(false))
+    );
+
+    let e = attempts(&app, proxied).await[0]["error"].clone();
+    let message = e["message"].as_str().unwrap();
+    assert!(message.starts_with("HTTP 502: <html>"), "{message}");
+    assert!(
+        message.chars().count() <= "HTTP 502: ".len() + 200,
+        "{message}"
+    );
+    assert_eq!(e["detail"].as_str(), Some(page.as_str()));
+    assert_eq!(e["retryable"], true);
+
+    let a = attempts(&app, garbled).await;
+    assert_eq!(a[0]["status"], "failed", "{}", a[0]);
+    assert!(
+        a[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not parse"),
+        "{}",
+        a[0]
+    );
+    assert_eq!(a[1]["status"], "succeeded");
+}
+
+/// The fleet-wide circuit breaker as clients see it: `GET /tools/{id}` shows it open while the
+/// tool is down (its steps wait without calls), half open for one probe, closed once the tool is
+/// back; the steps then heal.
+#[tokio::test]
+async fn the_circuit_opens_waits_probes_and_closes() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    let up = Arc::new(AtomicBool::new(false));
+    let is_up = up.clone();
+    faults.route("fragile", move |s| {
+        if is_up.load(Ordering::SeqCst) {
+            Reply::echo(s)
+        } else {
+            Reply::status(503)
+        }
+    });
+    register_tool(
+        &app,
+        "fragile",
+        &faults.endpoint("fragile"),
+        json!({
+            "circuit_breaker": {"failure_threshold": 2, "cool_down_secs": 1},
+            "retry": {"max_attempts": 50, "initial_interval_ms": 50, "max_interval_ms": 200}
+        }),
+    )
+    .await;
+    let w = app.worker(|c| c.concurrency = 1);
+    let ids = [
+        app.submit(one_step("fragile", json!({}))).await,
+        app.submit(one_step("fragile", json!({}))).await,
+    ];
+    let open = wait_for("the circuit to open", LIMIT, || async {
+        let (_, t) = app.get("/api/v1/tools/fragile").await;
+        (t["circuit"]["state"] == "open").then_some(t)
+    })
+    .await;
+    assert!(open["circuit"]["until"].is_string(), "{open}");
+    let (_, metrics) = app.get("/metrics").await;
+    let metrics = metrics.as_str().unwrap_or_default();
+    assert!(
+        metrics.lines().any(
+            |l| l.starts_with("trellis_tool_circuit_open{tool=\"fragile\"") && l.ends_with(" 1")
+        ),
+        "{metrics}"
+    );
+    assert!(
+        open["circuit"]["consecutive_failures"].as_i64().unwrap() >= 2,
+        "{open}"
+    );
+    // while it stays down, only probes reach it: at most one per cool-down
+    let before = faults.calls("fragile").len();
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let probes = faults.calls("fragile").len() - before;
+    assert!(probes <= 4, "{probes} calls in 3.5 s of 1 s cool-downs");
+    up.store(true, Ordering::SeqCst);
+    for id in ids {
+        let t = app.wait_done(id, LIMIT).await;
+        assert_eq!(t["status"], "succeeded", "{t}");
+    }
+    w.stop().await;
+    let (_, t) = app.get("/api/v1/tools/fragile").await;
+    assert_eq!(t["circuit"]["state"], "closed", "{t}");
+    assert_eq!(t["circuit"]["consecutive_failures"], 0, "{t}");
+    // the steps that met the open circuit failed without a call and waited out the cool-down;
+    // every other failed attempt was a call the tool answered
+    let (mut no_call, mut failed) = (0, 0);
+    for id in ids {
+        for a in attempts(&app, id).await {
+            if a["status"] == "failed" {
+                failed += 1;
+            }
+            if a["error"]["category"] == "circuit_open" {
+                assert!(
+                    a["error"]["retry_after_ms"].as_u64().unwrap() <= 1000,
+                    "{a}"
+                );
+                no_call += 1;
+            }
+        }
+    }
+    assert!(no_call > 0, "no step met the open circuit");
+    assert_eq!(failed, faults.calls("fragile").len() - 2 + no_call);
+}
