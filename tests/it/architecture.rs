@@ -483,3 +483,30 @@ fn the_event_docs_list_every_kind_with_its_fields() {
         assert_eq!(&keys, fields, "the fields of {kind}");
     }
 }
+
+/// ARCHITECTURE.md names only paths that exist (from the workspace, or from the module a
+/// paragraph maps: `sql/…` is under `src/store/`).
+#[test]
+fn every_path_architecture_md_names_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let mut checked = 0;
+    for (i, token) in doc.split('`').enumerate() {
+        let path_like = i % 2 == 1
+            && token.contains('/')
+            && !token.contains(['<', ' ', '*', ':'])
+            && [".rs", ".sql", ".md", ".js", ".mjs", ".toml", "/"]
+                .iter()
+                .any(|e| token.ends_with(e));
+        if !path_like {
+            continue;
+        }
+        // a path is written from the workspace, or from the module its paragraph maps
+        let bases = ["", "src", "src/store", "src/api", "src/store/step_queue"];
+        let found =
+            bases.iter().any(|b| root.join(b).join(token).exists()) || token.starts_with("../");
+        assert!(found, "ARCHITECTURE.md names {token}, which does not exist");
+        checked += 1;
+    }
+    assert!(checked >= 30, "only {checked} paths found");
+}
