@@ -10,9 +10,8 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Result;
 use serde_json::{Value, json};
 use trellis::config::Settings;
-use trellis::domain::{Limits, PlanSpec};
+
 use trellis::store::Store;
-use trellis::store::submit::NewTask;
 use trellis::store::tools::NewTool;
 use trellis::testkit::faults::{FaultServer, Reply, Seen};
 use trellis::worker::{self, WorkerConfig};
@@ -38,7 +37,7 @@ struct Case {
     /// Extra fields of the tool (alternatives, schema, timeout, endpoint).
     tool: Value,
     parameters: Value,
-    script: fn(&Seen) -> Reply,
+    script: Script,
 }
 
 fn http_date(t: SystemTime) -> String {
@@ -55,263 +54,199 @@ fn html(status: u16) -> Reply {
     )
 }
 
+/// A case a perfect client heals, with the calls it needs per task.
+fn heals(
+    name: &'static str,
+    min_calls: i64,
+    tool: Value,
+    parameters: Value,
+    script: Script,
+) -> Case {
+    Case {
+        name,
+        recoverable: true,
+        min_calls,
+        tool,
+        parameters,
+        script,
+    }
+}
+
+/// A case nothing can heal: it must end, bounded.
+fn stops(
+    name: &'static str,
+    min_calls: i64,
+    tool: Value,
+    parameters: Value,
+    script: Script,
+) -> Case {
+    Case {
+        recoverable: false,
+        ..heals(name, min_calls, tool, parameters, script)
+    }
+}
+
+/// How a case's route answers.
+type Script = fn(&Seen) -> Reply;
+
+/// The first `n` calls of each step answered by `fail`, the rest echoed.
+macro_rules! first {
+    ($n:expr, $fail:expr) => {
+        |s: &Seen| {
+            if s.nth <= $n {
+                $fail(s)
+            } else {
+                Reply::echo(s)
+            }
+        }
+    };
+}
+
+fn retry_after_date(_: &Seen) -> Reply {
+    let now = SystemTime::now();
+    Reply::status(503)
+        .header("date", http_date(now))
+        .header("retry-after", http_date(now + Duration::from_secs(2)))
+}
+
 fn cases() -> Vec<Case> {
     let strict = json!({"type": "object",
         "properties": {"count": {"type": "integer"}, "mode": {"type": "string", "default": "fast"},
                        "tags": {"type": "array", "items": {"type": "string"}}},
         "required": ["count", "mode"]});
-    let none = json!({});
+    let schema = || json!({"input_schema": strict.clone()});
+    let alt = || json!({"alternatives": ["backup"]});
+    let none = || json!({});
+    let hints = |s: &Seen| {
+        if s.parameters["limit"] == json!(100) {
+            Reply::echo(s)
+        } else {
+            Reply::json(
+                422,
+                json!({"error": {"message": "limit must be at most 100", "hints": {"limit": 100}}}),
+            )
+        }
+    };
     vec![
-        Case {
-            name: "429_retry_after",
-            recoverable: true,
-            min_calls: 3,
-            tool: none.clone(),
-            parameters: none.clone(),
-            script: |s| {
-                if s.nth <= 2 {
-                    Reply::status(429).header("retry-after", "1")
-                } else {
-                    Reply::echo(s)
-                }
-            },
-        },
-        Case {
-            name: "429_no_retry_after",
-            recoverable: true,
-            min_calls: 3,
-            tool: none.clone(),
-            parameters: none.clone(),
-            script: |s| {
-                if s.nth <= 2 {
-                    Reply::status(429)
-                } else {
-                    Reply::echo(s)
-                }
-            },
-        },
-        Case {
-            name: "503_retry_after_date",
-            recoverable: true,
-            min_calls: 2,
-            tool: none.clone(),
-            parameters: none.clone(),
-            script: |s| {
-                if s.nth == 1 {
-                    let now = SystemTime::now();
-                    Reply::status(503)
-                        .header("date", http_date(now))
-                        .header("retry-after", http_date(now + Duration::from_secs(2)))
-                } else {
-                    Reply::echo(s)
-                }
-            },
-        },
-        Case {
-            name: "outage_3s",
-            recoverable: true,
-            min_calls: 1,
-            tool: none.clone(),
-            parameters: none.clone(),
-            script: |s| {
-                if s.since_route < Duration::from_secs(3) {
-                    Reply::status(503)
-                } else {
-                    Reply::echo(s)
-                }
-            },
-        },
-        Case {
-            name: "outage_20s",
-            recoverable: true,
-            min_calls: 1,
-            tool: none.clone(),
-            parameters: none.clone(),
-            script: |s| {
-                if s.since_route < Duration::from_secs(20) {
-                    Reply::status(503)
-                } else {
-                    Reply::echo(s)
-                }
-            },
-        },
-        Case {
-            name: "flaky_500",
-            recoverable: true,
-            min_calls: 2,
-            tool: none.clone(),
-            parameters: none.clone(),
-            script: |s| {
-                if s.nth == 1 {
-                    Reply::status(500)
-                } else {
-                    Reply::echo(s)
-                }
-            },
-        },
-        Case {
-            name: "proxy_502_html",
-            recoverable: true,
-            min_calls: 3,
-            tool: none.clone(),
-            parameters: none.clone(),
-            script: |s| {
-                if s.nth <= 2 {
-                    html(502)
-                } else {
-                    Reply::echo(s)
-                }
-            },
-        },
-        Case {
-            name: "timeout",
-            recoverable: true,
-            min_calls: 2,
-            tool: json!({"timeout_ms": 500}),
-            parameters: none.clone(),
-            script: |s| {
-                if s.nth == 1 {
-                    Reply::echo(s).after(Duration::from_secs(3))
-                } else {
-                    Reply::echo(s)
-                }
-            },
-        },
-        Case {
-            name: "garbled_json_200",
-            recoverable: true,
-            min_calls: 2,
-            tool: none.clone(),
-            parameters: none.clone(),
-            script: |s| {
-                if s.nth == 1 {
-                    Reply::text(200, "application/json", "{\"output\": ")
-                } else {
-                    Reply::echo(s)
-                }
-            },
-        },
-        Case {
-            name: "404_with_alternative",
-            recoverable: true,
-            min_calls: 2,
-            tool: json!({"alternatives": ["backup"]}),
-            parameters: none.clone(),
-            script: |_| Reply::status(404),
-        },
-        Case {
-            name: "410_with_alternative",
-            recoverable: true,
-            min_calls: 2,
-            tool: json!({"alternatives": ["backup"]}),
-            parameters: none.clone(),
-            script: |_| Reply::status(410),
-        },
-        Case {
-            name: "refused_with_alternative",
-            recoverable: true,
-            min_calls: 2,
-            tool: json!({"alternatives": ["backup"], "refused": true}),
-            parameters: none.clone(),
-            script: Reply::echo,
-        },
-        Case {
-            name: "422_with_hints",
-            recoverable: true,
-            min_calls: 2,
-            tool: none.clone(),
-            parameters: json!({"limit": 500}),
-            script: |s| {
-                if s.parameters["limit"] == json!(100) {
-                    Reply::echo(s)
-                } else {
-                    Reply::json(
-                        422,
-                        json!({"error": {"message": "limit must be at most 100", "hints": {"limit": 100}}}),
-                    )
-                }
-            },
-        },
-        Case {
-            name: "schema_string_to_integer",
-            recoverable: true,
-            min_calls: 1,
-            tool: json!({"input_schema": strict}),
-            parameters: json!({"count": "5", "mode": "slow"}),
-            script: Reply::echo,
-        },
-        Case {
-            name: "schema_default",
-            recoverable: true,
-            min_calls: 1,
-            tool: json!({"input_schema": strict}),
-            parameters: json!({"count": 5}),
-            script: Reply::echo,
-        },
-        Case {
-            name: "schema_one_item_array",
-            recoverable: true,
-            min_calls: 1,
-            tool: json!({"input_schema": strict}),
-            parameters: json!({"count": 5, "mode": "slow", "tags": "a"}),
-            script: Reply::echo,
-        },
-        Case {
-            name: "401_unauthorized",
-            recoverable: false,
-            min_calls: 1,
-            tool: none.clone(),
-            parameters: none.clone(),
-            script: |_| Reply::status(401),
-        },
-        Case {
-            name: "403_forbidden",
-            recoverable: false,
-            min_calls: 1,
-            tool: json!({"alternatives": ["backup"]}),
-            parameters: none.clone(),
-            script: |_| Reply::status(403),
-        },
-        Case {
-            name: "404_no_alternative",
-            recoverable: false,
-            min_calls: 1,
-            tool: none.clone(),
-            parameters: none.clone(),
-            script: |_| Reply::status(404),
-        },
-        Case {
-            name: "400_bad_request",
-            recoverable: false,
-            min_calls: 1,
-            tool: none.clone(),
-            parameters: none.clone(),
-            script: |_| Reply::json(400, json!({"error": {"message": "unknown field"}})),
-        },
-        Case {
-            name: "schema_lossy",
-            recoverable: false,
-            min_calls: 0,
-            tool: json!({"input_schema": strict}),
-            parameters: json!({"count": "5.5", "mode": "slow"}),
-            script: Reply::echo,
-        },
-        Case {
-            name: "429_forever",
-            recoverable: false,
-            min_calls: 1,
-            tool: none.clone(),
-            parameters: none.clone(),
-            script: |_| Reply::status(429).header("retry-after", "1"),
-        },
-        Case {
-            name: "503_forever",
-            recoverable: false,
-            min_calls: 1,
-            tool: none.clone(),
-            parameters: none.clone(),
-            script: |_| Reply::status(503),
-        },
+        heals(
+            "429_retry_after",
+            3,
+            none(),
+            none(),
+            first!(2, |_| Reply::status(429).header("retry-after", "1")),
+        ),
+        heals(
+            "429_no_retry_after",
+            3,
+            none(),
+            none(),
+            first!(2, |_| Reply::status(429)),
+        ),
+        heals(
+            "503_retry_after_date",
+            2,
+            none(),
+            none(),
+            first!(1, retry_after_date),
+        ),
+        heals("outage_3s", 1, none(), none(), |s| {
+            if s.since_route < Duration::from_secs(3) {
+                Reply::status(503)
+            } else {
+                Reply::echo(s)
+            }
+        }),
+        heals("outage_20s", 1, none(), none(), |s| {
+            if s.since_route < Duration::from_secs(20) {
+                Reply::status(503)
+            } else {
+                Reply::echo(s)
+            }
+        }),
+        heals(
+            "flaky_500",
+            2,
+            none(),
+            none(),
+            first!(1, |_| Reply::status(500)),
+        ),
+        heals(
+            "proxy_502_html",
+            3,
+            none(),
+            none(),
+            first!(2, |_| html(502)),
+        ),
+        heals(
+            "timeout",
+            2,
+            json!({"timeout_ms": 500}),
+            none(),
+            first!(1, |s| Reply::echo(s).after(Duration::from_secs(3))),
+        ),
+        heals(
+            "garbled_json_200",
+            2,
+            none(),
+            none(),
+            first!(1, |_| Reply::text(200, "application/json", "{\"output\": ")),
+        ),
+        heals("404_with_alternative", 2, alt(), none(), |_| {
+            Reply::status(404)
+        }),
+        heals("410_with_alternative", 2, alt(), none(), |_| {
+            Reply::status(410)
+        }),
+        heals(
+            "refused_with_alternative",
+            2,
+            json!({"alternatives": ["backup"], "refused": true}),
+            none(),
+            Reply::echo,
+        ),
+        heals("422_with_hints", 2, none(), json!({"limit": 500}), hints),
+        heals(
+            "schema_string_to_integer",
+            1,
+            schema(),
+            json!({"count": "5", "mode": "slow"}),
+            Reply::echo,
+        ),
+        heals(
+            "schema_default",
+            1,
+            schema(),
+            json!({"count": 5}),
+            Reply::echo,
+        ),
+        heals(
+            "schema_one_item_array",
+            1,
+            schema(),
+            json!({"count": 5, "mode": "slow", "tags": "a"}),
+            Reply::echo,
+        ),
+        stops("401_unauthorized", 1, none(), none(), |_| {
+            Reply::status(401)
+        }),
+        stops("403_forbidden", 1, alt(), none(), |_| Reply::status(403)),
+        stops("404_no_alternative", 1, none(), none(), |_| {
+            Reply::status(404)
+        }),
+        stops("400_bad_request", 1, none(), none(), |_| {
+            Reply::json(400, json!({"error": {"message": "unknown field"}}))
+        }),
+        stops(
+            "schema_lossy",
+            0,
+            schema(),
+            json!({"count": "5.5", "mode": "slow"}),
+            Reply::echo,
+        ),
+        stops("429_forever", 1, none(), none(), |_| {
+            Reply::status(429).header("retry-after", "1")
+        }),
+        stops("503_forever", 1, none(), none(), |_| Reply::status(503)),
     ]
 }
 
@@ -389,47 +324,26 @@ async fn one_mode(store: &Store, url: &str, reflect: bool) -> Result<Vec<Figures
 }
 
 fn tool(id: &str, endpoint: String, extra: &Value) -> NewTool {
-    let get = |k: &str| extra.get(k).cloned();
-    NewTool {
-        id: id.into(),
-        name: id.into(),
-        description: format!("fault case {id}"),
-        endpoint,
-        timeout_ms: get("timeout_ms").and_then(|v| v.as_i64()).unwrap_or(10_000) as i32,
-        input_schema: get("input_schema").unwrap_or_else(|| json!({"type": "object"})),
-        output_schema: None,
-        output_params: vec![],
-        alternatives: get("alternatives")
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default(),
-        tags: vec![],
-        max_concurrency: None,
-        rate_limit_per_sec: None,
-        rate_limit_burst: 1,
-        retry: None,
-        circuit_breaker: None,
+    let mut t = trellis::testkit::http_tool(id, endpoint);
+    if let Some(ms) = extra.get("timeout_ms").and_then(Value::as_i64) {
+        t.timeout_ms = ms as i32;
     }
+    if let Some(s) = extra.get("input_schema") {
+        t.input_schema = s.clone();
+    }
+    if let Some(a) = extra.get("alternatives") {
+        t.alternatives = serde_json::from_value(a.clone()).unwrap_or_default();
+    }
+    t
 }
 
 async fn submit(store: &Store, c: &Case, reflect: bool) -> Result<Uuid> {
-    let mut limits = Limits::from_settings(&Settings::default());
-    limits.step_reflection = reflect;
-    let plan: PlanSpec = serde_json::from_value(json!({"steps": [
+    let mut task = trellis::testkit::new_task(json!([
         {"id": "call", "tool": c.name, "parameters": c.parameters}
-    ]}))?;
-    Ok(store
-        .submit_task(&NewTask {
-            description: format!("fault case {}", c.name),
-            metadata: json!({}),
-            context: json!({}),
-            priority: 0,
-            idempotency_key: None,
-            limits,
-            plan: Some(plan),
-            template: None,
-        })
-        .await?
-        .task_id)
+    ]));
+    task.description = format!("fault case {}", c.name);
+    task.limits.step_reflection = reflect;
+    Ok(store.submit_task(&task).await?.task_id)
 }
 
 /// Two workers with the shipped defaults (backoff, breaker, Retry-After cap), allowed to

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use uuid::Uuid;
 
-use super::steps::illegal;
+use super::steps::moved_one;
 use super::tasks::try_move_task;
 use super::{Result, Store, StoreError, Tx, notify_decisions};
 use crate::domain::decision::{DecisionContext, DecisionInput, LlmCallRecord, Meter, ToolEvidence};
@@ -336,10 +336,7 @@ pub(crate) async fn finish_decision(tx: &mut Tx, id: Uuid, applied: bool) -> Res
         .execute(&mut **tx)
         .await?
         .rows_affected();
-    match n {
-        0 => Err(illegal(m, id)),
-        _ => Ok(()),
-    }
+    moved_one(n, m, id)
 }
 
 /// Every pending or running decision of a task is cancelled.

@@ -432,7 +432,7 @@ pub(crate) async fn finish<T>(tx: Tx, r: Result<T>) -> Result<T> {
 
 /// Wake idle workers (delivered when the transaction commits).
 pub(crate) async fn notify_ready(tx: &mut Tx) -> Result<()> {
-    sqlx::query("SELECT pg_notify($1, '')")
+    sqlx::query(sql!("queue/notify_ready"))
         .bind(READY_CHANNEL)
         .execute(&mut **tx)
         .await?;
@@ -442,7 +442,7 @@ pub(crate) async fn notify_ready(tx: &mut Tx) -> Result<()> {
 /// Wake workers for a pending decision (payload [`DECISIONS_PAYLOAD`]): workers claim
 /// decisions when told to, or at their poll interval, not on every claim of steps.
 pub(crate) async fn notify_decisions(tx: &mut Tx) -> Result<()> {
-    sqlx::query("SELECT pg_notify($1, $2)")
+    sqlx::query(sql!("queue/notify_decisions"))
         .bind(READY_CHANNEL)
         .bind(DECISIONS_PAYLOAD)
         .execute(&mut **tx)
@@ -460,7 +460,7 @@ pub(crate) async fn task_status(tx: &mut Tx, id: Uuid) -> Result<crate::domain::
 }
 
 pub(crate) async fn lock_task(tx: &mut Tx, id: Uuid) -> Result<TaskRow> {
-    sqlx::query_as("SELECT * FROM tasks WHERE id = $1 FOR NO KEY UPDATE")
+    sqlx::query_as(sql!("task/lock"))
         .bind(id)
         .fetch_optional(&mut **tx)
         .await?

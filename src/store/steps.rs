@@ -20,6 +20,14 @@ pub(crate) fn illegal(m: impl std::fmt::Debug, id: Uuid) -> StoreError {
     ))
 }
 
+/// A move of one row by id: `n` rows moved must be 1, else [`illegal`].
+pub(crate) fn moved_one(n: u64, m: impl std::fmt::Debug, id: Uuid) -> Result<()> {
+    match n {
+        0 => Err(illegal(m, id)),
+        _ => Ok(()),
+    }
+}
+
 /// Tier 1: `failed → ready` on the same row, overrides merged, after `delay_ms`.
 pub(crate) async fn rerun_failed(
     tx: &mut Tx,
@@ -36,10 +44,7 @@ pub(crate) async fn rerun_failed(
         .execute(&mut **tx)
         .await?
         .rows_affected();
-    match n {
-        0 => Err(illegal(StepMove::Rerun, step_id)),
-        _ => Ok(()),
-    }
+    moved_one(n, StepMove::Rerun, step_id)
 }
 
 /// Resume: every failed step of the plan version `failed → ready` with a fresh retry count.
@@ -63,10 +68,7 @@ pub(crate) async fn supersede_step(tx: &mut Tx, step_id: Uuid) -> Result<()> {
         .execute(&mut **tx)
         .await?
         .rows_affected();
-    match n {
-        0 => Err(illegal(StepMove::Supersede, step_id)),
-        _ => Ok(()),
-    }
+    moved_one(n, StepMove::Supersede, step_id)
 }
 
 /// A new plan version replaces this one: its open and failed rows are superseded.

@@ -1,6 +1,6 @@
 //! The claim: up to `limit` claimable steps leased to a worker in one short transaction,
 //! reading about what it takes at any depth. The claim queue (`claim_queue`, kept by
-//! [`super::claim_queue::sync`]) holds a task's next claimable steps, so no count is taken here
+//! `claim_queue::sync`) holds a task's next claimable steps, so no count is taken here
 //! unless a task cap or a tool limit is in play. Statements: `sql/step/claim_plain.sql` (one
 //! statement: no cap, no limited tool), or `claim_pick.sql` then `claim_checked.sql`; both end
 //! with `_claim_lease.sql` (lease, `step_started` events) and `_claim_result.sql`.
@@ -85,13 +85,10 @@ const CLAIM_CHECKED: &str = concat!(
 );
 
 impl Store {
-    /// Claim up to `c.limit` ready steps, honouring each task's `max_concurrent_steps`.
-    ///
-    /// One short transaction, two statements: lock tasks that have ready steps
-    /// (`FOR NO KEY UPDATE SKIP LOCKED`), then lease their ready steps in plan order up to each
-    /// task's free room and append their `step_started` events ([`super::transitions`]).
-    /// The commit is asynchronous: losing it in a crash loses only the claim (ARCHITECTURE.md,
-    /// "The step queue").
+    /// Claim up to `c.limit` steps from the claim queue in one short transaction
+    /// ([`claim_in`]): one statement while no task cap and no limited tool is in play, else the
+    /// checked claim's two. The commit is asynchronous: losing it in a crash loses only the
+    /// claim (ARCHITECTURE.md, "The hot path").
     pub async fn claim_steps(&self, c: &Claim) -> Result<Vec<ClaimedStep>> {
         in_tx!(hot self, |tx| claim_in(tx, c, true, &self.lanes).await)
     }

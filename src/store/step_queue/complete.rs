@@ -184,13 +184,10 @@ async fn lock_batch_tasks(tx: &mut Tx, items: &[StepSuccess]) -> Result<TaskStat
     let mut task_ids: Vec<Uuid> = items.iter().map(|s| s.fence.task_id).collect();
     task_ids.sort();
     task_ids.dedup();
-    let tasks: Vec<(Uuid, TaskStatus, i32, i32)> = sqlx::query_as(
-        "SELECT id, status, plan_version, consecutive_failures FROM tasks
-         WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
-    )
-    .bind(&task_ids)
-    .fetch_all(&mut **tx)
-    .await?;
+    let tasks: Vec<(Uuid, TaskStatus, i32, i32)> = sqlx::query_as(sql!("step/lock_batch_tasks"))
+        .bind(&task_ids)
+        .fetch_all(&mut **tx)
+        .await?;
     Ok(tasks
         .into_iter()
         .map(|(id, st, v, f)| (id, (st, v, f)))
@@ -388,7 +385,7 @@ async fn evaluate_inline(
 
 /// The rows of tasks this transaction holds locked (by primary key).
 async fn read_tasks(tx: &mut Tx, task_ids: &[Uuid]) -> Result<Vec<TaskRow>> {
-    Ok(sqlx::query_as("SELECT * FROM tasks WHERE id = ANY($1)")
+    Ok(sqlx::query_as(sql!("step/tasks_of_finished"))
         .bind(task_ids)
         .fetch_all(&mut **tx)
         .await?)
@@ -396,15 +393,11 @@ async fn read_tasks(tx: &mut Tx, task_ids: &[Uuid]) -> Result<Vec<TaskRow>> {
 
 /// Live steps of each task's current plan version, by task, in plan order.
 async fn live_steps_of(tx: &mut Tx, tasks: &[TaskRow]) -> Result<HashMap<Uuid, Vec<StepRow>>> {
-    let rows: Vec<StepRow> = sqlx::query_as(
-        "SELECT s.* FROM steps s JOIN unnest($1::uuid[], $2::int[]) AS a(task_id, plan_version)
-           ON s.task_id = a.task_id AND s.plan_version = a.plan_version
-         WHERE s.status <> 'superseded' ORDER BY s.task_id, s.position",
-    )
-    .bind(tasks.iter().map(|t| t.id).collect::<Vec<_>>())
-    .bind(tasks.iter().map(|t| t.plan_version).collect::<Vec<_>>())
-    .fetch_all(&mut **tx)
-    .await?;
+    let rows: Vec<StepRow> = sqlx::query_as(sql!("step/live_steps_of_finished"))
+        .bind(tasks.iter().map(|t| t.id).collect::<Vec<_>>())
+        .bind(tasks.iter().map(|t| t.plan_version).collect::<Vec<_>>())
+        .fetch_all(&mut **tx)
+        .await?;
     let mut by_task: HashMap<Uuid, Vec<StepRow>> = HashMap::new();
     for r in rows {
         by_task.entry(r.task_id).or_default().push(r);

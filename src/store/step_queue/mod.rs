@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::claim_queue;
-use super::steps::illegal;
+use super::steps::moved_one;
 use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task, notify_ready};
 use crate::domain::event::{self, Event};
 use crate::domain::model::ToolFailure;
@@ -231,8 +231,5 @@ pub(crate) async fn release_running(
         .execute(&mut **tx)
         .await?
         .rows_affected();
-    match n {
-        0 => Err(illegal(StepMove::Release, step_id)),
-        _ => Ok(()),
-    }
+    moved_one(n, StepMove::Release, step_id)
 }

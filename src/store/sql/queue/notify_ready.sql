@@ -1,0 +1,3 @@
+-- name: queue/notify_ready
+-- wake idle workers (delivered at commit)
+SELECT pg_notify($1, '')
