@@ -1062,7 +1062,8 @@ async fn main() -> Result<()> {
     } else {
         Sizes {
             concurrency: env_usize("BENCH_CONCURRENCY", 64),
-            tasks: 400,
+            // 20,000 steps: short runs flatter everyone (their first cycles plan the statements)
+            tasks: env_usize("BENCH_TASKS", 2_000),
             steps: 10,
             workers: 2,
             latency_samples: 200,
