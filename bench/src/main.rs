@@ -367,6 +367,7 @@ impl Bench {
             tokio::time::sleep(Duration::from_millis(10_500)).await;
         }
         let cost_before = store.cost_snapshot().await.ok();
+        let lsn_before = store.wal_lsn().await?;
         let w = self
             .workers(url, self.sizes.workers, |cfg| {
                 cfg.concurrency = c;
@@ -377,6 +378,8 @@ impl Bench {
         let (elapsed, watched) =
             Self::watch_unfinished(store, unfinished_before, Duration::from_secs(300)).await?;
         w.stop().await;
+        // the run's WAL, for `pg_waldump -s … -e …` (a breakdown by table and index)
+        eprintln!("      WAL of the run: {lsn_before} … {}", store.wal_lsn().await?);
         let steps = (self.sizes.tasks * self.sizes.steps) as f64;
         let per_step = match cost_before {
             Some(b) => {

@@ -28,6 +28,7 @@ pub(crate) trait BenchSql {
         &self,
         marks: &[chrono::DateTime<chrono::Utc>],
     ) -> Result<Vec<(f64, f64, f64)>>;
+    async fn wal_lsn(&self) -> Result<String>;
     async fn task_outcomes(&self) -> Result<Vec<(uuid::Uuid, String, f64)>>;
     async fn attempts_per_task(&self, tool: &str) -> Result<Vec<(uuid::Uuid, i64)>>;
 }
@@ -57,6 +58,13 @@ macro_rules! insert_tasks {
 }
 
 impl BenchSql for Store {
+    /// The WAL's insert position now.
+    async fn wal_lsn(&self) -> Result<String> {
+        Ok(sqlx::query_scalar("SELECT pg_current_wal_lsn()::text")
+            .fetch_one(self.pool())
+            .await?)
+    }
+
     /// Every task's status and how long it took from submit to its end, or to now when it has
     /// not ended (milliseconds, database clock).
     async fn task_outcomes(&self) -> Result<Vec<(uuid::Uuid, String, f64)>> {
