@@ -301,6 +301,13 @@ pub struct WorkerSettings {
     /// Address the metrics listener binds (default `127.0.0.1`; `0.0.0.0` for a scraper on
     /// another host).
     pub metrics_host: String,
+    /// The API's address as an async tool reaches it: its calls carry
+    /// `{callback_base_url}/api/v1/callbacks/{token}` (default `http://{server.host}:{server.port}`).
+    pub callback_base_url: Option<String>,
+    /// How long an async tool's step waits for its callback; a heartbeat extends it.
+    pub async_timeout_secs: f64,
+    /// How often the maintenance loop looks for waits whose time has come (sleeps, timeouts).
+    pub wait_check_ms: u64,
 }
 
 #[derive(Clone, Default, Deserialize)]
@@ -466,6 +473,19 @@ impl WorkerSettings {
         if w.lease_secs == 0 {
             return bad("worker.lease_secs must be at least 1");
         }
+        if !(w.async_timeout_secs > 0.0
+            && w.async_timeout_secs <= crate::domain::wait::MAX_WAIT_SECS)
+        {
+            return bad("worker.async_timeout_secs must be above 0 and at most 30 days");
+        }
+        if w.wait_check_ms == 0 {
+            return bad("worker.wait_check_ms must be at least 1");
+        }
+        if let Some(u) = &w.callback_base_url
+            && !(u.starts_with("http://") || u.starts_with("https://"))
+        {
+            return bad("worker.callback_base_url must start with http:// or https://");
+        }
         if w.poll_ms == 0 {
             return bad("worker.poll_ms must be at least 1");
         }
@@ -530,6 +550,9 @@ impl Default for WorkerSettings {
             heartbeat_secs: None,
             metrics_port: 0,
             metrics_host: "127.0.0.1".into(),
+            callback_base_url: None,
+            async_timeout_secs: 3600.0,
+            wait_check_ms: 500,
         }
     }
 }

@@ -16,7 +16,16 @@ use crate::net::{self, Outbound};
 /// Longest sleep the `sleep` built-in takes, in milliseconds (one hour).
 pub const MAX_SLEEP_MS: u64 = 3_600_000;
 
-pub const BUILTIN_TOOLS: [&str; 5] = ["echo", "sleep", "fail", "flaky", "http_request"];
+pub const BUILTIN_TOOLS: [&str; 8] = [
+    "echo",
+    "sleep",
+    "fail",
+    "flaky",
+    "http_request",
+    "approval",
+    "wait_event",
+    "sleep_until",
+];
 
 /// One call of a tool.
 #[derive(Debug, Clone)]
@@ -25,6 +34,9 @@ pub struct Invocation<'a> {
     pub step_key: &'a str,
     pub attempt: i32,
     pub parameters: &'a Value,
+    /// An async tool's call: where it reports its result (`…/complete`, `…/fail`,
+    /// `…/heartbeat`).
+    pub callback_url: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -146,6 +158,14 @@ impl ToolRunner {
                 }
             }
             "http_request" => self.http_request(p).await,
+            "approval" | "wait_event" | "sleep_until" => Err(ToolFailure::new(
+                "parameter_error",
+                format!(
+                    "{} waits, so it can only be a step's own tool, not an action",
+                    tool.id
+                ),
+                false,
+            )),
             other => Err(ToolFailure::new(
                 "tool_error",
                 format!("tool {other:?} has no built-in implementation"),
@@ -255,13 +275,16 @@ impl ToolRunner {
             )
         })?;
         let endpoint = self.target(endpoint)?;
-        let body = json!({
+        let mut body = json!({
             "tool": tool.id,
             "parameters": inv.parameters,
             "task_id": inv.task_id,
             "step_id": inv.step_key,
             "attempt": inv.attempt,
         });
+        if let Some(url) = inv.callback_url {
+            body["callback_url"] = json!(url);
+        }
         let resp = self
             .http
             .post(endpoint.clone())
@@ -543,6 +566,8 @@ mod tests {
             rate_limit_burst: 1,
             retry: None,
             circuit_breaker: None,
+            requires_approval: false,
+            mode: "sync".into(),
             gated: false,
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
@@ -556,6 +581,7 @@ mod tests {
             step_key: "s",
             attempt,
             parameters: p,
+            callback_url: None,
         }
     }
 

@@ -250,6 +250,7 @@ impl Bench {
                 limits: Self::limits(sequential),
                 plan: Some(plan),
                 template: None,
+                start: Default::default(),
             })
             .await?
             .task_id)
@@ -333,6 +334,7 @@ impl Bench {
             limits: Self::limits(false),
             plan: Some(plan),
             template: None,
+            start: Default::default(),
         };
         let all = vec![task; self.sizes.tasks];
         for chunk in all.chunks(1000) {
@@ -379,7 +381,10 @@ impl Bench {
             Self::watch_unfinished(store, unfinished_before, Duration::from_secs(300)).await?;
         w.stop().await;
         // the run's WAL, for `pg_waldump -s … -e …` (a breakdown by table and index)
-        eprintln!("      WAL of the run: {lsn_before} … {}", store.wal_lsn().await?);
+        eprintln!(
+            "      WAL of the run: {lsn_before} … {}",
+            store.wal_lsn().await?
+        );
         let steps = (self.sizes.tasks * self.sizes.steps) as f64;
         let per_step = match cost_before {
             Some(b) => {
@@ -656,6 +661,7 @@ impl Bench {
             limits: Self::limits(false),
             plan: Some(plan),
             template: None,
+            start: Default::default(),
         };
         let chunk = vec![task; 1000];
         let mut left = n;
@@ -804,6 +810,7 @@ impl Bench {
             limits: Self::limits(false),
             plan: Some(plan),
             template: None,
+            start: Default::default(),
         };
         for chunk in vec![task; n].chunks(1000) {
             if let Err(missing) = store.submit_tasks(chunk).await? {

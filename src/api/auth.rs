@@ -72,6 +72,10 @@ fn unauthorized(message: &str) -> Response {
 #[derive(Debug, Clone, Copy)]
 pub struct Caller(pub Role);
 
+/// The id of the caller's API key (none: access control is off, or the bootstrap key).
+#[derive(Debug, Clone, Copy)]
+pub struct CallerKey(pub Option<uuid::Uuid>);
+
 /// Middleware over `/api/v1`: 401 without a live key, 403 when its role may not make the call.
 pub(super) async fn require_key(
     State(st): State<AppState>,
@@ -80,6 +84,7 @@ pub(super) async fn require_key(
 ) -> Response {
     if !st.auth.enabled {
         req.extensions_mut().insert(Caller(Role::Admin));
+        req.extensions_mut().insert(CallerKey(None));
         return next.run(req).await;
     }
     let presented = req
@@ -95,15 +100,15 @@ pub(super) async fn require_key(
         return unauthorized("this route needs an API key: Authorization: Bearer <key>");
     };
     let d = digest(key);
-    let role = if st.auth.bootstrap == Some(d) {
-        Some(Role::Admin)
+    let identity = if st.auth.bootstrap == Some(d) {
+        Some((None, Role::Admin))
     } else {
-        match st.store.key_role(&d).await {
-            Ok(r) => r,
+        match st.store.key_identity(&d).await {
+            Ok(r) => r.map(|(id, role)| (Some(id), role)),
             Err(e) => return ApiError::from(e).into_response(),
         }
     };
-    let Some(role) = role else {
+    let Some((key_id, role)) = identity else {
         return unauthorized("unknown or revoked API key");
     };
     let needed = required_role(req.method().as_str(), req.uri().path());
@@ -116,6 +121,7 @@ pub(super) async fn require_key(
         .into_response();
     }
     req.extensions_mut().insert(Caller(role));
+    req.extensions_mut().insert(CallerKey(key_id));
     next.run(req).await
 }
 

@@ -28,6 +28,7 @@ mod tasks;
 mod templates;
 mod tools;
 pub mod views;
+mod waits;
 
 pub use error::ApiError;
 pub use openapi::document as openapi_document;

@@ -25,7 +25,7 @@ use utoipa::{IntoParams, IntoResponses, OpenApi, PartialSchema, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AppState, auth, events, system, tasks, templates, tools};
+use super::{AppState, auth, events, system, tasks, templates, tools, waits};
 use crate::domain::status::{StepStatus, TaskStatus};
 
 #[derive(OpenApi)]
@@ -38,6 +38,7 @@ use crate::domain::status::{StepStatus, TaskStatus};
         (name = "tasks", description = "Submit tasks, follow them (status, plan, attempts, events, reflections, evaluations) and act on them (cancel, resume, rerun)."),
         (name = "templates", description = "Workflow templates: parameterized plans a task is submitted from by id (registry writes need an admin key)."),
         (name = "tools", description = "The tool registry: built-in tools and HTTP tools, with their schemas and fleet-wide limits (writes need an admin key)."),
+        (name = "waits", description = "Steps that wait: the approvals inbox, events that resolve wait_event steps, and async tools' callbacks (no API key: the token in the URL is the credential)."),
         (name = "keys", description = "API keys and their roles (admin only), and the role of the key presented."),
         (name = "system", description = "Statistics, the worker fleet, this document, health, readiness and Prometheus metrics."),
     ),
@@ -79,6 +80,7 @@ pub(super) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(tasks::attempts))
         .routes(routes!(events::list_or_stream))
         .routes(routes!(tasks::cancel))
+        .routes(routes!(tasks::reschedule))
         .routes(routes!(tasks::resume))
         .routes(routes!(tasks::rerun))
         .routes(routes!(tasks::reflections))
@@ -94,11 +96,19 @@ pub(super) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(auth::create, auth::list))
         .routes(routes!(auth::revoke))
         .routes(routes!(auth::whoami))
-        .routes(routes!(system::openapi));
+        .routes(routes!(system::openapi))
+        .routes(routes!(waits::list))
+        .routes(routes!(waits::get))
+        .routes(routes!(waits::approve))
+        .routes(routes!(waits::reject))
+        .routes(routes!(waits::post_event));
     let root = OpenApiRouter::new()
         .routes(routes!(system::health))
         .routes(routes!(system::ready))
-        .routes(routes!(system::metrics));
+        .routes(routes!(system::metrics))
+        .routes(routes!(waits::complete))
+        .routes(routes!(waits::fail))
+        .routes(routes!(waits::heartbeat));
     (v1, root)
 }
 
@@ -296,6 +306,38 @@ pub(super) fn tool_kind() -> Object {
     ObjectBuilder::new()
         .schema_type(Type::String)
         .enum_values(Some(["builtin", "http"]))
+        .build()
+}
+
+/// A tool's mode.
+pub(super) fn tool_mode() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["sync", "async"]))
+        .build()
+}
+
+/// A wait's kind.
+pub(super) fn wait_kind() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(
+            crate::domain::wait::WaitKind::ALL
+                .iter()
+                .map(|k| k.as_str()),
+        ))
+        .build()
+}
+
+/// A wait's status.
+pub(super) fn wait_status() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(
+            crate::domain::status::WaitStatus::ALL
+                .iter()
+                .map(|s| s.as_str()),
+        ))
         .build()
 }
 

@@ -26,7 +26,7 @@ use crate::domain::status::{StepStatus, TaskStatus};
 use crate::domain::{Limits, MAX_TASK_TIMEOUT_SECS, PlanSpec};
 use crate::store::reads::ListTasks;
 use crate::store::rerun::Rerun;
-use crate::store::submit::{NewTask, Resume, StepOverride};
+use crate::store::submit::{NewTask, Resume, Start, StepOverride};
 
 const MAX_LIMIT_VALUE: i32 = 100;
 
@@ -79,6 +79,45 @@ pub(super) struct SubmitTask {
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     input: Option<Value>,
+    /// Accepted now, but nothing of the task runs before this RFC 3339 time (not with
+    /// `delay_secs`); its deadline counts from then.
+    #[serde(default)]
+    #[schema(format = DateTime)]
+    run_at: Option<String>,
+    /// As `run_at`, this many seconds from now (the server's clock).
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 31622400)]
+    delay_secs: Option<f64>,
+}
+
+/// The longest delayed start (one year), in seconds.
+pub const MAX_DELAY_SECS: f64 = 31_622_400.0;
+
+/// `run_at` / `delay_secs` of a submit body.
+pub(super) fn start(run_at: Option<&str>, delay_secs: Option<f64>) -> Result<Start, ApiError> {
+    match (run_at, delay_secs) {
+        (Some(_), Some(_)) => Err(ApiError::validation("give run_at or delay_secs, not both")),
+        (Some(t), None) => {
+            let at = DateTime::parse_from_rfc3339(t)
+                .map_err(|_| ApiError::validation("run_at must be an RFC 3339 time"))?
+                .with_timezone(&Utc);
+            if at > Utc::now() + chrono::Duration::seconds(MAX_DELAY_SECS as i64) {
+                return Err(ApiError::validation("run_at must be within a year"));
+            }
+            Ok(Start::At(at))
+        }
+        (None, Some(s)) if s.is_finite() && (0.0..=MAX_DELAY_SECS).contains(&s) => {
+            Ok(if s == 0.0 {
+                Start::Now
+            } else {
+                Start::After(s)
+            })
+        }
+        (None, Some(_)) => Err(ApiError::validation(format!(
+            "delay_secs must be between 0 and {MAX_DELAY_SECS}"
+        ))),
+        (None, None) => Ok(Start::Now),
+    }
 }
 
 /// Limits for one task, over the configured defaults (`[limits]`).
@@ -222,6 +261,7 @@ fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
             ));
         }
     };
+    let start = start(body.run_at.as_deref(), body.delay_secs)?;
     Ok(NewTask {
         description: body.description,
         metadata,
@@ -231,6 +271,7 @@ fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
         limits,
         plan,
         template: None,
+        start,
     })
 }
 
@@ -537,6 +578,37 @@ pub(super) async fn attempts(
     let page = input::query(q)?.page()?;
     let rows = st.store.list_attempts(id, page).await?;
     Ok(Json(rows.iter().map(views::attempt).collect()))
+}
+
+/// `POST /tasks/{id}/reschedule`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Reschedule {
+    /// Nothing of the task runs before this RFC 3339 time.
+    #[schema(format = DateTime)]
+    run_at: String,
+}
+
+/// Move the start of a task nothing of which has started (409 once anything ran); its
+/// deadline moves with it.
+#[utoipa::path(post, path = "/tasks/{id}/reschedule", tag = "tasks", operation_id = "reschedule_task",
+    security(("bearer" = [])), params(TaskPath), request_body = Reschedule,
+    responses((status = 200, description = "rescheduled", body = Accepted), Missing, Conflict, BadBody, BadUri, Guarded),
+)]
+pub(super) async fn reschedule(
+    State(st): State<AppState>,
+    TaskId(id): TaskId,
+    ApiJson(r): ApiJson<Reschedule>,
+) -> Result<Json<Accepted>, ApiError> {
+    let Start::At(at) = start(Some(&r.run_at), None)? else {
+        unreachable!("run_at alone is a time")
+    };
+    st.store.reschedule_task(id, at).await?;
+    let status = st.store.get_task(id).await?.status;
+    Ok(Json(Accepted {
+        task_id: id,
+        status,
+    }))
 }
 
 /// Cancel unless terminal.

@@ -82,6 +82,16 @@ pub(super) struct ToolInput {
     /// The tool's fleet-wide circuit breaker (absent or null: the workers' defaults).
     #[serde(default)]
     circuit_breaker: Option<BreakerSpec>,
+    /// Every call of the tool waits for a person's approval first (`GET /waits`); an approver
+    /// may edit its parameters.
+    #[serde(default)]
+    requires_approval: bool,
+    /// `sync` (default): the answer is the output. `async`: the call's body carries a
+    /// `callback_url`; a 2xx parks the step, which the tool completes, fails or extends by
+    /// `POST {callback_url}/complete`, `/fail` or `/heartbeat`.
+    #[serde(default)]
+    #[schema(schema_with = super::openapi::tool_mode)]
+    mode: Option<String>,
 }
 
 /// Largest `max_concurrency` and `rate_limit_burst` accepted.
@@ -159,6 +169,15 @@ pub(super) async fn create(
         ));
     }
     let (max_concurrency, rate_limit_per_sec, rate_limit_burst) = limits(&t)?;
+    let mode = match t.mode.as_deref() {
+        None | Some("sync") => "sync".to_string(),
+        Some("async") => "async".to_string(),
+        Some(m) => {
+            return Err(ApiError::validation(format!(
+                "mode must be sync or async, not {m:?}"
+            )));
+        }
+    };
     let input_schema = t.input_schema.unwrap_or_else(|| json!({"type": "object"}));
     if !input_schema.is_object() {
         return Err(ApiError::validation("input_schema must be a JSON object"));
@@ -202,6 +221,8 @@ pub(super) async fn create(
             rate_limit_burst,
             retry: t.retry,
             circuit_breaker: t.circuit_breaker,
+            requires_approval: t.requires_approval,
+            mode,
         })
         .await?;
     Ok((StatusCode::CREATED, Json(views::tool(&row, None))).into_response())

@@ -43,8 +43,11 @@ pub struct TaskView {
     pub context: Value,
     #[schema(value_type = Object)]
     pub runtime_metadata: Value,
-    /// Wall-time deadline (`limits.task_timeout_secs` after submission), if any.
+    /// Wall-time deadline (`limits.task_timeout_secs` after submission, or after `run_at`),
+    /// if any.
     pub deadline_at: Option<DateTime<Utc>>,
+    /// A delayed start (`run_at` / `delay_secs`): nothing of the task runs before it.
+    pub run_at: Option<DateTime<Utc>>,
     /// Why the task failed, when it did (`code`, `message`).
     #[schema(value_type = Option<Object>)]
     pub error: Option<Value>,
@@ -88,6 +91,8 @@ pub struct StepCountsView {
     pub blocked: i64,
     pub skipped: i64,
     pub superseded: i64,
+    /// Waiting for an approval, an event, a callback or a time (holding no worker).
+    pub waiting: i64,
 }
 
 /// `GET /tasks/{id}`.
@@ -137,11 +142,13 @@ pub fn task(
             blocked: n(StepStatus::Blocked),
             skipped: n(StepStatus::Skipped),
             superseded: n(StepStatus::Superseded),
+            waiting: n(StepStatus::Waiting),
         },
         metadata: t.metadata.clone(),
         context: t.context.clone(),
         runtime_metadata: t.runtime_metadata.clone(),
         deadline_at: t.deadline_at,
+        run_at: t.run_at,
         error: t.error.clone(),
         stop_reason: t.stop_reason.clone(),
         final_score: t.final_score,
@@ -424,6 +431,12 @@ pub struct ToolView {
     pub circuit_breaker: Option<BreakerSpec>,
     /// The circuit breaker's state, fleet-wide, now.
     pub circuit: CircuitView,
+    /// Every call waits for a person's approval first (`GET /waits`).
+    pub requires_approval: bool,
+    /// `sync`: the answer is the output; `async`: a 2xx parks the step until the tool calls
+    /// back at the `callback_url` its call carries.
+    #[schema(schema_with = super::openapi::tool_mode)]
+    pub mode: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -483,6 +496,8 @@ pub fn tool(t: &ToolDef, c: Option<(&Circuit, DateTime<Utc>)>) -> ToolView {
         retry: t.retry.as_ref().map(|j| j.0),
         circuit_breaker: t.circuit_breaker.as_ref().map(|j| j.0),
         circuit: circuit(c),
+        requires_approval: t.requires_approval,
+        mode: t.mode.clone(),
         created_at: t.created_at,
         updated_at: t.updated_at,
     }
@@ -735,4 +750,87 @@ impl From<crate::store::workers::WorkerRow> for WorkerView {
             in_flight: w.in_flight,
         }
     }
+}
+
+/// A wait (`GET /waits`): a step waiting for an approval, an event, a callback or a time.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Wait)]
+pub struct WaitView {
+    pub wait_id: Uuid,
+    pub task_id: Uuid,
+    /// The step's key in its plan.
+    pub step_id: String,
+    pub attempt: i32,
+    /// `approval`, `event`, `callback` or `sleep`.
+    #[schema(schema_with = super::openapi::wait_kind)]
+    pub kind: String,
+    /// What the approver is asked (approvals).
+    pub prompt: Option<String>,
+    /// JSON Schema of the answer an approver may give (approvals; null: none).
+    #[schema(schema_with = super::openapi::optional_json_schema)]
+    pub form: Option<Value>,
+    /// The least role that may decide (approvals).
+    pub role: Option<String>,
+    /// `reject` or `approve`: what the approval's timeout means.
+    pub on_timeout: String,
+    /// A gated call: the tool that runs once approved, and the parameters it would run with.
+    pub tool: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub parameters: Option<Value>,
+    /// The key a `wait_event` waits for, and what its payload must contain.
+    pub event_key: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub r#match: Option<Value>,
+    pub expires_at: Option<DateTime<Utc>>,
+    /// `open`, `resolved`, `expired` or `cancelled`.
+    #[schema(schema_with = super::openapi::wait_status)]
+    pub status: String,
+    /// How it was resolved: `{"outcome": "approved" | "rejected" | "event" | "completed" |
+    /// "failed" | "slept" | "timeout", …}` (null while open).
+    #[schema(value_type = Option<Object>)]
+    pub resolution: Option<Value>,
+    /// The API key that decided (approvals).
+    pub resolved_by: Option<Uuid>,
+    pub created_at: DateTime<Utc>,
+    pub resolved_at: Option<DateTime<Utc>>,
+}
+
+pub fn wait(w: &crate::store::waits::WaitRow) -> WaitView {
+    WaitView {
+        wait_id: w.id,
+        task_id: w.task_id,
+        step_id: w.step_key.clone(),
+        attempt: w.attempt,
+        kind: w.kind.clone(),
+        prompt: w.prompt.clone(),
+        form: w.form.clone(),
+        role: w.role.clone(),
+        on_timeout: w.on_timeout.clone(),
+        tool: w.gated_tool.clone(),
+        parameters: w.parameters.clone(),
+        event_key: w.event_key.clone(),
+        r#match: w.matcher.clone(),
+        expires_at: w.expires_at,
+        status: w.status.as_str().to_string(),
+        resolution: w.resolution.clone(),
+        resolved_by: w.resolved_by,
+        created_at: w.created_at,
+        resolved_at: w.resolved_at,
+    }
+}
+
+/// `POST /events`: how many open waits the event resolved.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventsResolved {
+    pub resolved: usize,
+}
+
+/// A callback's answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CallbackAccepted {
+    /// False: the wait was resolved, expired or cancelled before; nothing changed.
+    pub accepted: bool,
+    /// A heartbeat: the wait's new expiry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
 }

@@ -8,8 +8,8 @@
 //!   a retryable error (timeout, connection, 5xx, `retryable: true`) is a `tool_error` → retry
 //!   with an untried registered alternative tool (the best recent success rate first: the
 //!   analysis says so), else the same tool; anything else → trigger
-//!   overall reflection (not recoverable when the category is `external_error` or the error is a
-//!   non-retryable 4xx without hints);
+//!   overall reflection (not recoverable when the category is `external_error` or
+//!   `approval_rejected`, or the error is a non-retryable 4xx without hints);
 //! - repair: switch to an untried alternative tool; none → the same step again after the
 //!   backoff when the failure was transient, else the repair fails;
 //! - overall reflection: an optional failed step → `skip_steps`; a retryable or recoverable
@@ -40,7 +40,9 @@ fn ready<'a, T: Send + 'a>(r: Result<T, BrainError>) -> BrainFuture<'a, T> {
 
 fn is_recoverable(f: &ToolFailure) -> bool {
     let plain_4xx = f.http_status.is_some_and(|s| (400..500).contains(&s)) && f.hints.is_empty();
-    !(f.category == category::EXTERNAL_ERROR || (!f.retryable && plain_4xx))
+    // a person said no: asking again is not the machine's call
+    let rejected = f.category == crate::domain::wait::APPROVAL_REJECTED;
+    !(f.category == category::EXTERNAL_ERROR || rejected || (!f.retryable && plain_4xx))
 }
 
 impl RulesBrain {

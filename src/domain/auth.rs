@@ -55,8 +55,11 @@ impl FromStr for Role {
 pub fn required_role(method: &str, path: &str) -> Role {
     let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
     let read = matches!(method, "GET" | "HEAD");
+    let second = path.trim_start_matches('/').split('/').nth(2).unwrap_or("");
     match first {
         "keys" => Role::Admin,
+        // the wait's own role is checked by the handler (an approval may name reader)
+        "waits" if matches!(second, "approve" | "reject") => Role::Reader,
         _ if read => Role::Reader,
         "tools" | "templates" => Role::Admin,
         _ => Role::Operator,
@@ -96,6 +99,10 @@ mod tests {
             ("DELETE", "/keys/x", Role::Admin),
             ("GET", "/stats", Role::Reader),
             ("POST", "/templates", Role::Admin),
+            ("GET", "/waits", Role::Reader),
+            ("POST", "/waits/x/approve", Role::Reader),
+            ("POST", "/waits/x/reject", Role::Reader),
+            ("POST", "/events", Role::Operator),
         ];
         for (m, p, want) in cases {
             assert_eq!(required_role(m, p), want, "{m} {p}");

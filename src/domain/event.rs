@@ -41,6 +41,9 @@ pub enum Event {
     TaskSucceeded(TaskSucceeded),
     TaskFailed(TaskFailed),
     TaskCancelled(TaskCancelled),
+    StepWaiting(StepWaiting),
+    WaitResolved(WaitResolved),
+    TaskRescheduled(TaskRescheduled),
 }
 
 /// A task was accepted.
@@ -352,6 +355,47 @@ pub struct TaskCancelled {
     pub skipped_steps: u64,
 }
 
+/// A step waits (an approval, an event, an async tool's callback, a time), holding no worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepWaiting {
+    #[serde(rename = "step_id")]
+    pub step_key: String,
+    pub wait_id: Uuid,
+    /// `approval`, `event`, `callback` or `sleep`.
+    pub wait_kind: String,
+    pub attempt: i32,
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub worker_id: Uuid,
+}
+
+/// A wait was resolved, expired into its timeout, or cancelled with its task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaitResolved {
+    #[serde(rename = "step_id")]
+    pub step_key: String,
+    pub wait_id: Uuid,
+    pub wait_kind: String,
+    /// `approved`, `rejected`, `event`, `completed`, `failed`, `slept` or `timeout`.
+    pub outcome: String,
+    /// The API key that decided (approvals).
+    pub resolved_by: Option<Uuid>,
+    /// Seconds from the wait's start to its resolution.
+    pub waited_secs: f64,
+    /// The step was waiting and is claimable again (false: the resolution is kept for the
+    /// step's running call to find).
+    pub woke_step: bool,
+}
+
+/// `POST /tasks/{id}/reschedule`: nothing of the task runs before `run_at`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskRescheduled {
+    pub run_at: chrono::DateTime<chrono::Utc>,
+    pub previous_run_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
 /// The kinds the claim and the submit statement write in SQL (bound as parameters).
 impl StepStarted {
     pub const KIND: &'static str = "step_started";
@@ -365,7 +409,7 @@ impl PlanGenerated {
 
 impl Event {
     /// Every kind, in the order of the enum.
-    pub const KINDS: [&'static str; 22] = [
+    pub const KINDS: [&'static str; 25] = [
         "task_submitted",
         "tools_selected",
         "plan_generated",
@@ -388,6 +432,9 @@ impl Event {
         "task_succeeded",
         "task_failed",
         "task_cancelled",
+        "step_waiting",
+        "wait_resolved",
+        "task_rescheduled",
     ];
 
     /// The kind's wire name.
@@ -416,6 +463,9 @@ impl Event {
             TaskSucceeded(_) => "task_succeeded",
             TaskFailed(_) => "task_failed",
             TaskCancelled(_) => "task_cancelled",
+            StepWaiting(_) => "step_waiting",
+            WaitResolved(_) => "wait_resolved",
+            TaskRescheduled(_) => "task_rescheduled",
         }
     }
 
@@ -637,6 +687,27 @@ fn examples_c() -> Vec<Event> {
         Event::TaskCancelled(TaskCancelled {
             previous_status: TaskStatus::Running,
             skipped_steps: 0,
+        }),
+        Event::StepWaiting(StepWaiting {
+            step_key: key(),
+            wait_id: Uuid::nil(),
+            wait_kind: "approval".into(),
+            attempt: 1,
+            expires_at: Some(chrono::DateTime::UNIX_EPOCH),
+            worker_id: Uuid::nil(),
+        }),
+        Event::WaitResolved(WaitResolved {
+            step_key: key(),
+            wait_id: Uuid::nil(),
+            wait_kind: "approval".into(),
+            outcome: "approved".into(),
+            resolved_by: Some(Uuid::nil()),
+            waited_secs: 1.5,
+            woke_step: true,
+        }),
+        Event::TaskRescheduled(TaskRescheduled {
+            run_at: chrono::DateTime::UNIX_EPOCH,
+            previous_run_at: Some(chrono::DateTime::UNIX_EPOCH),
         }),
     ]
 }

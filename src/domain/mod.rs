@@ -38,6 +38,7 @@ pub mod status;
 pub mod template;
 pub mod tool;
 pub mod transitions;
+pub mod wait;
 
 pub use limits::{Limits, MAX_TASK_TIMEOUT_SECS};
 pub use model::{ActionSpec, PlanSpec, StepSpec, ToolFailure, WORKER_LOST};

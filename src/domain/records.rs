@@ -47,6 +47,9 @@ pub struct TaskRow {
     pub max_llm_tokens: Option<i64>,
     /// When the task fails with `deadline_exceeded` unless it ended before.
     pub deadline_at: Option<DateTime<Utc>>,
+    /// A delayed start: nothing of the task runs before it.
+    #[sqlx(default)]
+    pub run_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,

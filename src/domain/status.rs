@@ -122,6 +122,8 @@ string_enum!(
         Failed => "failed",
         Skipped => "skipped",
         Superseded => "superseded",
+        /// Waits for a person, an event, a callback or a time: no worker, no lease.
+        Waiting => "waiting",
     }
 );
 
@@ -137,6 +139,16 @@ string_enum!(
     AttemptStatus {
         Succeeded => "succeeded",
         Failed => "failed",
+    }
+);
+
+string_enum!(
+    /// A wait's lifecycle (`waits.status`). See docs/state-machine.md.
+    WaitStatus {
+        Open => "open",
+        Resolved => "resolved",
+        Expired => "expired",
+        Cancelled => "cancelled",
     }
 );
 
@@ -230,8 +242,10 @@ mod tests {
             "tasks.status CHECK drifted from TaskStatus"
         );
         let step_check = check_list(StepStatus::ALL, StepStatus::as_str, "'");
+        // the latest migration that redefines the steps CHECK
+        let waits = flat(include_str!("../../migrations/20261126000022_waits.sql"));
         assert!(
-            sql.contains(&format!("status IN ({step_check})")),
+            waits.contains(&format!("status IN ({step_check})")),
             "steps.status CHECK drifted from StepStatus"
         );
     }

@@ -40,6 +40,13 @@ pub struct ToolDef {
     pub retry: Option<sqlx::types::Json<RetrySpec>>,
     /// The tool's circuit breaker (null: the `[worker]` defaults).
     pub circuit_breaker: Option<sqlx::types::Json<BreakerSpec>>,
+    /// Every call waits for a person's approval first (`GET /api/v1/waits`).
+    #[sqlx(default)]
+    pub requires_approval: bool,
+    /// `sync` (the answer is the output) or `async` (a 2xx parks the step until the tool
+    /// calls back at the `callback_url` its call carries).
+    #[sqlx(default)]
+    pub mode: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// Its circuit is open or half open, or a `Retry-After` holds it: a worker asks the

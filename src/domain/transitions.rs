@@ -4,7 +4,7 @@
 //! illegal move changes nothing and is reported as an error. A test compares the edges of these
 //! moves with the diagrams of `docs/state-machine.md`, both ways.
 
-use super::status::{DecisionStatus, StepStatus, TaskStatus};
+use super::status::{DecisionStatus, StepStatus, TaskStatus, WaitStatus};
 
 macro_rules! moves {
     ($(#[$m:meta])* $name:ident: $status:ident {
@@ -96,9 +96,15 @@ moves!(
         /// Tier 1 retry (overrides merged) or a resume.
         Rerun: [Failed] => Ready,
         /// Replaced: tier 2 repair (a new row with the same key) or a new plan version.
-        Supersede: [Blocked, Ready, Failed] => Superseded,
+        Supersede: [Blocked, Ready, Failed, Waiting] => Superseded,
         /// The task failed or was cancelled.
-        Skip: [Blocked, Ready] => Skipped,
+        Skip: [Blocked, Ready, Waiting] => Skipped,
+        /// Its tool waits (an approval, an event, a callback, a time): the lease and the
+        /// worker's slot are given back, no attempt is recorded.
+        Park: [Running] => Waiting,
+        /// Its wait was resolved (or expired): claimable again, and its next run reads the
+        /// resolution.
+        Wake: [Waiting] => Ready,
     }
 );
 
@@ -115,6 +121,21 @@ moves!(
         Cancel: [Pending, Running] => Cancelled,
     }
 );
+
+moves!(
+    /// A wait's named moves (one row of `waits` per wait of one attempt of a step).
+    WaitMove: WaitStatus {
+        /// Approved, rejected, its event came, its callback came, or its sleep ended.
+        Resolve: [Open] => Resolved,
+        /// Nobody resolved it in time: its step fails with `wait_timeout`.
+        Expire: [Open] => Expired,
+        /// Its task ended (cancel, failure, deadline) while it was open.
+        Cancel: [Open] => Cancelled,
+    }
+);
+
+/// Statuses a new wait starts in.
+pub const WAIT_INITIAL: &[WaitStatus] = &[WaitStatus::Open];
 
 /// Statuses a new task starts in: `running` with a plan, `pending` without one.
 pub const TASK_INITIAL: &[TaskStatus] = &[TaskStatus::Running, TaskStatus::Pending];
@@ -190,6 +211,11 @@ mod tests {
     #[test]
     fn step_moves_are_the_drawn_edges() {
         same("Step", coded(StepMove::edges(), STEP_INITIAL));
+    }
+
+    #[test]
+    fn wait_moves_are_the_drawn_edges() {
+        same("Wait", coded(WaitMove::edges(), WAIT_INITIAL));
     }
 
     #[test]

@@ -82,6 +82,18 @@ impl Store {
     }
 
     /// The role of the live key with this digest.
+    /// The live key with this digest: its id and role.
+    pub async fn key_identity(&self, digest: &[u8]) -> Result<Option<(uuid::Uuid, Role)>> {
+        let row: Option<(uuid::Uuid, String)> = sqlx::query_as(
+            "SELECT id, role FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
+        )
+        .bind(digest)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|(id, r)| r.parse().map(|r| (id, r)).map_err(StoreError::Corrupt))
+            .transpose()
+    }
+
     pub async fn key_role(&self, digest: &[u8]) -> Result<Option<Role>> {
         let role: Option<String> = sqlx::query_scalar(
             "SELECT role FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",

@@ -136,6 +136,7 @@ pub mod templates;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod tools;
+pub mod waits;
 pub mod workers;
 
 /// Channel a transaction notifies (delivered at commit) when steps become ready.

@@ -81,13 +81,19 @@ pub(crate) async fn supersede_version(tx: &mut Tx, task_id: Uuid, version: i32) 
     Ok(())
 }
 
-/// Blocked and ready steps of a task become skipped. Returns how many.
+/// Blocked, ready and waiting steps of a task become skipped, and its open waits are
+/// cancelled (a late resolution then changes nothing). Returns how many steps.
 pub(crate) async fn skip_open_steps(tx: &mut Tx, task_id: Uuid) -> Result<u64> {
-    Ok(sqlx::query(sql!("step/skip_open"))
+    let n = sqlx::query(sql!("step/skip_open"))
         .bind(task_id)
         .execute(&mut **tx)
         .await?
-        .rows_affected())
+        .rows_affected();
+    sqlx::query(sql!("wait/cancel_open"))
+        .bind(task_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(n)
 }
 
 /// Every running step of a task fails with `error` (its `category`), its lease token bumped so

@@ -37,6 +37,19 @@ pub struct NewTask {
     pub plan: Option<PlanSpec>,
     /// The workflow template `plan` was made from (its origin is then `template:<id>`).
     pub template: Option<String>,
+    /// Nothing of the task runs before this (`run_at`, or now plus `delay_secs` on the
+    /// database's clock); its deadline counts from then.
+    pub start: Start,
+}
+
+/// When a task may start.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub enum Start {
+    #[default]
+    Now,
+    At(chrono::DateTime<chrono::Utc>),
+    /// Seconds from now, on the database's clock.
+    After(f64),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +136,45 @@ impl Store {
             bulk::Inserted::UnknownTools(t) => Ok(Err(t)),
             bulk::Inserted::Done(rows) => Ok(Ok(batch.results(&self.pool, &rows).await?)),
         }
+    }
+
+    /// Move the start of a task nothing of which has started (`run_at`); its deadline moves
+    /// with it. A conflict once anything ran, or when the task has ended.
+    pub async fn reschedule_task(
+        &self,
+        id: Uuid,
+        run_at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<()> {
+        in_tx!(self.pool, |tx| {
+            let task = lock_task(tx, id).await?;
+            if !matches!(task.status, TaskStatus::Running | TaskStatus::Pending) {
+                return Err(StoreError::Conflict(format!(
+                    "task {id} is {}: only a task that has not started can be rescheduled",
+                    task.status
+                )));
+            }
+            let started: bool = sqlx::query_scalar(sql!("task/started"))
+                .bind(id)
+                .fetch_one(&mut **tx)
+                .await?;
+            if started {
+                return Err(StoreError::Conflict(format!(
+                    "task {id} has started: only a task nothing of which ran can be rescheduled"
+                )));
+            }
+            sqlx::query(sql!("task/reschedule"))
+                .bind(id)
+                .bind(run_at)
+                .execute(&mut **tx)
+                .await?;
+            super::claim_queue::sync(tx, &[id]).await?;
+            let e = event::TaskRescheduled {
+                run_at,
+                previous_run_at: task.run_at,
+            };
+            append_events(tx, &[NewEvent::new(id, Event::TaskRescheduled(e))]).await?;
+            super::notify_ready(tx).await
+        })
     }
 
     /// Cancel a task unless it is terminal: open steps are skipped; running steps finish but

@@ -26,6 +26,10 @@ pub struct NewTool {
     pub rate_limit_burst: i32,
     pub retry: Option<RetrySpec>,
     pub circuit_breaker: Option<BreakerSpec>,
+    /// Every call waits for a person's approval first.
+    pub requires_approval: bool,
+    /// `sync` or `async`.
+    pub mode: String,
 }
 
 impl Store {
@@ -57,6 +61,8 @@ impl Store {
                 .bind(&t.output_schema)
                 .bind(t.retry.map(Json))
                 .bind(t.circuit_breaker.map(Json))
+                .bind(t.requires_approval)
+                .bind(&t.mode)
                 .fetch_optional(&mut **tx)
                 .await?;
             let row =

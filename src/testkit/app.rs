@@ -402,6 +402,8 @@ pub fn http_tool(id: &str, endpoint: String) -> crate::store::tools::NewTool {
         rate_limit_burst: 1,
         retry: None,
         circuit_breaker: None,
+        requires_approval: false,
+        mode: "sync".into(),
     }
 }
 
@@ -416,6 +418,7 @@ pub fn new_task(steps: Value) -> crate::store::submit::NewTask {
         limits: crate::domain::Limits::from_settings(&Settings::default()),
         plan: Some(serde_json::from_value(json!({ "steps": steps })).expect("a valid plan")),
         template: None,
+        start: Default::default(),
     }
 }
 

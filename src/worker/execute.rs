@@ -17,13 +17,13 @@ use crate::domain::{ActionSpec, ToolFailure};
 use crate::store::StoreError;
 use crate::store::decision_queue::ClaimedDecision;
 use crate::store::step_queue::{ClaimedStep, StepContext, StepFailure, StepSuccess};
-use crate::tools::{Invocation, ToolOutput, ToolRunner};
+use crate::tools::{Invocation, ToolDef, ToolOutput, ToolRunner};
 
 /// Outcome of running a step's tool(s).
-struct Ran {
-    tool: String,
-    parameters: Value,
-    result: Result<ToolOutput, ToolFailure>,
+pub(super) struct Ran {
+    pub(super) tool: String,
+    pub(super) parameters: Value,
+    pub(super) result: Result<ToolOutput, ToolFailure>,
 }
 
 impl Ran {
@@ -48,7 +48,8 @@ pub(super) async fn execute(
     let began = std::time::Instant::now();
     let ran = match run_step(rt, &step).await {
         Ok(ran) => ran,
-        Err(Waits { until, why }) => {
+        Err(Hold::Parked) => return (None, Some(permit)),
+        Err(Hold::Defer(Waits { until, why })) => {
             let fence = step.fence();
             let defer = || Box::pin(store.defer_step(&fence, cfg.id, until, why.as_str()));
             if let Err(e) = with_retries(defer).await {
@@ -123,12 +124,26 @@ pub(super) async fn execute(
 
 /// A step that must not call its tool yet (a `Retry-After` holds it): given back until then,
 /// without an attempt.
-struct Waits {
+pub(super) struct Waits {
     until: DateTime<Utc>,
     why: Why,
 }
 
-async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Waits> {
+/// A step that records no attempt now.
+pub(super) enum Hold {
+    /// Given back until a time ([`Waits`]).
+    Defer(Waits),
+    /// Parked on its wait (or its lease was lost meanwhile): nothing more to do here.
+    Parked,
+}
+
+impl From<Waits> for Hold {
+    fn from(w: Waits) -> Self {
+        Hold::Defer(w)
+    }
+}
+
+async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Hold> {
     let mut parameters = step.parameters.clone();
     params::merge_overrides(&mut parameters, &step.param_overrides);
     let actions: &[ActionSpec] = &step.actions.0;
@@ -176,7 +191,7 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Waits> {
         key: &step.step_key,
         parameters: &parameters,
     };
-    let mut ran = run_tool(env, call, &scope).await;
+    let mut ran = run_main(rt, env, call, &scope).await?;
     if let Ok(out) = &mut ran.result {
         output_params.extend(std::mem::take(&mut out.output_params));
         out.output_params = output_params;
@@ -234,17 +249,18 @@ const PROBE_MARGIN_MS: i64 = 5_000;
 
 /// What every tool call of one claimed step runs with.
 #[derive(Clone, Copy)]
-struct Env<'a> {
-    runner: &'a ToolRunner,
-    step: &'a ClaimedStep,
-    ctx: &'a StepContext,
+pub(super) struct Env<'a> {
+    pub(super) runner: &'a ToolRunner,
+    pub(super) step: &'a ClaimedStep,
+    pub(super) ctx: &'a StepContext,
 }
 
 /// One tool call: the tool, its idempotency key, its unresolved parameters.
-struct Call<'a> {
-    tool: &'a str,
-    key: &'a str,
-    parameters: &'a Value,
+#[derive(Clone, Copy)]
+pub(super) struct Call<'a> {
+    pub(super) tool: &'a str,
+    pub(super) key: &'a str,
+    pub(super) parameters: &'a Value,
 }
 
 /// What the placeholders and tools of a step need. The claim brought the merged metadata and
@@ -373,18 +389,56 @@ async fn run_actions(env: Env<'_>, actions: &[ActionSpec]) -> Result<ActionsDone
 /// Resolve `parameters` in `scope`, fill what the tool's input schema names from metadata,
 /// and run `tool` under the idempotency key `key`.
 async fn run_tool(env: Env<'_>, call: Call<'_>, scope: &Scope<'_>) -> Ran {
-    let Env { runner, step, ctx } = env;
+    let (def, resolved) = match prepare(env, &call, scope) {
+        Ok(p) => p,
+        Err(ran) => return ran,
+    };
+    call_tool(env, &call, def, resolved, None).await
+}
+
+/// The step's own tool: as [`run_tool`], but a tool that waits parks the step
+/// ([`super::waits`]).
+async fn run_main(
+    rt: &Runtime,
+    env: Env<'_>,
+    call: Call<'_>,
+    scope: &Scope<'_>,
+) -> Result<Ran, Hold> {
+    let (def, resolved) = match prepare(env, &call, scope) {
+        Ok(p) => p,
+        Err(ran) => return Ok(ran),
+    };
+    let outcome = super::waits::before_call(rt, env.step, def, &resolved).await?;
+    Ok(match outcome {
+        super::waits::Next::Call => call_tool(env, &call, def, resolved, None).await,
+        super::waits::Next::Async => {
+            super::waits::call_async(rt, env, &call, def, resolved).await?
+        }
+        super::waits::Next::Done(result) => Ran {
+            tool: call.tool.to_string(),
+            parameters: resolved,
+            result,
+        },
+    })
+}
+
+/// Resolve a call's parameters and check them against its tool's input schema: the tool and
+/// the parameters to call it with, or the failed [`Ran`].
+fn prepare<'e>(
+    env: Env<'e>,
+    call: &Call<'_>,
+    scope: &Scope<'_>,
+) -> Result<(&'e ToolDef, Value), Ran> {
+    let Env { ctx, .. } = env;
     let Call {
-        tool,
-        key,
-        parameters,
-    } = call;
+        tool, parameters, ..
+    } = *call;
     let Some(def) = ctx.tools.get(tool) else {
-        return Ran::failed(tool, parameters.clone(), unknown_tool(tool));
+        return Err(Ran::failed(tool, parameters.clone(), unknown_tool(tool)));
     };
     let mut resolved = match params::resolve(parameters, scope) {
         Ok(p) => p,
-        Err(e) => return Ran::failed(tool, parameters.clone(), param_error(e.0)),
+        Err(e) => return Err(Ran::failed(tool, parameters.clone(), param_error(e.0))),
     };
     params::fill_from_metadata(&mut resolved, &def.input_schema, &ctx.metadata);
     let wrong = def.checks.input.violations(&resolved);
@@ -396,13 +450,27 @@ async fn run_tool(env: Env<'_>, call: Call<'_>, scope: &Scope<'_>) -> Ran {
         );
         let mut f = param_error(message);
         f.schema_violations = wrong.into();
-        return Ran::failed(tool, resolved, f);
+        return Err(Ran::failed(tool, resolved, f));
     }
+    Ok((def, resolved))
+}
+
+/// Call `def` with `resolved` under the call's idempotency key, and check its output.
+pub(super) async fn call_tool(
+    env: Env<'_>,
+    call: &Call<'_>,
+    def: &ToolDef,
+    resolved: Value,
+    callback_url: Option<&str>,
+) -> Ran {
+    let Env { runner, step, .. } = env;
+    let Call { tool, key, .. } = *call;
     let invocation = Invocation {
         task_id: step.task_id,
         step_key: key,
         attempt: step.attempt,
         parameters: &resolved,
+        callback_url,
     };
     let mut result = runner.run(def, &invocation).await;
     if let (Ok(out), Some(schema)) = (&result, &def.checks.output) {

@@ -38,6 +38,12 @@ pub(super) async fn spawn(
         stop.clone(),
     ));
     helpers.spawn(ring_loop(store.clone(), stop.clone()));
+    helpers.spawn(wait_loop(
+        store.clone(),
+        cfg.clone(),
+        wake.clone(),
+        stop.clone(),
+    ));
     if cfg.retention.finished_task_ttl_secs > 0 {
         helpers.spawn(retention_loop(store.clone(), cfg.clone(), stop.clone()));
     }
@@ -184,6 +190,27 @@ async fn heartbeat_loop(
             Ok(Ok(_)) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "heartbeat failed"),
             Err(_) => tracing::warn!("heartbeat timed out"),
+        }
+    }
+}
+
+/// Waits whose time has come: a sleep ends, an unanswered wait times out (its step then fails
+/// with `wait_timeout`, or an approval with `on_timeout: approve` is approved). The scan reads
+/// the partial index of open waits by expiry: nothing when no step waits.
+async fn wait_loop(store: Store, cfg: WorkerConfig, wake: Wake, stop: CancellationToken) {
+    loop {
+        let jitter = Duration::from_millis(u64::from(Uuid::new_v4().as_bytes()[0]) % 50);
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(cfg.wait_check + jitter) => {}
+        }
+        match store.expire_due_waits(100).await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::debug!(waits = n, "waits whose time came");
+                wake.notify.notify_one();
+            }
+            Err(e) => tracing::warn!(error = %e, "wait sweep failed"),
         }
     }
 }

@@ -39,6 +39,7 @@ mod decisions;
 mod execute;
 mod maintenance;
 mod tool_cache;
+mod waits;
 
 pub use completer::Completer;
 pub use decisions::run_decision_chain;
@@ -61,6 +62,12 @@ pub struct WorkerConfig {
     pub outbound: crate::net::Outbound,
     /// `[orchestrator] max_concurrent_tasks` (0: no cap).
     pub max_running_tasks: i64,
+    /// Where an async tool calls back (`…/api/v1/callbacks/{token}` is appended).
+    pub callback_base_url: String,
+    /// How long an async tool's step waits for its callback.
+    pub async_timeout_secs: f64,
+    /// How often waits whose time has come are looked for.
+    pub wait_check: Duration,
 }
 
 /// What the maintenance deletes ([`Store::prune_finished`]).
@@ -116,6 +123,14 @@ impl WorkerConfig {
             },
             outbound: crate::net::Outbound::from_settings(&s.tools),
             max_running_tasks: i64::from(s.orchestrator.max_concurrent_tasks),
+            callback_base_url: w
+                .callback_base_url
+                .clone()
+                .unwrap_or_else(|| format!("http://{}:{}", s.server.host, s.server.port))
+                .trim_end_matches('/')
+                .to_string(),
+            async_timeout_secs: w.async_timeout_secs,
+            wait_check: Duration::from_millis(w.wait_check_ms),
         }
     }
 }

@@ -22,3 +22,4 @@ mod scenarios;
 mod scheduling;
 mod security;
 mod state_table;
+mod waits;

@@ -66,6 +66,7 @@ async fn setup(max_step_retries: i32) -> H {
             limits,
             plan: Some(plan),
             template: None,
+            start: Default::default(),
         })
         .await
         .unwrap();

@@ -201,6 +201,11 @@ impl Store {
     }
 }
 
+/// Lock the running step that carries this lease ([`StoreError::Fenced`] when it does not).
+pub(crate) async fn lock_running(tx: &mut Tx, fence: &StepLease) -> Result<()> {
+    lock_running_step(tx, fence, false).await.map(|_| ())
+}
+
 /// Lock the step row if it still carries this lease. `require_expired` adds the lease deadline
 /// to the fence (rescue must not steal a lease its owner just renewed).
 async fn lock_running_step(

@@ -80,6 +80,8 @@ struct TaskColumns {
     submitted: Vec<Value>,
     generated: Vec<Option<Value>>,
     origin: Vec<String>,
+    run_at: Vec<Option<chrono::DateTime<chrono::Utc>>>,
+    delay_secs: Vec<Option<f64>>,
 }
 
 /// The step columns of [`INSERT`], one entry per step of every plan sent.
@@ -189,6 +191,8 @@ impl Batch {
             .bind(&s.actions)
             .bind(&s.status)
             .bind(&s.priority)
+            .bind(&t.run_at)
+            .bind(&t.delay_secs)
             .fetch_all(pool)
             .await?;
         match rows.first() {
@@ -308,6 +312,13 @@ impl TaskColumns {
             .push(plan.map(|p| serde_json::to_value(&p.steps).expect("plan serializes")));
         self.decision_id.push(Uuid::now_v7());
         self.origin.push(origin);
+        let (at, after) = match t.start {
+            super::Start::Now => (None, None),
+            super::Start::At(at) => (Some(at), None),
+            super::Start::After(s) => (None, Some(s)),
+        };
+        self.run_at.push(at);
+        self.delay_secs.push(after);
     }
 }
 

@@ -14,7 +14,7 @@ WITH a AS (
     RETURNING d.task_id, d.step_key, d.position
 ), counts AS (
     SELECT s.task_id,
-           count(*) FILTER (WHERE s.status IN ('blocked', 'ready', 'running', 'failed')) AS open,
+           count(*) FILTER (WHERE s.status IN ('blocked', 'ready', 'running', 'failed', 'waiting')) AS open,
            count(*) FILTER (WHERE s.status = 'ready') AS ready
     FROM steps s JOIN a ON s.task_id = a.task_id AND s.plan_version = a.plan_version
     GROUP BY s.task_id

@@ -7,4 +7,4 @@ WITH r AS (
     RETURNING 1)
 SELECT (SELECT count(*) FROM r),
        (SELECT count(*) FROM steps WHERE task_id = $1 AND plan_version = $2
-          AND status IN ('blocked', 'ready', 'running'))
+          AND status IN ('blocked', 'ready', 'running', 'waiting'))

@@ -3,35 +3,40 @@ WITH missing AS (
     SELECT coalesce(array_agg(x ORDER BY x), '{}') AS ids
     FROM unnest($1::text[]) AS x WHERE NOT EXISTS (SELECT 1 FROM tools WHERE id = x)
 ), t_in AS (
-    SELECT * FROM unnest($8::int[], $9::uuid[], $10::text[], $11::jsonb[], $12::jsonb[],
+    SELECT t.*,
+           -- a delayed start: nothing of the task runs before it (database clock)
+           coalesce(t.run_at, now() + make_interval(secs => t.delay_secs)) AS start_at
+    FROM unnest($8::int[], $9::uuid[], $10::text[], $11::jsonb[], $12::jsonb[],
                          $13::int[], $14::text[], $15::text[], $16::int[], $17::bigint[],
                          $18::int[], $19::int[], $20::int[], $21::int[], $22::int[], $23::int[],
                          $24::boolean[], $25::boolean[], $26::float8[], $27::int[], $28::int[],
                          $29::bigint[], $30::boolean[], $31::text[], $32::int[], $33::jsonb[],
-                         $34::uuid[], $35::jsonb[], $36::jsonb[], $37::text[])
+                         $34::uuid[], $35::jsonb[], $36::jsonb[], $37::text[], $51::timestamptz[],
+                         $52::float8[])
     AS t(ord, id, description, metadata, context, priority, idempotency_key, status,
          plan_version, event_seq, max_step_retries, max_single_step_repairs, max_task_replans,
          max_consecutive_failures, max_reflection_rounds, max_concurrent_steps, step_reflection,
          auto_reflection, success_threshold, max_llm_calls, task_timeout_secs, max_llm_tokens,
          has_plan, reasoning, estimated_duration, plan_steps, decision_id, submitted, generated,
-         origin)
+         origin, run_at, delay_secs)
 ), ins AS (
     INSERT INTO tasks (id, description, metadata, context, priority, idempotency_key, status,
                        plan_version, event_seq, max_step_retries, max_single_step_repairs,
                        max_task_replans, max_consecutive_failures, max_reflection_rounds,
                        max_concurrent_steps, step_reflection, auto_reflection, success_threshold,
-                       max_llm_calls, deadline_at, max_llm_tokens)
+                       max_llm_calls, deadline_at, max_llm_tokens, run_at)
     SELECT id, description, metadata, context, priority, idempotency_key, status, plan_version,
            event_seq, max_step_retries, max_single_step_repairs, max_task_replans,
            max_consecutive_failures, max_reflection_rounds, max_concurrent_steps, step_reflection,
            auto_reflection, success_threshold, max_llm_calls,
-           CASE WHEN task_timeout_secs > 0 THEN now() + make_interval(secs => task_timeout_secs) END,
-           max_llm_tokens
+           CASE WHEN task_timeout_secs > 0
+                THEN coalesce(start_at, now()) + make_interval(secs => task_timeout_secs) END,
+           max_llm_tokens, start_at
     FROM t_in
     WHERE cardinality((SELECT ids FROM missing)) = 0
     ORDER BY ord
     ON CONFLICT (idempotency_key) DO NOTHING
-    RETURNING id
+    RETURNING id, run_at
 ), new AS (
     SELECT t_in.* FROM t_in JOIN ins USING (id)
 ), plans_in AS (
@@ -39,19 +44,20 @@ WITH missing AS (
     SELECT id, 1, origin, reasoning, estimated_duration, plan_steps FROM new WHERE has_plan
 ), steps_in AS (
     INSERT INTO steps (id, task_id, plan_version, step_key, position, name, tool, parameters,
-                       dependencies, expected_output, optional, actions, status, priority)
+                       dependencies, expected_output, optional, actions, status, priority,
+                       run_after)
     SELECT r.id, r.task_id, 1, r.step_key, r.position, r.name, r.tool, r.parameters,
            -- unnest cannot take arrays of arrays of different lengths: a step's dependencies
            -- travel as one text, joined by the unit separator (no step key contains it)
            string_to_array(r.dependencies, chr(31)), r.expected_output,
-           r.optional, r.actions, r.status, r.priority
+           r.optional, r.actions, r.status, r.priority, coalesce(ins.run_at, now())
     FROM unnest($38::uuid[], $39::uuid[], $40::text[], $41::int[], $42::text[], $43::text[],
                 $44::jsonb[], $45::text[], $46::text[], $47::boolean[], $48::jsonb[],
                 $49::text[], $50::int[])
          AS r(id, task_id, step_key, position, name, tool, parameters, dependencies,
               expected_output, optional, actions, status, priority)
     JOIN ins ON ins.id = r.task_id
-    RETURNING id, task_id, position, tool, status, priority
+    RETURNING id, task_id, position, tool, status, priority, run_after
 ), queue_in AS (
     -- each new task's first ready steps, as many as it may run at once, are claimable
     -- (store::claim_queue), in the ring's current slot (read once for the statement)
@@ -59,14 +65,15 @@ WITH missing AS (
                              run_after, delayed, slot)
     SELECT r.id, r.task_id, r.priority, now(), r.position, r.tool,
            CASE WHEN EXISTS (SELECT 1 FROM tool_buckets b WHERE b.tool_id = r.tool) THEN r.tool ELSE '' END,
-           now(), false, (SELECT slot FROM claim_ring)
+           r.run_after, r.run_after > now(), (SELECT slot FROM claim_ring)
     FROM (SELECT r.*, row_number() OVER (PARTITION BY r.task_id ORDER BY r.position) AS nth
           FROM steps_in r WHERE r.status = 'ready') r
     JOIN new ON new.id = r.task_id
     WHERE r.nth <= new.max_concurrent_steps
 ), decisions_in AS (
-    INSERT INTO decisions (id, task_id, kind, task_version, input, status)
-    SELECT decision_id, id, 'plan', 0, $2, 'pending' FROM new WHERE NOT has_plan
+    INSERT INTO decisions (id, task_id, kind, task_version, input, status, run_after)
+    SELECT decision_id, id, 'plan', 0, $2, 'pending', coalesce(start_at, now())
+    FROM new WHERE NOT has_plan
 ), events_in AS (
     INSERT INTO events (task_id, seq, kind, payload)
     SELECT id, 1, $3, submitted FROM new

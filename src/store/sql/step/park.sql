@@ -1,0 +1,4 @@
+-- name: step/park
+-- move: StepMove::Park
+UPDATE steps SET status = 'waiting', lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+WHERE id = $1 AND (status IN ('running')) IS NOT FALSE
