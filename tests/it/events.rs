@@ -44,11 +44,26 @@ async fn every_stored_event_reads_back_as_its_variant() {
         .submit(json!({"description": "late", "limits": {"task_timeout_secs": 1},
                        "plan": {"steps": [{"id": "s", "tool": "sleep", "parameters": {"ms": 30000}}]}}))
         .await;
+    // a wait and its resolution, and a delayed start moved
+    let waits = app
+        .submit(task(json!([{"id": "w", "tool": "sleep_until", "parameters": {"secs": 0.2}}])))
+        .await;
+    let moved = app
+        .submit(json!({"description": "moved", "delay_secs": 3600,
+                       "plan": {"steps": [{"id": "e", "tool": "echo"}]}}))
+        .await;
+    let (status, v) = app
+        .post(
+            &format!("/api/v1/tasks/{moved}/reschedule"),
+            &json!({"run_at": chrono::Utc::now().to_rfc3339()}),
+        )
+        .await;
+    assert!(status.is_success(), "{v}");
     let mut no_reflection =
         common::new_task(json!([{"id": "s", "tool": "flaky", "parameters": {"fail_times": 9}}]));
     no_reflection.limits.step_reflection = false;
     let plain = store.submit_task(&no_reflection).await.unwrap().task_id;
-    for id in [ok, stuck, late, plain] {
+    for id in [ok, stuck, late, plain, waits, moved] {
         app.wait_done(id, LIMIT).await;
     }
     let (status, v) = app
