@@ -7,3 +7,4 @@ mod chaos;
 mod crash;
 mod fleet;
 mod limits;
+mod waits;
