@@ -23,6 +23,7 @@ mod error;
 mod events;
 pub mod input;
 pub mod openapi;
+mod schedules;
 mod system;
 mod tasks;
 mod templates;

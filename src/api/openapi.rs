@@ -25,7 +25,7 @@ use utoipa::{IntoParams, IntoResponses, OpenApi, PartialSchema, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AppState, auth, events, system, tasks, templates, tools, waits};
+use super::{AppState, auth, events, schedules, system, tasks, templates, tools, waits};
 use crate::domain::status::{StepStatus, TaskStatus};
 
 #[derive(OpenApi)]
@@ -39,6 +39,7 @@ use crate::domain::status::{StepStatus, TaskStatus};
         (name = "templates", description = "Workflow templates: parameterized plans a task is submitted from by id (registry writes need an admin key)."),
         (name = "tools", description = "The tool registry: built-in tools and HTTP tools, with their schemas and fleet-wide limits (writes need an admin key)."),
         (name = "waits", description = "Steps that wait: the approvals inbox, events that resolve wait_event steps, and async tools' callbacks (no API key: the token in the URL is the credential)."),
+        (name = "schedules", description = "Cron schedules: a task per tick (a template with its input, or a plan), fired by any worker, one task per tick."),
         (name = "keys", description = "API keys and their roles (admin only), and the role of the key presented."),
         (name = "system", description = "Statistics, the worker fleet, this document, health, readiness and Prometheus metrics."),
     ),
@@ -97,6 +98,13 @@ pub(super) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(auth::revoke))
         .routes(routes!(auth::whoami))
         .routes(routes!(system::openapi))
+        .routes(routes!(schedules::create, schedules::list))
+        .routes(routes!(
+            schedules::get,
+            schedules::update,
+            schedules::delete
+        ))
+        .routes(routes!(schedules::trigger))
         .routes(routes!(waits::list))
         .routes(routes!(waits::get))
         .routes(routes!(waits::approve))

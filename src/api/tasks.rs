@@ -145,10 +145,28 @@ pub(super) struct LimitsInput {
     max_llm_tokens: Option<i64>,
 }
 
+impl From<Limits> for LimitsInput {
+    /// The client-settable part of a task's limits.
+    fn from(l: Limits) -> Self {
+        LimitsInput {
+            max_step_retries: Some(l.max_step_retries),
+            max_single_step_repairs: Some(l.max_single_step_repairs),
+            max_task_replans: Some(l.max_task_replans),
+            max_consecutive_failures: Some(l.max_consecutive_failures),
+            max_llm_calls: l.max_llm_calls,
+            task_timeout_secs: Some(l.task_timeout_secs),
+            max_llm_tokens: l.max_llm_tokens,
+        }
+    }
+}
+
 const MAX_LLM_CALLS: i32 = 10_000;
 const MAX_LLM_TOKENS: i64 = 1_000_000_000;
 
-fn apply_limits(mut base: Limits, input: Option<LimitsInput>) -> Result<Limits, ApiError> {
+pub(super) fn apply_limits(
+    mut base: Limits,
+    input: Option<LimitsInput>,
+) -> Result<Limits, ApiError> {
     let Some(l) = input else { return Ok(base) };
     let fields = [
         (
@@ -346,7 +364,7 @@ pub(super) fn check_plan_size(st: &AppState, plan: &PlanSpec) -> Result<(), ApiE
 }
 
 /// Every tool id a plan names (steps and actions).
-fn named_tools(plan: &PlanSpec) -> HashSet<String> {
+pub(super) fn named_tools(plan: &PlanSpec) -> HashSet<String> {
     plan.steps
         .iter()
         .flat_map(|s| std::iter::once(&s.tool).chain(s.actions.iter().map(|a| &a.tool)))

@@ -31,6 +31,7 @@ pub mod params;
 pub mod plan;
 pub mod records;
 pub mod recovery;
+pub mod schedule;
 pub mod schema;
 pub mod schema_repair;
 pub mod secrets;

@@ -128,6 +128,7 @@ pub mod reads;
 pub mod reports;
 pub mod rerun;
 pub mod retention;
+pub mod schedules;
 pub mod step_queue;
 pub mod steps;
 pub mod submit;

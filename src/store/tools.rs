@@ -33,6 +33,25 @@ pub struct NewTool {
 }
 
 impl Store {
+    /// The names in `ids` that are not registered tools, sorted.
+    pub async fn unknown_tools(
+        &self,
+        ids: &std::collections::HashSet<String>,
+    ) -> Result<Vec<String>> {
+        let ids: Vec<&String> = ids.iter().collect();
+        let known: Vec<String> = sqlx::query_scalar("SELECT id FROM tools WHERE id = ANY($1)")
+            .bind(&ids)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut unknown: Vec<String> = ids
+            .into_iter()
+            .filter(|i| !known.contains(i))
+            .cloned()
+            .collect();
+        unknown.sort();
+        Ok(unknown)
+    }
+
     /// Register an HTTP tool. An existing id is a conflict; alternatives must name known tools.
     pub async fn create_tool(&self, t: &NewTool) -> Result<ToolDef> {
         in_tx!(self.pool, |tx| {

@@ -38,6 +38,7 @@ pub(super) async fn spawn(
         stop.clone(),
     ));
     helpers.spawn(ring_loop(store.clone(), stop.clone()));
+    helpers.spawn(schedule_loop(store.clone(), wake.clone(), stop.clone()));
     helpers.spawn(wait_loop(
         store.clone(),
         cfg.clone(),
@@ -191,6 +192,31 @@ async fn heartbeat_loop(
             Ok(Err(e)) => tracing::warn!(error = %e, "heartbeat failed"),
             Err(_) => tracing::warn!("heartbeat timed out"),
         }
+    }
+}
+
+/// Fire due cron schedules: wake at the earliest next tick (at most a second apart, so a new
+/// schedule is seen within a second), fire what is due under the rows' locks.
+async fn schedule_loop(store: Store, wake: Wake, stop: CancellationToken) {
+    let mut pause = Duration::from_millis(200);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(pause) => {}
+        }
+        match store.fire_due_schedules(20).await {
+            Ok(fired) if !fired.is_empty() => {
+                for f in &fired {
+                    tracing::info!(schedule = %f.schedule_id, tick = %f.tick,
+                        task = ?f.task_id, "schedule fired");
+                }
+                wake.notify.notify_one();
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "schedule sweep failed"),
+        }
+        let next = store.next_schedule_in().await.ok().flatten();
+        pause = Duration::from_secs_f64(next.unwrap_or(1.0).clamp(0.02, 1.0));
     }
 }
 

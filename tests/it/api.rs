@@ -588,6 +588,12 @@ async fn openapi_document_covers_every_route() {
         ("post", "/api/v1/tasks/{id}/resume"),
         ("post", "/api/v1/tasks/{id}/rerun"),
         ("post", "/api/v1/tasks/{id}/reschedule"),
+        ("post", "/api/v1/schedules"),
+        ("get", "/api/v1/schedules"),
+        ("get", "/api/v1/schedules/{id}"),
+        ("patch", "/api/v1/schedules/{id}"),
+        ("delete", "/api/v1/schedules/{id}"),
+        ("post", "/api/v1/schedules/{id}/trigger"),
         ("get", "/api/v1/waits"),
         ("get", "/api/v1/waits/{id}"),
         ("post", "/api/v1/waits/{id}/approve"),
@@ -634,6 +640,7 @@ async fn openapi_document_covers_every_route() {
         let req = match method {
             "get" => app.http.get(&url),
             "post" => app.http.post(&url).json(&json!({})),
+            "patch" => app.http.patch(&url).json(&json!({})),
             _ => app.http.delete(&url),
         };
         let r = req.send().await.unwrap();

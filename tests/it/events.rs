@@ -46,7 +46,9 @@ async fn every_stored_event_reads_back_as_its_variant() {
         .await;
     // a wait and its resolution, and a delayed start moved
     let waits = app
-        .submit(task(json!([{"id": "w", "tool": "sleep_until", "parameters": {"secs": 0.2}}])))
+        .submit(task(
+            json!([{"id": "w", "tool": "sleep_until", "parameters": {"secs": 0.2}}]),
+        ))
         .await;
     let moved = app
         .submit(json!({"description": "moved", "delay_secs": 3600,

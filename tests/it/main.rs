@@ -19,6 +19,7 @@ mod recovery_faults;
 mod reporting;
 mod retention;
 mod scenarios;
+mod schedules;
 mod scheduling;
 mod security;
 mod state_table;

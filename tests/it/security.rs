@@ -19,7 +19,8 @@ fn expected_role(method: &str, path: &str) -> &'static str {
     if rest.starts_with("/keys") {
         "admin"
     } else if method == "get"
-        || (rest.starts_with("/waits/") && (rest.ends_with("/approve") || rest.ends_with("/reject")))
+        || (rest.starts_with("/waits/")
+            && (rest.ends_with("/approve") || rest.ends_with("/reject")))
     {
         // an approval names its own role, which the handler checks (reader at the least)
         "reader"
@@ -49,6 +50,7 @@ async fn call(http: &reqwest::Client, method: &str, url: &str) -> u16 {
         "get" => http.get(url),
         "post" => http.post(url).json(&json!({})),
         "delete" => http.delete(url),
+        "patch" => http.patch(url).json(&json!({})),
         other => panic!("method {other}"),
     };
     req.send().await.unwrap().status().as_u16()

@@ -7,4 +7,5 @@ mod chaos;
 mod crash;
 mod fleet;
 mod limits;
+mod schedules;
 mod waits;

@@ -1,0 +1,2 @@
+-- name: schedule/delete
+DELETE FROM schedules WHERE id = $1
