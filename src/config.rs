@@ -36,6 +36,50 @@ pub struct Settings {
     pub limits: LimitSettings,
     pub debug: DebugSettings,
     pub log: LogSettings,
+    pub webhooks: WebhookSettings,
+}
+
+/// Completion webhooks (`[webhooks]`).
+#[derive(Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhookSettings {
+    /// The Standard Webhooks secret (`whsec_` + base64) that signs tasks' own webhooks (a
+    /// subscription has its own). Without it, a submit with a `webhook` is refused.
+    pub signing_secret: Option<String>,
+    /// Tries of one delivery before it is dead.
+    pub max_attempts: u32,
+    /// First retry delay, doubled each try, up to `backoff_max_ms`.
+    pub backoff_ms: u64,
+    pub backoff_max_ms: u64,
+    /// Per delivery request.
+    pub timeout_ms: u64,
+}
+
+impl std::fmt::Debug for WebhookSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookSettings")
+            .field(
+                "signing_secret",
+                &self.signing_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("max_attempts", &self.max_attempts)
+            .field("backoff_ms", &self.backoff_ms)
+            .field("backoff_max_ms", &self.backoff_max_ms)
+            .field("timeout_ms", &self.timeout_ms)
+            .finish()
+    }
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            signing_secret: None,
+            max_attempts: 8,
+            backoff_ms: 1000,
+            backoff_max_ms: 3_600_000,
+            timeout_ms: 10_000,
+        }
+    }
 }
 
 /// How the binaries log (`[log]`).
@@ -681,6 +725,15 @@ impl Settings {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: &str| Err(ConfigError::Invalid(m.to_string()));
         self.worker.validate()?;
+        let w = &self.webhooks;
+        if let Some(s) = &w.signing_secret
+            && standardwebhooks::Webhook::new(s).is_err()
+        {
+            return bad("webhooks.signing_secret must be whsec_ followed by base64");
+        }
+        if w.max_attempts == 0 || w.backoff_ms == 0 || w.timeout_ms == 0 {
+            return bad("webhooks.max_attempts, backoff_ms and timeout_ms must be at least 1");
+        }
         if self.database.max_connections.is_some_and(|n| n < 2) {
             return bad("database.max_connections must be at least 2");
         }

@@ -251,6 +251,7 @@ impl Bench {
                 plan: Some(plan),
                 template: None,
                 start: Default::default(),
+                webhook: None,
             })
             .await?
             .task_id)
@@ -335,6 +336,7 @@ impl Bench {
             plan: Some(plan),
             template: None,
             start: Default::default(),
+            webhook: None,
         };
         let all = vec![task; self.sizes.tasks];
         for chunk in all.chunks(1000) {
@@ -662,6 +664,7 @@ impl Bench {
             plan: Some(plan),
             template: None,
             start: Default::default(),
+            webhook: None,
         };
         let chunk = vec![task; 1000];
         let mut left = n;
@@ -811,6 +814,7 @@ impl Bench {
             plan: Some(plan),
             template: None,
             start: Default::default(),
+            webhook: None,
         };
         for chunk in vec![task; n].chunks(1000) {
             if let Err(missing) = store.submit_tasks(chunk).await? {

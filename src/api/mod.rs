@@ -30,6 +30,7 @@ mod templates;
 mod tools;
 pub mod views;
 mod waits;
+mod webhooks;
 
 pub use error::ApiError;
 pub use openapi::document as openapi_document;

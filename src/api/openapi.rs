@@ -25,7 +25,7 @@ use utoipa::{IntoParams, IntoResponses, OpenApi, PartialSchema, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AppState, auth, events, schedules, system, tasks, templates, tools, waits};
+use super::{AppState, auth, events, schedules, system, tasks, templates, tools, waits, webhooks};
 use crate::domain::status::{StepStatus, TaskStatus};
 
 #[derive(OpenApi)]
@@ -40,6 +40,7 @@ use crate::domain::status::{StepStatus, TaskStatus};
         (name = "tools", description = "The tool registry: built-in tools and HTTP tools, with their schemas and fleet-wide limits (writes need an admin key)."),
         (name = "waits", description = "Steps that wait: the approvals inbox, events that resolve wait_event steps, and async tools' callbacks (no API key: the token in the URL is the credential)."),
         (name = "schedules", description = "Cron schedules: a task per tick (a template with its input, or a plan), fired by any worker, one task per tick."),
+        (name = "webhooks", description = "Subscriptions to task events (admin), delivered at least once, in order per task, signed the Standard Webhooks way; their delivery logs and redelivery."),
         (name = "keys", description = "API keys and their roles (admin only), and the role of the key presented."),
         (name = "system", description = "Statistics, the worker fleet, this document, health, readiness and Prometheus metrics."),
     ),
@@ -105,6 +106,10 @@ pub(super) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
             schedules::delete
         ))
         .routes(routes!(schedules::trigger))
+        .routes(routes!(webhooks::create, webhooks::list))
+        .routes(routes!(webhooks::delete))
+        .routes(routes!(webhooks::deliveries))
+        .routes(routes!(webhooks::redeliver))
         .routes(routes!(waits::list))
         .routes(routes!(waits::get))
         .routes(routes!(waits::approve))

@@ -26,7 +26,7 @@ use crate::domain::status::{StepStatus, TaskStatus};
 use crate::domain::{Limits, MAX_TASK_TIMEOUT_SECS, PlanSpec};
 use crate::store::reads::ListTasks;
 use crate::store::rerun::Rerun;
-use crate::store::submit::{NewTask, Resume, Start, StepOverride};
+use crate::store::submit::{NewTask, Resume, Start, StepOverride, TaskWebhook};
 
 const MAX_LIMIT_VALUE: i32 = 100;
 
@@ -88,6 +88,77 @@ pub(super) struct SubmitTask {
     #[serde(default)]
     #[schema(minimum = 0, maximum = 31622400)]
     delay_secs: Option<f64>,
+    /// The task's own completion webhook: a URL, or `{"url", "events": [event kinds]}`
+    /// (default: the terminal kinds and `intervention_required`); signed with the server's
+    /// `[webhooks] signing_secret` (a 422 when none is configured).
+    #[serde(default)]
+    webhook: Option<Value>,
+}
+
+/// Event kinds a webhook may ask for.
+pub(super) fn check_event_kinds(kinds: &[String]) -> Result<(), ApiError> {
+    let known = crate::domain::event::Event::KINDS;
+    match kinds.iter().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => Err(ApiError::validation(format!(
+            "unknown event kind {k:?}; one of {}",
+            known.join(", ")
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// An http(s) URL of at most 2000 characters.
+pub(super) fn check_webhook_url(url: &str) -> Result<(), ApiError> {
+    let ok = url.len() <= 2000
+        && reqwest::Url::parse(url)
+            .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::validation(format!(
+            "webhook url must be an absolute http(s) URL: {url:?}"
+        )))
+    }
+}
+
+fn task_webhook(st: &AppState, w: Option<Value>) -> Result<Option<TaskWebhook>, ApiError> {
+    let Some(w) = w.filter(|w| !w.is_null()) else {
+        return Ok(None);
+    };
+    let (url, events) = match w {
+        Value::String(url) => (url, Vec::new()),
+        Value::Object(mut m) => {
+            if let Some(k) = m.keys().find(|k| !["url", "events"].contains(&k.as_str())) {
+                return Err(ApiError::validation(format!("webhook has no field {k:?}")));
+            }
+            let url = match m.remove("url") {
+                Some(Value::String(u)) => u,
+                _ => return Err(ApiError::validation("webhook.url must be a URL")),
+            };
+            let events: Vec<String> = match m.remove("events") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(v) => serde_json::from_value(v).map_err(|_| {
+                    ApiError::validation("webhook.events must be a list of event kinds")
+                })?,
+            };
+            (url, events)
+        }
+        _ => {
+            return Err(ApiError::validation(
+                "webhook must be a URL or {\"url\", \"events\"}",
+            ));
+        }
+    };
+    check_webhook_url(&url)?;
+    check_event_kinds(&events)?;
+    if st.settings.webhooks.signing_secret.is_none() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "webhook_unavailable",
+            "this server signs no task webhooks: set [webhooks] signing_secret (APP_WEBHOOKS__SIGNING_SECRET), or subscribe with POST /api/v1/webhooks",
+        ));
+    }
+    Ok(Some(TaskWebhook { url, events }))
 }
 
 /// The longest delayed start (one year), in seconds.
@@ -280,6 +351,7 @@ fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
         }
     };
     let start = start(body.run_at.as_deref(), body.delay_secs)?;
+    let webhook = task_webhook(st, body.webhook)?;
     Ok(NewTask {
         description: body.description,
         metadata,
@@ -290,6 +362,7 @@ fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
         plan,
         template: None,
         start,
+        webhook,
     })
 }
 

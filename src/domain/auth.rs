@@ -57,7 +57,7 @@ pub fn required_role(method: &str, path: &str) -> Role {
     let read = matches!(method, "GET" | "HEAD");
     let second = path.trim_start_matches('/').split('/').nth(2).unwrap_or("");
     match first {
-        "keys" => Role::Admin,
+        "keys" | "webhooks" => Role::Admin,
         // the wait's own role is checked by the handler (an approval may name reader)
         "waits" if matches!(second, "approve" | "reject") => Role::Reader,
         _ if read => Role::Reader,
@@ -103,6 +103,8 @@ mod tests {
             ("POST", "/waits/x/approve", Role::Reader),
             ("POST", "/waits/x/reject", Role::Reader),
             ("POST", "/events", Role::Operator),
+            ("GET", "/webhooks", Role::Admin),
+            ("POST", "/webhooks", Role::Admin),
         ];
         for (m, p, want) in cases {
             assert_eq!(required_role(m, p), want, "{m} {p}");

@@ -153,6 +153,15 @@ string_enum!(
 );
 
 string_enum!(
+    /// A webhook delivery's lifecycle (`webhook_deliveries.status`). See docs/state-machine.md.
+    DeliveryStatus {
+        Pending => "pending",
+        Delivered => "delivered",
+        Dead => "dead",
+    }
+);
+
+string_enum!(
     /// Decision lifecycle (`decisions.status`). See docs/state-machine.md.
     DecisionStatus {
         Pending => "pending",

@@ -4,7 +4,7 @@
 //! illegal move changes nothing and is reported as an error. A test compares the edges of these
 //! moves with the diagrams of `docs/state-machine.md`, both ways.
 
-use super::status::{DecisionStatus, StepStatus, TaskStatus, WaitStatus};
+use super::status::{DecisionStatus, DeliveryStatus, StepStatus, TaskStatus, WaitStatus};
 
 macro_rules! moves {
     ($(#[$m:meta])* $name:ident: $status:ident {
@@ -134,6 +134,22 @@ moves!(
     }
 );
 
+moves!(
+    /// A webhook delivery's named moves (a failed try that is not the last stays `pending`,
+    /// with a later `next_attempt_at`).
+    DeliveryMove: DeliveryStatus {
+        /// The receiver answered 2xx.
+        Deliver: [Pending] => Delivered,
+        /// The last try failed.
+        GiveUp: [Pending] => Dead,
+        /// `POST /webhooks/{id}/deliveries/{delivery_id}/redeliver`.
+        Redeliver: [Delivered, Dead] => Pending,
+    }
+);
+
+/// Statuses a new delivery starts in.
+pub const DELIVERY_INITIAL: &[DeliveryStatus] = &[DeliveryStatus::Pending];
+
 /// Statuses a new wait starts in.
 pub const WAIT_INITIAL: &[WaitStatus] = &[WaitStatus::Open];
 
@@ -211,6 +227,14 @@ mod tests {
     #[test]
     fn step_moves_are_the_drawn_edges() {
         same("Step", coded(StepMove::edges(), STEP_INITIAL));
+    }
+
+    #[test]
+    fn delivery_moves_are_the_drawn_edges() {
+        same(
+            "Webhook delivery",
+            coded(DeliveryMove::edges(), DELIVERY_INITIAL),
+        );
     }
 
     #[test]

@@ -138,6 +138,7 @@ pub mod templates;
 pub mod testing;
 pub mod tools;
 pub mod waits;
+pub mod webhooks;
 pub mod workers;
 
 /// Channel a transaction notifies (delivered at commit) when steps become ready.

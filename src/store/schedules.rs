@@ -178,6 +178,7 @@ impl Store {
             plan: Some(plan),
             template: s.template.clone(),
             start: Start::Now,
+            webhook: None,
         })
     }
 

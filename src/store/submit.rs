@@ -40,6 +40,16 @@ pub struct NewTask {
     /// Nothing of the task runs before this (`run_at`, or now plus `delay_secs` on the
     /// database's clock); its deadline counts from then.
     pub start: Start,
+    /// The task's own completion webhook.
+    pub webhook: Option<TaskWebhook>,
+}
+
+/// A task's own webhook: where its events go, and which kinds (empty: the terminal kinds and
+/// `intervention_required`). Signed with `[webhooks] signing_secret`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskWebhook {
+    pub url: String,
+    pub events: Vec<String>,
 }
 
 /// When a task may start.

@@ -419,6 +419,7 @@ pub fn new_task(steps: Value) -> crate::store::submit::NewTask {
         plan: Some(serde_json::from_value(json!({ "steps": steps })).expect("a valid plan")),
         template: None,
         start: Default::default(),
+        webhook: None,
     }
 }
 

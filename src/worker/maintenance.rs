@@ -39,6 +39,11 @@ pub(super) async fn spawn(
     ));
     helpers.spawn(ring_loop(store.clone(), stop.clone()));
     helpers.spawn(schedule_loop(store.clone(), wake.clone(), stop.clone()));
+    helpers.spawn(super::webhooks::run(
+        store.clone(),
+        cfg.clone(),
+        stop.clone(),
+    ));
     helpers.spawn(wait_loop(
         store.clone(),
         cfg.clone(),

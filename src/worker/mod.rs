@@ -40,6 +40,7 @@ mod execute;
 mod maintenance;
 mod tool_cache;
 mod waits;
+mod webhooks;
 
 pub use completer::Completer;
 pub use decisions::run_decision_chain;
@@ -68,6 +69,8 @@ pub struct WorkerConfig {
     pub async_timeout_secs: f64,
     /// How often waits whose time has come are looked for.
     pub wait_check: Duration,
+    /// Webhook deliveries: signing, tries, backoff.
+    pub webhooks: crate::config::WebhookSettings,
 }
 
 /// What the maintenance deletes ([`Store::prune_finished`]).
@@ -131,6 +134,7 @@ impl WorkerConfig {
                 .to_string(),
             async_timeout_secs: w.async_timeout_secs,
             wait_check: Duration::from_millis(w.wait_check_ms),
+            webhooks: s.webhooks.clone(),
         }
     }
 }

@@ -140,7 +140,7 @@ fn status_lists(sql: &str) -> Vec<std::collections::BTreeSet<String>> {
 
 /// Every move with its sources and target: ("StepMove::Claim", from, to).
 fn moves() -> Vec<(String, std::collections::BTreeSet<String>, String)> {
-    use trellis::domain::transitions::{DecisionMove, StepMove, TaskMove, WaitMove};
+    use trellis::domain::transitions::{DecisionMove, DeliveryMove, StepMove, TaskMove, WaitMove};
     let mut out = Vec::new();
     for m in TaskMove::ALL {
         let from = m.from().iter().map(|s| s.to_string()).collect();
@@ -153,6 +153,10 @@ fn moves() -> Vec<(String, std::collections::BTreeSet<String>, String)> {
     for m in DecisionMove::ALL {
         let from = m.from().iter().map(|s| s.to_string()).collect();
         out.push((format!("DecisionMove::{m:?}"), from, m.to().to_string()));
+    }
+    for m in DeliveryMove::ALL {
+        let from = m.from().iter().map(|s| s.to_string()).collect();
+        out.push((format!("DeliveryMove::{m:?}"), from, m.to().to_string()));
     }
     for m in WaitMove::ALL {
         let from = m.from().iter().map(|s| s.to_string()).collect();

@@ -24,3 +24,4 @@ mod scheduling;
 mod security;
 mod state_table;
 mod waits;
+mod webhooks;

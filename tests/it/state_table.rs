@@ -67,6 +67,7 @@ async fn setup(max_step_retries: i32) -> H {
             plan: Some(plan),
             template: None,
             start: Default::default(),
+            webhook: None,
         })
         .await
         .unwrap();

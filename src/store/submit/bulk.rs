@@ -82,6 +82,9 @@ struct TaskColumns {
     origin: Vec<String>,
     run_at: Vec<Option<chrono::DateTime<chrono::Utc>>>,
     delay_secs: Vec<Option<f64>>,
+    webhook_url: Vec<Option<String>>,
+    /// Joined by the unit separator (split in the statement).
+    webhook_events: Vec<String>,
 }
 
 /// The step columns of [`INSERT`], one entry per step of every plan sent.
@@ -193,6 +196,8 @@ impl Batch {
             .bind(&s.priority)
             .bind(&t.run_at)
             .bind(&t.delay_secs)
+            .bind(&t.webhook_url)
+            .bind(&t.webhook_events)
             .fetch_all(pool)
             .await?;
         match rows.first() {
@@ -319,6 +324,14 @@ impl TaskColumns {
         };
         self.run_at.push(at);
         self.delay_secs.push(after);
+        self.webhook_url
+            .push(t.webhook.as_ref().map(|w| w.url.clone()));
+        self.webhook_events.push(
+            t.webhook
+                .as_ref()
+                .map(|w| w.events.join("\u{1f}"))
+                .unwrap_or_default(),
+        );
     }
 }
 

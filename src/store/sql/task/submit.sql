@@ -12,13 +12,13 @@ WITH missing AS (
                          $24::boolean[], $25::boolean[], $26::float8[], $27::int[], $28::int[],
                          $29::bigint[], $30::boolean[], $31::text[], $32::int[], $33::jsonb[],
                          $34::uuid[], $35::jsonb[], $36::jsonb[], $37::text[], $51::timestamptz[],
-                         $52::float8[])
+                         $52::float8[], $53::text[], $54::text[])
     AS t(ord, id, description, metadata, context, priority, idempotency_key, status,
          plan_version, event_seq, max_step_retries, max_single_step_repairs, max_task_replans,
          max_consecutive_failures, max_reflection_rounds, max_concurrent_steps, step_reflection,
          auto_reflection, success_threshold, max_llm_calls, task_timeout_secs, max_llm_tokens,
          has_plan, reasoning, estimated_duration, plan_steps, decision_id, submitted, generated,
-         origin, run_at, delay_secs)
+         origin, run_at, delay_secs, webhook_url, webhook_events)
 ), ins AS (
     INSERT INTO tasks (id, description, metadata, context, priority, idempotency_key, status,
                        plan_version, event_seq, max_step_retries, max_single_step_repairs,
@@ -70,6 +70,11 @@ WITH missing AS (
           FROM steps_in r WHERE r.status = 'ready') r
     JOIN new ON new.id = r.task_id
     WHERE r.nth <= new.max_concurrent_steps
+), hooks_in AS (
+    -- a task's own webhook, before its first event (the outbox trigger reads it)
+    INSERT INTO task_webhooks (task_id, url, events)
+    SELECT id, webhook_url, coalesce(string_to_array(nullif(webhook_events, ''), chr(31)), '{}')
+    FROM new WHERE webhook_url IS NOT NULL
 ), decisions_in AS (
     INSERT INTO decisions (id, task_id, kind, task_version, input, status, run_after)
     SELECT decision_id, id, 'plan', 0, $2, 'pending', coalesce(start_at, now())

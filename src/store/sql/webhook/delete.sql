@@ -1,0 +1,2 @@
+-- name: webhook/delete
+DELETE FROM webhooks WHERE id = $1
