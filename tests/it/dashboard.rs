@@ -186,3 +186,76 @@ fn the_dashboards_task_statuses_are_the_domains() {
         .collect();
     assert_eq!(listed, domain);
 }
+
+/// The approvals and schedules pages in headless Chromium: a call of a `requires_approval`
+/// tool is approved from the page with an edited parameter, and the tool receives the edit; a
+/// schedule's next ticks are shown and it is paused from the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_and_schedules_pages_in_headless_chromium() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let app = spawn_app().await;
+    let server = common::ToolServer::echoing_step(Duration::ZERO).await;
+    common::register_tool(
+        &app,
+        "deploy",
+        &server.endpoint("deploy"),
+        json!({"requires_approval": true}),
+    )
+    .await;
+    let worker = app.worker(|_| {});
+    let task = app
+        .submit(
+            json!({"description": "deploy with a person's yes", "plan": {"steps": [
+            {"id": "d", "tool": "deploy", "parameters": {"env": "staging"}}]}}),
+        )
+        .await;
+    let wait = common::wait_for("the approval", Duration::from_secs(30), || async {
+        let (_, v) = app
+            .get(&format!("/api/v1/waits?status=open&task_id={task}"))
+            .await;
+        v.as_array()
+            .and_then(|l| l.first())
+            .map(|w| w["wait_id"].as_str().unwrap().to_string())
+    })
+    .await;
+    let (s, v) = app
+        .post(
+            "/api/v1/schedules",
+            &json!({"id": "hourly", "cron": "0 * * * *", "timezone": "Europe/Paris",
+                    "plan": {"steps": [{"id": "e", "tool": "echo"}]}}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{v}");
+    let artifacts = format!("{root}/target/dashboard-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let out = tokio::process::Command::new("node")
+        .arg(format!("{root}/tests/dashboard/waits.mjs"))
+        .env("DASHBOARD_URL", app.url("/"))
+        .env("ADMIN_KEY", common::ADMIN_KEY)
+        .env("WAIT_ID", &wait)
+        .env("GATED_TASK", task.to_string())
+        .env("SCHEDULE_ID", "hourly")
+        .env("ARTIFACTS", &artifacts)
+        .env("NO_PROXY", "127.0.0.1")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("node runs (install nodejs)");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the browser run failed:\n{log}");
+    let calls = server.calls();
+    assert_eq!(calls.len(), 1, "{log}");
+    assert_eq!(
+        calls[0].parameters["env"], "production",
+        "the edit reached the tool"
+    );
+    let (_, w) = app.get(&format!("/api/v1/waits/{wait}")).await;
+    assert_eq!(w["resolution"]["comment"], "ship it");
+    let (_, s) = app.get("/api/v1/schedules/hourly").await;
+    assert_eq!(s["enabled"], false);
+    worker.stop().await;
+}

@@ -87,8 +87,8 @@ $('signin').addEventListener('submit', (ev) => {
 });
 $('signout').addEventListener('click', () => signOut());
 
-// ---- routing: #/, #/tasks, #/tasks/<id>, #/recovery, #/tools, #/workers
-const views = { '': overview, tasks, recovery, tools, workers };
+// ---- routing: #/, #/tasks, #/tasks/<id>, #/approvals, #/schedules, #/recovery, #/tools, #/workers
+const views = { '': overview, tasks, approvals, schedules, recovery, tools, workers };
 async function route() {
   if (!state.role) return;
   stopStream();
@@ -491,6 +491,69 @@ async function workers(view) {
   const draw = async () => fill(view, h('h1', {}, 'Workers'), updated(), workerTable(await api('/workers')));
   await draw();
   every(view, draw);
+}
+
+// ---- approvals: the open approval waits, each with its parameters to edit, approve or reject
+async function approvals(view) {
+  const [open, done] = await Promise.all([
+    api('/waits?status=open&kind=approval&limit=200'),
+    api('/waits?status=resolved&kind=approval&limit=20'),
+  ]);
+  const item = (w) => {
+    const edit = h('textarea', { rows: 6, cols: 60, 'aria-label': `parameters for ${w.step_id}`, 'data-parameters': w.wait_id },
+      JSON.stringify(w.parameters || {}, null, 2));
+    const comment = h('input', { type: 'text', placeholder: 'comment (optional)', 'aria-label': 'comment', 'data-comment': w.wait_id });
+    const out = h('span', { role: 'status' });
+    const act = (what) => async () => {
+      const body = { comment: comment.value || undefined };
+      if (what === 'approve') {
+        try { body.parameters = JSON.parse(edit.value || '{}'); } catch (e) { out.textContent = `not JSON: ${e.message}`; out.className = 'error'; return; }
+      }
+      try { await api(`/waits/${w.wait_id}/${what}`, { method: 'POST', body }); route(); } catch (e) { out.textContent = e.message; out.className = 'error'; }
+    };
+    return h('article', { class: 'card', 'data-wait': w.wait_id },
+      h('h2', {}, w.prompt || 'Approve?'),
+      h('p', {}, 'Task ', h('a', { href: `#/tasks/${w.task_id}` }, w.task_id.slice(0, 8)), ` · step ${w.step_id}`,
+        w.tool ? ` · tool ${w.tool}` : '', ` · needs ${w.role || 'operator'}`, w.expires_at ? ` · expires ${when(w.expires_at)}` : ''),
+      w.form ? collapsible('form (JSON Schema of the answer)', w.form) : null,
+      h('label', {}, w.tool ? 'Parameters the tool runs with (edit to change them)' : 'Answer'), edit,
+      comment,
+      OPERATOR() || w.role === 'reader'
+        ? h('p', {}, h('button', { type: 'button', 'data-approve': w.wait_id, onclick: act('approve') }, 'Approve'), ' ',
+          h('button', { type: 'button', 'data-reject': w.wait_id, onclick: act('reject') }, 'Reject'), ' ', out)
+        : null);
+  };
+  fill(view,
+    h('h1', {}, 'Approvals'),
+    open.length ? h('div', { id: 'approvals' }, open.map(item)) : h('p', { class: 'muted', id: 'approvals' }, 'Nothing waits for a person.'),
+    h('h2', {}, 'Recently decided'),
+    table(['task', 'step', 'outcome', 'decided by', 'at'], done.map((w) => [
+      h('a', { href: `#/tasks/${w.task_id}` }, w.task_id.slice(0, 8)), w.step_id, (w.resolution || {}).outcome || '', w.resolved_by || '', when(w.resolved_at)])));
+}
+
+// ---- schedules: cron schedules, their next ticks, pause / resume / trigger
+async function schedules(view) {
+  const list = await api('/schedules');
+  const act = (id, how) => async () => {
+    try {
+      if (how === 'trigger') await api(`/schedules/${encodeURIComponent(id)}/trigger`, { method: 'POST', body: {} });
+      else await api(`/schedules/${encodeURIComponent(id)}`, { method: 'PATCH', body: { enabled: how === 'resume' } });
+      route();
+    } catch (e) { fill(view, h('p', { class: 'error', role: 'alert' }, e.message)); }
+  };
+  fill(view,
+    h('h1', {}, 'Schedules'),
+    list.length
+      ? table(['id', 'cron', 'time zone', 'state', 'next ticks', 'last tick', ''], list.map((s) => [
+        h('span', { 'data-schedule': s.id }, s.id), h('code', {}, s.cron), s.timezone,
+        h('span', { 'data-enabled': String(s.enabled) }, s.enabled ? 'active' : 'paused'),
+        h('ul', { 'data-next': s.id }, s.next_fire_times.map((t) => h('li', {}, when(t)))),
+        s.last_tick ? h('span', {}, when(s.last_tick), ' ', s.last_task_id ? h('a', { href: `#/tasks/${s.last_task_id}` }, 'task') : '', s.last_error ? h('span', { class: 'error' }, ` ${s.last_error}`) : '') : '',
+        OPERATOR() ? h('span', {},
+          h('button', { type: 'button', 'data-toggle': s.id, onclick: act(s.id, s.enabled ? 'pause' : 'resume') }, s.enabled ? 'Pause' : 'Resume'), ' ',
+          h('button', { type: 'button', 'data-trigger': s.id, onclick: act(s.id, 'trigger') }, 'Run now')) : '',
+      ]), { id: 'schedules' })
+      : h('p', { class: 'muted', id: 'schedules' }, 'No schedule.'));
 }
 
 start();

@@ -1,0 +1,59 @@
+// The approvals and schedules pages in headless Chromium: approve a gated call with an edited
+// parameter from the page (the Rust side then checks the tool ran with it), pause a schedule.
+import { chromium } from 'playwright-core';
+
+const env = (k) => { const v = process.env[k]; if (!v) throw new Error(`${k} is not set`); return v; };
+const URL = env('DASHBOARD_URL');
+const ADMIN = env('ADMIN_KEY');
+const WAIT = env('WAIT_ID');
+const TASK = env('GATED_TASK');
+const SCHEDULE = env('SCHEDULE_ID');
+const ARTIFACTS = env('ARTIFACTS');
+const check = (ok, what) => { if (!ok) throw new Error(`check failed: ${what}`); console.log(`ok - ${what}`); };
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const errors = [];
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('requestfailed', (r) => errors.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  await page.goto(URL);
+  await page.waitForSelector('#signin:not([hidden])');
+  await page.fill('#key', ADMIN);
+  await page.click('#signin button[type=submit]');
+  await page.waitForSelector('#nav:not([hidden])');
+
+  await page.click('#nav a[href="#/approvals"]');
+  const card = `[data-wait="${WAIT}"]`;
+  await page.waitForSelector(card);
+  check((await page.textContent(card)).includes('deploy'), 'the approval names the gated tool');
+  const edit = `${card} textarea`;
+  const shown = JSON.parse(await page.inputValue(edit));
+  check(shown.env === 'staging', 'the parameters the call would run with are shown');
+  await page.screenshot({ path: `${ARTIFACTS}/approvals.png`, fullPage: true });
+  await page.fill(edit, JSON.stringify({ ...shown, env: 'production' }));
+  await page.fill(`${card} [data-comment]`, 'ship it');
+  await page.click(`${card} [data-approve]`);
+  await page.waitForSelector(card, { state: 'detached' });
+  check(true, 'approved from the page: the approval left the inbox');
+  await page.goto(`${URL}#/tasks/${TASK}`);
+  await page.waitForFunction(() => document.querySelector('[data-status="succeeded"]') !== null, null, { timeout: 20000 });
+  check(true, 'the task ran on to succeeded');
+
+  await page.goto(`${URL}#/schedules`);
+  const row = `[data-next="${SCHEDULE}"] li`;
+  await page.waitForSelector(row);
+  check(await page.locator(row).count() === 5, 'the schedule shows its next five ticks');
+  await page.screenshot({ path: `${ARTIFACTS}/schedules.png`, fullPage: true });
+  await page.click(`[data-toggle="${SCHEDULE}"]`);
+  await page.waitForSelector('[data-enabled="false"]');
+  check(await page.locator(row).count() === 0, 'paused from the page: no next tick');
+  check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+} finally {
+  if (errors.length) console.error(`console errors: ${errors.join('; ')}`);
+  await browser.close();
+}
