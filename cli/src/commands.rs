@@ -8,7 +8,7 @@ use crate::client::{CliError, Client};
 use crate::files::{read_document, submit_body};
 use crate::render::{event_line, table, table_of_objects};
 use crate::watch::watch;
-use crate::{Cli, Command, Keys, Registry};
+use crate::{Approvals, Cli, Command, Keys, Registry, Schedules};
 
 pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
     let c = Client::new(&cli.url, cli.api_key.clone())?;
@@ -119,7 +119,151 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Stats => stats(&c, json).await,
+        Command::Approvals(a) => approvals(&c, a, json).await,
+        Command::Schedules(s) => schedules(&c, s, json).await,
+        Command::Event { key, payload } => {
+            let payload: Value = match payload {
+                Some(p) => serde_json::from_str(&p)
+                    .map_err(|e| CliError::Usage(format!("--payload is not JSON: {e}")))?,
+                None => json!({}),
+            };
+            let v = c
+                .post("/api/v1/events", &json!({"key": key, "payload": payload}))
+                .await?;
+            say(
+                json,
+                &v,
+                &format!("resolved {} waiting step(s)", v["resolved"]),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+async fn approvals(c: &Client, a: Approvals, json: bool) -> Result<ExitCode, CliError> {
+    match a {
+        Approvals::Ls => {
+            let v = c.get("/api/v1/waits?status=open&kind=approval").await?;
+            list_or_json(
+                json,
+                &v,
+                &[
+                    ("wait", "wait_id"),
+                    ("task", "task_id"),
+                    ("step", "step_id"),
+                    ("tool", "tool"),
+                    ("prompt", "prompt"),
+                    ("role", "role"),
+                    ("expires", "expires_at"),
+                ],
+            );
+        }
+        Approvals::Approve {
+            wait_id,
+            parameters,
+            comment,
+        } => {
+            let mut body = json!({"comment": comment});
+            if let Some(f) = parameters {
+                body["parameters"] = read_document(&f)?;
+            }
+            let v = c
+                .post(&format!("/api/v1/waits/{wait_id}/approve"), &body)
+                .await?;
+            say(json, &v, &format!("approved {wait_id}"));
+        }
+        Approvals::Reject { wait_id, comment } => {
+            let v = c
+                .post(
+                    &format!("/api/v1/waits/{wait_id}/reject"),
+                    &json!({"comment": comment}),
+                )
+                .await?;
+            say(json, &v, &format!("rejected {wait_id}"));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn schedules(c: &Client, s: Schedules, json: bool) -> Result<ExitCode, CliError> {
+    let path = |id: &str| format!("/api/v1/schedules/{id}");
+    let v = match s {
+        Schedules::Ls => {
+            let v = c.get("/api/v1/schedules").await?;
+            list_or_json(
+                json,
+                &v,
+                &[
+                    ("id", "id"),
+                    ("cron", "cron"),
+                    ("zone", "timezone"),
+                    ("enabled", "enabled"),
+                    ("next", "next_fire_at"),
+                    ("last tick", "last_tick"),
+                    ("last task", "last_task_id"),
+                ],
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        Schedules::Add { file } => {
+            let v = c.post("/api/v1/schedules", &read_document(&file)?).await?;
+            say(
+                json,
+                &v,
+                &format!(
+                    "schedule {} added; next tick {}",
+                    v["id"], v["next_fire_at"]
+                ),
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        Schedules::Pause { id } => {
+            c.send(
+                c.request(reqwest::Method::PATCH, &path(&id))
+                    .json(&json!({"enabled": false})),
+                &path(&id),
+            )
+            .await?
+        }
+        Schedules::Resume { id } => {
+            c.send(
+                c.request(reqwest::Method::PATCH, &path(&id))
+                    .json(&json!({"enabled": true})),
+                &path(&id),
+            )
+            .await?
+        }
+        Schedules::Trigger { id } => {
+            let v = c
+                .post(&format!("/api/v1/schedules/{id}/trigger"), &json!({}))
+                .await?;
+            say(
+                json,
+                &v,
+                &format!("submitted task {}", v["task_id"].as_str().unwrap_or("")),
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        Schedules::Rm { id } => {
+            c.delete(&path(&id)).await?;
+            say(json, &json!({"deleted": id}), &format!("removed {id}"));
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    say(
+        json,
+        &v,
+        &format!(
+            "schedule {}: {}",
+            v["id"].as_str().unwrap_or(""),
+            if v["enabled"] == true {
+                "active"
+            } else {
+                "paused"
+            }
+        ),
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn print_json(v: &Value) {

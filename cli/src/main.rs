@@ -113,6 +113,20 @@ pub enum Command {
     /// API keys.
     #[command(subcommand)]
     Keys(Keys),
+    /// Steps waiting for a person: list, approve, reject.
+    #[command(subcommand)]
+    Approvals(Approvals),
+    /// Cron schedules.
+    #[command(subcommand)]
+    Schedules(Schedules),
+    /// Post an event: every step waiting (`wait_event`) for this key and a matching payload
+    /// goes on with the payload as its output.
+    Event {
+        key: String,
+        /// The payload, as JSON (default `{}`).
+        #[arg(long)]
+        payload: Option<String>,
+    },
     /// The live worker fleet.
     Workers,
     /// Task and step counts, and the recovery statistics.
@@ -126,6 +140,44 @@ pub enum Registry {
     /// Register from a JSON or YAML file (one entry, or a list of entries).
     Add { file: PathBuf },
     /// Remove an entry.
+    Rm { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Approvals {
+    /// The open approvals (the inbox).
+    Ls,
+    /// Approve, optionally with edited parameters.
+    Approve {
+        wait_id: String,
+        /// JSON or YAML file with the parameters to run with (a gated call), or the answer to
+        /// the approval's form.
+        #[arg(long)]
+        parameters: Option<PathBuf>,
+        #[arg(long)]
+        comment: Option<String>,
+    },
+    /// Reject: the step fails with `approval_rejected`.
+    Reject {
+        wait_id: String,
+        #[arg(long)]
+        comment: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Schedules {
+    /// List schedules with their next tick.
+    Ls,
+    /// Register from a JSON or YAML file (`POST /api/v1/schedules`'s body).
+    Add { file: PathBuf },
+    /// Stop firing.
+    Pause { id: String },
+    /// Fire again from the next tick.
+    Resume { id: String },
+    /// Submit one task now.
+    Trigger { id: String },
+    /// Remove a schedule (its tasks are kept).
     Rm { id: String },
 }
 

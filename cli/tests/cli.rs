@@ -410,3 +410,89 @@ async fn every_command_works_against_a_real_server() {
         run.stdout
     );
 }
+
+/// `trellis approvals`, `trellis event` and `trellis schedules` against a real server.
+#[tokio::test]
+async fn approvals_events_and_schedules() {
+    let app = common::spawn_app().await;
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(json!({"description": "ask", "plan": {"steps": [
+            {"id": "ask", "tool": "approval", "parameters": {"prompt": "ok?"}},
+            {"id": "hear", "tool": "wait_event", "parameters": {"key": "cli-key"},
+             "dependencies": ["ask"]}]}}))
+        .await;
+    let wait = common::wait_for(
+        "the approval",
+        std::time::Duration::from_secs(30),
+        || async {
+            let r = trellis(&app, &["--json", "approvals", "ls"]).await;
+            r.json()
+                .as_array()
+                .and_then(|l| l.first().cloned())
+                .map(|w| w["wait_id"].as_str().unwrap().to_string())
+        },
+    )
+    .await;
+    let table = trellis(&app, &["approvals", "ls"]).await;
+    assert!(table.stdout.contains("ok?"), "{}", table.stdout);
+    let dir = Dir::new("approve");
+    let params = dir.0.join("answer.json");
+    std::fs::write(&params, r#"{"n": 3}"#).unwrap();
+    let r = trellis(
+        &app,
+        &[
+            "approvals",
+            "approve",
+            &wait,
+            "--parameters",
+            params.to_str().unwrap(),
+            "--comment",
+            "fine",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = trellis(&app, &["approvals", "reject", &wait]).await;
+    assert_eq!(r.code, 1, "a second decision is refused: {}", r.stdout);
+    common::wait_for(
+        "the event wait",
+        std::time::Duration::from_secs(30),
+        || async {
+            let (_, v) = app
+                .get(&format!(
+                    "/api/v1/waits?status=open&kind=event&task_id={id}"
+                ))
+                .await;
+            (v.as_array().unwrap().len() == 1).then_some(())
+        },
+    )
+    .await;
+    let r = trellis(
+        &app,
+        &["event", "cli-key", "--payload", r#"{"heard": true}"#],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("resolved 1"), "{}", r.stdout);
+    let done = app.wait_done(id, std::time::Duration::from_secs(30)).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+
+    let file = dir.0.join("schedule.yaml");
+    std::fs::write(
+        &file,
+        "id: nightly\ncron: \"0 3 * * *\"\ntimezone: Europe/Berlin\nplan:\n  steps:\n    - id: e\n      tool: echo\n",
+    )
+    .unwrap();
+    let r = trellis(&app, &["schedules", "add", file.to_str().unwrap()]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = trellis(&app, &["schedules", "pause", "nightly"]).await;
+    assert!(r.stdout.contains("paused"), "{}", r.stdout);
+    let r = trellis(&app, &["--json", "schedules", "ls"]).await;
+    assert_eq!(r.json()[0]["enabled"], false);
+    let r = trellis(&app, &["--json", "schedules", "trigger", "nightly"]).await;
+    assert!(r.json()["task_id"].is_string(), "{}", r.stdout);
+    let r = trellis(&app, &["schedules", "rm", "nightly"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    w.stop().await;
+}
