@@ -29,3 +29,42 @@ CREATE INDEX schedules_due_idx ON schedules (next_fire_at) WHERE enabled;
 ALTER TABLE tasks ADD COLUMN schedule_id text;
 
 COMMENT ON TABLE schedules IS 'Cron schedules: one task per tick (idempotency key schedule:<id>:<tick>), fired by any worker under the row lock.';
+
+-- How long steps waited, per day, template and kind (`wait_times`): live waits plus the daily
+-- roll-up retention writes before it deletes finished tasks (with their waits).
+CREATE TABLE wait_rollups (
+    day         date NOT NULL,
+    template    text NOT NULL,
+    kind        text NOT NULL,
+    outcome     text NOT NULL,
+    waits       bigint NOT NULL,
+    waited_secs_sum double precision NOT NULL,
+    waited_secs_max double precision NOT NULL,
+    PRIMARY KEY (day, template, kind, outcome)
+);
+
+-- one row per finished wait: its day (when it began), the task's template ('' when none), its
+-- kind and outcome, how long it waited
+CREATE VIEW wait_rows AS
+SELECT w.task_id, (w.created_at AT TIME ZONE 'UTC')::date AS day,
+       coalesce((SELECT substr(p.origin, 10) FROM plans p
+                 WHERE p.task_id = w.task_id AND p.version = 1 AND p.origin LIKE 'template:%'), '') AS template,
+       w.kind, coalesce(w.resolution ->> 'outcome', w.status) AS outcome,
+       extract(epoch FROM w.resolved_at - w.created_at)::float8 AS waited_secs
+FROM waits w
+WHERE w.resolved_at IS NOT NULL;
+
+CREATE VIEW wait_times AS
+SELECT day, template, kind, outcome, sum(waits)::bigint AS waits,
+       sum(waited_secs_sum) / nullif(sum(waits), 0) AS mean_waited_secs,
+       max(waited_secs_max) AS max_waited_secs
+FROM (
+    SELECT day, template, kind, outcome, count(*) AS waits, sum(waited_secs) AS waited_secs_sum,
+           max(waited_secs) AS waited_secs_max
+    FROM wait_rows GROUP BY 1, 2, 3, 4
+    UNION ALL
+    SELECT day, template, kind, outcome, waits, waited_secs_sum, waited_secs_max FROM wait_rollups
+) x
+GROUP BY 1, 2, 3, 4;
+
+COMMENT ON VIEW wait_times IS 'How long steps waited (for people: kind approval), per day, template, kind and outcome; live waits plus the retention roll-up.';

@@ -614,3 +614,52 @@ async fn delayed_start_and_reschedule() {
         assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{bad} {v}");
     }
 }
+
+/// How long tasks waited for people is countable in SQL (`wait_times`, per day, template and
+/// kind), and stays so after retention deletes the tasks (their waits go to `wait_rollups`).
+#[tokio::test]
+async fn wait_times_survive_retention() {
+    let app = spawn_app().await;
+    let (s, v) = app
+        .post(
+            "/api/v1/templates",
+            &json!({"id": "gate", "plan": {"steps": [{"id": "ask", "tool": "approval"}]}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let _w = worker(&app);
+    let id = app
+        .submit(json!({"template": "gate", "description": "gated"}))
+        .await;
+    let wait = open_waits(&app, id, 1).await[0]["wait_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (s, _) = app
+        .post(&format!("/api/v1/waits/{wait}/approve"), &json!({}))
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(app.wait_done(id, LIMIT).await["status"], "succeeded");
+    let store = app.store();
+    let read = || async {
+        sqlx::query_as::<_, (String, String, String, i64)>(
+            "SELECT template, kind, outcome, waits FROM wait_times",
+        )
+        .fetch_all(store.pool())
+        .await
+        .unwrap()
+    };
+    let before = read().await;
+    assert_eq!(
+        before,
+        vec![("gate".into(), "approval".into(), "approved".into(), 1)]
+    );
+    store.age_tasks(2.0 * 86_400.0).await.unwrap();
+    assert_eq!(store.prune_finished(86_400.0, 10).await.unwrap(), 1);
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM waits")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(n, 0, "the task's waits were deleted with it");
+    assert_eq!(read().await, before, "and are still counted");
+}
