@@ -391,7 +391,7 @@ async fn run_actions(env: Env<'_>, actions: &[ActionSpec]) -> Result<ActionsDone
 async fn run_tool(env: Env<'_>, call: Call<'_>, scope: &Scope<'_>) -> Ran {
     let (def, resolved) = match prepare(env, &call, scope) {
         Ok(p) => p,
-        Err(ran) => return ran,
+        Err(ran) => return *ran,
     };
     call_tool(env, &call, def, resolved, None).await
 }
@@ -406,7 +406,7 @@ async fn run_main(
 ) -> Result<Ran, Hold> {
     let (def, resolved) = match prepare(env, &call, scope) {
         Ok(p) => p,
-        Err(ran) => return Ok(ran),
+        Err(ran) => return Ok(*ran),
     };
     let outcome = super::waits::before_call(rt, env.step, def, &resolved).await?;
     Ok(match outcome {
@@ -428,17 +428,27 @@ fn prepare<'e>(
     env: Env<'e>,
     call: &Call<'_>,
     scope: &Scope<'_>,
-) -> Result<(&'e ToolDef, Value), Ran> {
+) -> Result<(&'e ToolDef, Value), Box<Ran>> {
     let Env { ctx, .. } = env;
     let Call {
         tool, parameters, ..
     } = *call;
     let Some(def) = ctx.tools.get(tool) else {
-        return Err(Ran::failed(tool, parameters.clone(), unknown_tool(tool)));
+        return Err(Box::new(Ran::failed(
+            tool,
+            parameters.clone(),
+            unknown_tool(tool),
+        )));
     };
     let mut resolved = match params::resolve(parameters, scope) {
         Ok(p) => p,
-        Err(e) => return Err(Ran::failed(tool, parameters.clone(), param_error(e.0))),
+        Err(e) => {
+            return Err(Box::new(Ran::failed(
+                tool,
+                parameters.clone(),
+                param_error(e.0),
+            )));
+        }
     };
     params::fill_from_metadata(&mut resolved, &def.input_schema, &ctx.metadata);
     let wrong = def.checks.input.violations(&resolved);
@@ -450,7 +460,7 @@ fn prepare<'e>(
         );
         let mut f = param_error(message);
         f.schema_violations = wrong.into();
-        return Err(Ran::failed(tool, resolved, f));
+        return Err(Box::new(Ran::failed(tool, resolved, f)));
     }
     Ok((def, resolved))
 }
