@@ -221,6 +221,10 @@ pub struct PlanStepView {
     pub output: Option<Value>,
     #[schema(value_type = Option<Object>)]
     pub error: Option<Value>,
+    /// Parameters merged over `parameters` at its next attempt: a tier 1 retry's, a resume's
+    /// overrides, or an approver's edit (redacted like `parameters`).
+    #[schema(value_type = Object)]
+    pub param_overrides: Value,
 }
 
 /// A step of a plan version (`GET /tasks/{id}/plan`).
@@ -230,6 +234,7 @@ pub fn step(s: &StepRow) -> PlanStepView {
         name: s.name.clone(),
         tool: s.effective_tool().to_string(),
         parameters: redacted(&s.parameters),
+        param_overrides: redacted(&s.param_overrides),
         dependencies: s.dependencies.clone(),
         expected_output: s.expected_output.clone(),
         optional: s.optional,

@@ -381,6 +381,8 @@ pub struct WaitResolved {
     pub outcome: String,
     /// The API key that decided (approvals).
     pub resolved_by: Option<Uuid>,
+    /// An approver's edited parameters (the step's overrides from now on).
+    pub parameters: Option<Value>,
     /// Seconds from the wait's start to its resolution.
     pub waited_secs: f64,
     /// The step was waiting and is claimable again (false: the resolution is kept for the
@@ -702,6 +704,7 @@ fn examples_c() -> Vec<Event> {
             wait_kind: "approval".into(),
             outcome: "approved".into(),
             resolved_by: Some(Uuid::nil()),
+            parameters: Some(json!({"env": "production"})),
             waited_secs: 1.5,
             woke_step: true,
         }),

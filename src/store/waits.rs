@@ -188,6 +188,10 @@ async fn resolve_locked(
             wait_kind: w.kind.clone(),
             outcome: outcome_name(r).into(),
             resolved_by: by,
+            parameters: match r {
+                Resolution::Approved { parameters, .. } => parameters.clone(),
+                _ => None,
+            },
             waited_secs: waited as f64 / 1000.0,
             woke_step: woke,
         }),

@@ -241,6 +241,23 @@ async fn a_gated_tool_runs_with_the_approved_edit() {
     assert_eq!(calls[0].parameters, json!({"env": "production", "n": 1}));
     let (_, attempts) = app.get(&format!("/api/v1/tasks/{id}/attempts")).await;
     assert_eq!(attempts[0]["parameters"]["env"], "production");
+    // the edit is in the plan, as the step's overrides, and in the event that resolved it
+    let (_, plan) = app.get(&format!("/api/v1/tasks/{id}/plan")).await;
+    assert_eq!(
+        plan["steps"][0]["param_overrides"],
+        json!({"env": "production"})
+    );
+    let (_, events) = app.get(&format!("/api/v1/tasks/{id}/events")).await;
+    let resolved = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "wait_resolved")
+        .unwrap();
+    assert_eq!(
+        resolved["payload"]["parameters"],
+        json!({"env": "production"})
+    );
 }
 
 /// A waiting step holds no worker: with concurrency 1, ten steps wait for an event while other
