@@ -25,6 +25,7 @@ use uuid::Uuid;
 
 mod recovery;
 mod sql;
+mod waits;
 use sql::BenchSql;
 
 struct Sizes {
@@ -1259,6 +1260,21 @@ async fn main() -> Result<()> {
             let r = recovery::run(async |name: &str| b.fresh(name).await).await?;
             print_recovery(run, &r);
         }
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--waits") {
+        // scenario 13: waits resolved by events, webhook deliveries
+        let n = env_usize("BENCH_WAITS", if quick { 1_000 } else { 10_000 });
+        let d = env_usize("BENCH_DELIVERIES", if quick { 200 } else { 1_000 });
+        let r = waits::run(&b, n, d).await?;
+        println!(
+            "{} waits resolved by events: {:.0} resolutions/s ({:.0} tasks/s to their end); {} webhook deliveries: {:.0} deliveries/s",
+            r.waits,
+            r.resolutions_per_sec,
+            r.end_to_end_per_sec,
+            r.deliveries,
+            r.deliveries_per_sec
+        );
         return Ok(());
     }
     if args.iter().any(|a| a == "--submit") {
