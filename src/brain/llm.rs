@@ -129,7 +129,13 @@ pub enum LlmError {
     #[error("LLM request rejected: {message}")]
     Rejected { status: u16, message: String },
     #[error("LLM answer invalid for {name} after one re-ask: {problems}")]
-    Invalid { name: String, problems: String },
+    Invalid {
+        name: String,
+        problems: String,
+        /// The last answer, as the server sent it (kept, redacted, when
+        /// `[debug] save_llm_exchanges` is on: the one answer an operator needs to read).
+        raw: String,
+    },
 }
 
 /// Add the `usage` object of one chat-completions answer.
@@ -254,6 +260,7 @@ impl LlmClient {
     ) -> (Usage, Result<JsonAnswer, LlmError>) {
         let mut usage = Usage::default();
         let mut last_problems = String::new();
+        let mut last_raw = String::new();
         for round in 0..2 {
             let raw = match self.complete(name, schema, &messages, &mut usage).await {
                 Ok(raw) => raw,
@@ -270,6 +277,7 @@ impl LlmClient {
                 Ok(value) => return (usage, Ok(JsonAnswer { value, raw, usage })),
                 Err(problems) => {
                     last_problems = problems;
+                    last_raw.clone_from(&raw);
                     if round == 0 {
                         tracing::warn!(decision = name, problems = %self.redact(&last_problems), "invalid LLM answer; asking once more");
                         messages.push(Message::assistant(raw));
@@ -286,6 +294,7 @@ impl LlmClient {
             Err(LlmError::Invalid {
                 name: name.into(),
                 problems: self.redact(&last_problems),
+                raw: last_raw,
             }),
         )
     }
@@ -389,7 +398,9 @@ impl LlmClient {
         let response_format = if use_schema {
             json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema}})
         } else {
-            json!({"type": "json_object"})
+            // llama-cpp-python and vLLM constrain a json_object answer to a `schema` given
+            // beside it; servers that do not know the field ignore it
+            json!({"type": "json_object", "schema": schema})
         };
         let mut wire: Vec<Value> = messages
             .iter()
@@ -506,18 +517,17 @@ impl LlmClient {
                 )));
             }
         };
+        // a server that refuses `json_schema` says so with a 400, a 422, or (llama-cpp-python)
+        // a 500 whose message names response_format: the same request in json_object follows
+        if use_schema && status.as_u16() != 429 && !status.is_success() && rejects_schema(&text) {
+            return Ok(Sent::SchemaRejected);
+        }
         if status.as_u16() == 429 || status.is_server_error() {
             let mut f = Failed::transient(format!("HTTP {status}: {}", self.redact(&text)));
             f.retry_after = retry_after;
             return Err(f);
         }
         if status.is_client_error() {
-            if use_schema
-                && (status.as_u16() == 400 || status.as_u16() == 422)
-                && text.contains("response_format")
-            {
-                return Ok(Sent::SchemaRejected);
-            }
             return Err(Failed {
                 rejected: Some(status.as_u16()),
                 message: format!("HTTP {status}: {}", self.redact(&text)),
@@ -534,6 +544,14 @@ impl LlmClient {
             .map(|c| Sent::Content(c.to_string()))
             .ok_or_else(|| Failed::transient("the answer has no choices[0].message.content"))
     }
+}
+
+/// Whether an error answer is a refusal of `response_format: json_schema` (it names the field
+/// or the type): OpenAI and vLLM answer 400, llama-cpp-python 500 ("Input should be 'text' or
+/// 'json_object'"), older Ollama 400.
+fn rejects_schema(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    t.contains("response_format") || t.contains("json_schema")
 }
 
 /// The JSON object in a model's answer (tolerates a ```json fence around it).

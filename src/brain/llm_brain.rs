@@ -98,8 +98,13 @@ impl LlmBrain {
                 check(v).map(|_| ())
             })
             .await;
-        let exchange =
-            sent.map(|m| exchange(ctx, &m, result.as_ref().ok().map(|a| a.raw.as_str())));
+        // the answer as it came, valid or not (an invalid one is what an operator needs)
+        let raw = match &result {
+            Ok(a) => Some(a.raw.as_str()),
+            Err(super::llm::LlmError::Invalid { raw, .. }) => Some(raw.as_str()),
+            Err(_) => None,
+        };
+        let exchange = sent.map(|m| exchange(ctx, &m, raw));
         // LlmError texts are redacted: safe to store and to show
         let result = result.map_err(|e| e.to_string());
         let cfg = self.client.config();

@@ -84,10 +84,39 @@ impl FakeLlm {
             headers: HeaderMap,
             axum::Json(body): axum::Json<Value>,
         ) -> (StatusCode, axum::Json<Value>) {
-            let name = body["response_format"]["json_schema"]["name"]
-                .as_str()
-                .unwrap_or("json_object")
-                .to_string();
+            // a script with "__llama_cpp" answers as llama-cpp-python's server does:
+            // `response_format` `json_schema` is a 500 naming the field; `json_object` (with a
+            // `schema` beside it) is answered
+            let llama_cpp = f.script.lock().unwrap().contains_key("__llama_cpp");
+            if llama_cpp && body["response_format"]["type"] == "json_schema" {
+                f.seen.lock().unwrap().push(Seen {
+                    name: "rejected".into(),
+                    body,
+                    auth: String::new(),
+                });
+                // llama-cpp-python (server/types.py: ResponseFormat's type is
+                // Literal["text", "json_object"]) answers a pydantic validation error as a 500
+                return (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    axum::Json(
+                        json!({"error": {"message": "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  Input should be 'text' or 'json_object' [type=literal_error, input_value='json_schema', input_type=str]", "type": "internal_server_error"}}),
+                    ),
+                );
+            }
+            // json_object: the decision's name is in the system message the client adds
+            let name = match body["response_format"]["json_schema"]["name"].as_str() {
+                Some(n) => n.to_string(),
+                None => body["messages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|m| m["content"].as_str())
+                    .find_map(|c| {
+                        let rest = c.strip_prefix("Your answer (")?;
+                        Some(rest[..rest.find(')')?].to_string())
+                    })
+                    .unwrap_or_else(|| "json_object".into()),
+            };
             let auth = headers
                 .get("authorization")
                 .and_then(|v| v.to_str().ok())
@@ -136,6 +165,11 @@ impl FakeLlm {
             .with_state(fake.clone());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         fake
+    }
+
+    async fn start_llama_cpp(mut script: Vec<(&str, Vec<Reply>)>) -> Self {
+        script.push(("__llama_cpp", vec![]));
+        Self::start(script).await
     }
 
     fn seen(&self, name: &str) -> Vec<Seen> {
@@ -1068,5 +1102,77 @@ async fn tool_selection_may_pick_a_workflow_template() {
         .find(|e| e["kind"] == "tools_selected")
         .unwrap();
     assert_eq!(selected["payload"]["workflow_id"], "greet", "{selected}");
+    w.stop().await;
+}
+
+/// llama-cpp-python's server refuses `json_schema` with a 500 that names response_format: one
+/// refused request, then every request in `json_object` with the schema beside it, and the
+/// task's decisions are answered.
+#[tokio::test]
+async fn a_server_refusing_json_schema_with_a_500_gets_json_object() {
+    let fake = FakeLlm::start_llama_cpp(vec![("evaluation", vec![evaluation(91.0)])]).await;
+    let app = spawn_app_with(llm_settings(&fake)).await;
+    let w = app.worker(|_| {});
+    let mut ids = Vec::new();
+    for i in 0..2 {
+        ids.push(
+            app.submit(json!({"description": format!("task {i}"),
+                "plan": {"steps": [{"id": "s", "tool": "echo"}]}}))
+                .await,
+        );
+    }
+    for id in ids {
+        let done = app.wait_done(id, Duration::from_secs(30)).await;
+        assert_eq!(done["status"], "succeeded", "{done}");
+        let (_, r) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+        assert_eq!(
+            r["final_score"], 91.0,
+            "the model's evaluation, not a fallback"
+        );
+    }
+    assert_eq!(fake.seen("rejected").len(), 1, "one refused request");
+    let asked = fake.seen("evaluation");
+    assert_eq!(asked.len(), 2);
+    for s in &asked {
+        assert_eq!(s.body["response_format"]["type"], "json_object");
+        assert!(s.body["response_format"]["schema"]["properties"]["overall_score"].is_object());
+    }
+    w.stop().await;
+}
+
+/// An answer that fails validation (twice: asked once more) is kept in `llm_calls` when
+/// `save_llm_exchanges` is on — with the task's secrets redacted.
+#[tokio::test]
+async fn an_invalid_answer_is_kept_redacted() {
+    const SECRET: &str = "sk-task-secret-9124";
+    let bad = says(&format!(
+        "{{\"overall_score\": \"high\", \"note\": \"{SECRET}\"}}"
+    ));
+    let fake = FakeLlm::start(vec![("evaluation", vec![bad])]).await;
+    let mut settings = llm_settings(&fake);
+    settings.debug.save_llm_exchanges = true;
+    let app = spawn_app_with(settings).await;
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(
+            json!({"description": "kept", "metadata": {"service": {"api_key": SECRET}},
+            "plan": {"steps": [{"id": "s", "tool": "echo"}]}}),
+        )
+        .await;
+    app.wait_done(id, Duration::from_secs(30)).await;
+    let rows: Vec<(bool, Value)> =
+        sqlx::query_as("SELECT ok, exchange FROM llm_calls WHERE task_id = $1 ORDER BY id")
+            .bind(id)
+            .fetch_all(app.store().pool())
+            .await
+            .unwrap();
+    let (ok, exchange) = rows.first().expect("the call is recorded");
+    assert!(!ok);
+    let answer = exchange["answer"]
+        .as_str()
+        .expect("the invalid answer is kept");
+    assert!(answer.contains("overall_score"), "{answer}");
+    assert!(!exchange.to_string().contains(SECRET), "{exchange}");
+    assert!(answer.contains("[redacted]"), "{answer}");
     w.stop().await;
 }
