@@ -3,12 +3,10 @@
 //! every body and view derives `ToSchema`, and `routes` registers each handler in the router
 //! and in the document at once, so a route cannot exist without its entry.
 //!
-//! Two kinds of rule are added to the generated JSON by `cross_field`, because a Rust type
-//! cannot state them: which fields of a body exclude or require each other (a submit names a
-//! plan or a template, not both), and step ids a plan may not use. The served document has two
-//! forms: a server without a planning brain asks every submit for a plan or a template
-//! ([`document`]). `docs/openapi.json` is the document a server with a brain serves, written
-//! from this module (a test fails when it is out of date).
+//! Rules across fields (a submit names a plan or a template, not both; reserved step ids) are
+//! stated in descriptions and answered with a documented 422: encoded as `anyOf` / `not` they
+//! broke the common client generators ([`document`]). `docs/openapi.json` is the document a
+//! server with a brain serves, written from this module (a test fails when it is out of date).
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -135,51 +133,100 @@ pub(super) fn assemble(
         .merge(root)
 }
 
-/// The document as a server with a planning brain serves it (`docs/openapi.json`), and as one
-/// without serves it: there a task needs a plan or a template (a description alone is a 422
-/// `plan_required`), so a request the document describes as valid is one the server accepts.
+/// The served document. Generated from the handlers' types, then made plain for client
+/// generators ([`for_generators`]): rules across fields (a plan or a template, not both; a
+/// plan without a planning brain) are stated in descriptions and answered with a documented
+/// 422, never encoded as `anyOf` / `not`, which the common generators turn into broken or
+/// duplicate models. `with_planner` only changes the submit body's description.
 pub fn document(with_planner: bool) -> &'static str {
     static DOCS: LazyLock<[String; 2]> = LazyLock::new(|| {
         let (v1, root) = routes();
         let doc = assemble(v1, root).into_openapi();
         let mut doc = serde_json::to_value(doc).expect("the document serializes");
-        cross_field(&mut doc);
+        for_generators(&mut doc);
         let with = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
-        doc["components"]["schemas"]["SubmitTask"]["anyOf"][1]["required"] =
-            json!(["description", "plan"]);
-        doc["components"]["schemas"]["SubmitTask"]["anyOf"][1]["properties"]["plan"] =
-            json!({"type": "object"});
+        let submit = &mut doc["components"]["schemas"]["SubmitTask"]["description"];
+        *submit = json!(format!(
+            "{} This server has no planning brain: a task needs a plan or a template (a description alone is a 422 plan_required).",
+            submit.as_str().unwrap_or_default()
+        ));
         [with, doc.to_string()]
     });
     &DOCS[usize::from(!with_planner)]
 }
 
-/// `{"required": [fields], "properties": {field: {"type": t}}}`: these fields are given and
-/// not null (a null field counts as absent, as the handlers read it).
-fn given(fields: &[(&str, &str)]) -> Value {
-    let names: Vec<&str> = fields.iter().map(|(f, _)| *f).collect();
-    let types: serde_json::Map<String, Value> = fields
-        .iter()
-        .map(|(f, t)| (f.to_string(), json!({ "type": t })))
-        .collect();
-    json!({"required": names, "properties": types})
-}
+/// Enumerations that get a name of their own (a component), by their values.
+const NAMED_ENUMS: &[(&str, &[&str])] = &[
+    ("Role", &["admin", "operator", "reader"]),
+    ("ScheduleOverlap", &["allow", "skip"]),
+    ("ToolMode", &["sync", "async"]),
+    ("ToolKind", &["builtin", "http"]),
+    ("CircuitState", &["closed", "open", "half_open"]),
+    ("WaitKind", &["approval", "event", "callback", "sleep"]),
+    ("WaitStatus", &["open", "resolved", "expired", "cancelled"]),
+    ("DeliveryStatus", &["pending", "delivered", "dead"]),
+];
 
-/// Rules across fields, which no Rust type states (each is also checked by the handler).
-fn cross_field(doc: &mut Value) {
+/// What the common generators (openapi-python-client, openapi-typescript) need: every
+/// free-form object says that its values may be anything (`additionalProperties: true`, else
+/// openapi-typescript types it `Record<string, never>`), every enumeration is a named component
+/// (else each property gets a model of its own), and the submit body's description states the
+/// rules across its fields.
+fn for_generators(doc: &mut Value) {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                let is_object = match m.get("type") {
+                    Some(Value::String(t)) => t == "object",
+                    Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
+                    _ => false,
+                };
+                let shaped = [
+                    "properties",
+                    "additionalProperties",
+                    "$ref",
+                    "allOf",
+                    "oneOf",
+                    "anyOf",
+                ]
+                .iter()
+                .any(|k| m.contains_key(*k));
+                if is_object && !shaped {
+                    m.insert("additionalProperties".into(), json!(true));
+                }
+                let named = m.get("enum").and_then(Value::as_array).and_then(|values| {
+                    NAMED_ENUMS.iter().find(|(_, known)| {
+                        values.len() == known.len()
+                            && values.iter().zip(known.iter()).all(|(a, b)| a == b)
+                    })
+                });
+                if let Some((name, _)) = named
+                    && m.get("type") == Some(&json!("string"))
+                {
+                    m.remove("enum");
+                    m.remove("type");
+                    m.insert("$ref".into(), json!(format!("#/components/schemas/{name}")));
+                }
+                for child in m.values_mut() {
+                    walk(child);
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(doc);
     let schemas = &mut doc["components"]["schemas"];
-    // a template, or a description (the planner's input) without a template's input; never a
-    // plan and a template together
-    let mut described = json!({"required": ["description"]});
-    described["not"] = given(&[("input", "object")]);
-    schemas["SubmitTask"]["anyOf"] = json!([given(&[("template", "string")]), described]);
-    schemas["SubmitTask"]["not"] = given(&[("plan", "object"), ("template", "string")]);
-    // a replacement plan, or overrides for some steps, not both
-    let mut both = given(&[("plan", "object"), ("step_overrides", "object")]);
-    both["properties"]["step_overrides"]["minProperties"] = json!(1);
-    schemas["Resume"]["not"] = both;
-    schemas["Step"]["properties"]["id"]["not"] =
-        json!({"enum": crate::domain::plan::RESERVED_STEP_IDS});
+    for (name, values) in NAMED_ENUMS {
+        schemas[*name] = json!({"type": "string", "enum": values});
+    }
+    let reserved = crate::domain::plan::RESERVED_STEP_IDS.join(", ");
+    let step_id = &mut schemas["Step"]["properties"]["id"]["description"];
+    *step_id = json!(format!("The step's id in its plan; not one of {reserved}."));
+    let submit = &mut schemas["SubmitTask"]["description"];
+    *submit = json!(
+        "A task: a plan, or a template with its input (not both), or — with a planning brain configured — a description alone. A body that breaks one of these rules is a 422 naming it."
+    );
 }
 
 // ---- statuses and shared schemas ------------------------------------------------------------

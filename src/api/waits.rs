@@ -297,7 +297,7 @@ pub(super) async fn post_event(
     State(st): State<AppState>,
     ApiJson(e): ApiJson<PostEvent>,
 ) -> Result<(StatusCode, Json<EventsResolved>), ApiError> {
-    let key = e.key.trim();
+    let key = e.key.as_str();
     if key.is_empty() || key.chars().count() > 500 {
         return Err(ApiError::validation("key must be 1 to 500 characters"));
     }
