@@ -1,0 +1,98 @@
+"""The Python client against a running Trellis (`TRELLIS_URL`, `TRELLIS_API_KEY`): started by
+`clients/test.sh` as `trellis-api --dev` with its in-process worker."""
+
+import os
+import uuid
+
+import pytest
+
+from trellis_client import Trellis, TrellisError
+
+URL = os.environ.get("TRELLIS_URL", "http://127.0.0.1:8080")
+KEY = os.environ.get("TRELLIS_API_KEY")
+
+
+@pytest.fixture(scope="module")
+def t() -> Trellis:
+    return Trellis(URL, api_key=KEY)
+
+
+def plan(*steps):
+    return {"steps": list(steps)}
+
+
+def test_submit_a_plan_and_wait_for_its_result(t):
+    task_id = t.submit(
+        {
+            "description": "python client",
+            "metadata": {"who": "python", "nested": {"any": [1, "two", None]}},
+            "plan": plan(
+                {"id": "greet", "tool": "echo", "parameters": {"text": "hello ${metadata.who}"}},
+                {"id": "repeat", "tool": "echo", "parameters": {"said": "${greet}"}, "dependencies": ["greet"]},
+            ),
+        }
+    )
+    result = t.wait(task_id, timeout=60)
+    assert result["status"] == "succeeded", result
+    assert result["outputs"]["greet"] == {"text": "hello python"}
+    assert result["outputs"]["repeat"] == {"said": {"text": "hello python"}}
+
+
+def test_submit_by_template(t):
+    name = f"py-{uuid.uuid4().hex[:8]}"
+    import httpx
+
+    r = httpx.post(
+        f"{URL}/api/v1/templates",
+        headers={"Authorization": f"Bearer {KEY}"} if KEY else {},
+        json={
+            "id": name,
+            "description": "greets",
+            "input_schema": {"type": "object", "properties": {"who": {"type": "string"}}, "required": ["who"]},
+            "plan": plan({"id": "hi", "tool": "echo", "parameters": {"to": "${input.who}"}}),
+        },
+    )
+    assert r.status_code == 201, r.text
+    task_id = t.submit({"template": name, "input": {"who": "ada"}})
+    assert t.wait(task_id)["outputs"]["hi"] == {"to": "ada"}
+
+
+def test_batch_submit(t):
+    ids = t.submit_batch(
+        [{"description": f"batch {i}", "plan": plan({"id": "e", "tool": "echo", "parameters": {"i": i}})} for i in range(5)]
+    )
+    assert len(ids) == 5
+    for i, task_id in enumerate(ids):
+        assert t.wait(task_id)["outputs"]["e"] == {"i": i}
+
+
+def test_events_stream_and_resume(t):
+    task_id = t.submit({"description": "events", "plan": plan({"id": "a", "tool": "echo"}, {"id": "b", "tool": "echo", "dependencies": ["a"]})})
+    seen = list(t.events(task_id, timeout=60))
+    kinds = [e["kind"] for e in seen]
+    assert kinds[0] == "task_submitted" and kinds[-1] == "task_succeeded", kinds
+    assert [e["seq"] for e in seen] == sorted(e["seq"] for e in seen)
+    # resumed after the third event: the rest, and nothing before
+    rest = list(t.events(task_id, after=seen[2]["seq"], timeout=60))
+    assert [e["seq"] for e in rest] == [e["seq"] for e in seen[3:]]
+
+
+def test_register_a_tool_and_cancel(t):
+    tool = f"py-tool-{uuid.uuid4().hex[:8]}"
+    record = t.register_tool({"id": tool, "endpoint": "http://127.0.0.1:9/never", "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}}})
+    assert record["id"] == tool
+    assert record["input_schema"]["properties"]["q"] == {"type": "string"}
+    task_id = t.submit({"description": "long", "plan": plan({"id": "s", "tool": "sleep", "parameters": {"ms": 60000}})})
+    assert t.cancel(task_id) == "cancelled"
+    assert t.wait(task_id)["status"] == "cancelled"
+
+
+def test_an_error_is_a_typed_error(t):
+    with pytest.raises(TrellisError) as e:
+        t.submit({"description": "bad", "plan": plan({"id": "x", "tool": "no-such-tool"})})
+    assert e.value.status == 422
+    assert "no-such-tool" in e.value.message
+    with pytest.raises(TrellisError) as e:
+        t.get(str(uuid.uuid4()))
+    assert e.value.status == 404
+    assert e.value.code == "not_found"

@@ -1,0 +1,212 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error import Error
+from ...models.submit_batch import SubmitBatch
+from ...models.submitted_batch import SubmittedBatch
+from ...types import Response
+
+
+def _get_kwargs(
+    *,
+    body: SubmitBatch,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/api/v1/tasks/batch",
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Error | SubmittedBatch | None:
+    if response.status_code == 202:
+        response_202 = SubmittedBatch.from_dict(response.json())
+
+        return response_202
+
+    if response.status_code == 400:
+        response_400 = Error.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Error.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Error.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 413:
+        response_413 = Error.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = Error.from_dict(response.json())
+
+        return response_415
+
+    if response.status_code == 422:
+        response_422 = Error.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Error.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Error | SubmittedBatch]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: SubmitBatch,
+) -> Response[Error | SubmittedBatch]:
+    """Submit up to 1000 tasks at once, all or nothing.
+
+     One transaction. Results are in request order; an idempotency key already used gives that
+    task with `created` false. Any invalid item: 422 naming its index (`tasks[i]`) and nothing
+    is stored.
+
+    Args:
+        body (SubmitBatch): `POST /tasks/batch`: up to 1000 submit bodies.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Error | SubmittedBatch]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    body: SubmitBatch,
+) -> Error | SubmittedBatch | None:
+    """Submit up to 1000 tasks at once, all or nothing.
+
+     One transaction. Results are in request order; an idempotency key already used gives that
+    task with `created` false. Any invalid item: 422 naming its index (`tasks[i]`) and nothing
+    is stored.
+
+    Args:
+        body (SubmitBatch): `POST /tasks/batch`: up to 1000 submit bodies.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Error | SubmittedBatch
+    """
+
+    return sync_detailed(
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: SubmitBatch,
+) -> Response[Error | SubmittedBatch]:
+    """Submit up to 1000 tasks at once, all or nothing.
+
+     One transaction. Results are in request order; an idempotency key already used gives that
+    task with `created` false. Any invalid item: 422 naming its index (`tasks[i]`) and nothing
+    is stored.
+
+    Args:
+        body (SubmitBatch): `POST /tasks/batch`: up to 1000 submit bodies.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Error | SubmittedBatch]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    body: SubmitBatch,
+) -> Error | SubmittedBatch | None:
+    """Submit up to 1000 tasks at once, all or nothing.
+
+     One transaction. Results are in request order; an idempotency key already used gives that
+    task with `created` false. Any invalid item: 422 naming its index (`tasks[i]`) and nothing
+    is stored.
+
+    Args:
+        body (SubmitBatch): `POST /tasks/batch`: up to 1000 submit bodies.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Error | SubmittedBatch
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,12 @@
+from enum import StrEnum
+
+
+class ListWaitsKind(StrEnum):
+    APPROVAL = "approval"
+    CALLBACK = "callback"
+    EVENT = "event"
+    SLEEP = "sleep"
+    VALUE_0 = ""
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,11 @@
+from enum import StrEnum
+
+
+class WaitKind(StrEnum):
+    APPROVAL = "approval"
+    CALLBACK = "callback"
+    EVENT = "event"
+    SLEEP = "sleep"
+
+    def __str__(self) -> str:
+        return str(self.value)

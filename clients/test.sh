@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Run both clients' own test suites (pytest, node's test runner) against a real
+# `trellis-api --dev` (throwaway PostgreSQL, its in-process worker, access control on).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build -q -p trellis-api
+KEY="clients-test-admin-key-$(date +%s%N)"
+LOG="$(mktemp)"
+APP_AUTH__BOOTSTRAP_ADMIN_KEY="$KEY" APP_SERVER__HOST=127.0.0.1 APP_SERVER__PORT=0 \
+  RUST_LOG=warn target/debug/trellis-api --dev >"$LOG" 2>&1 &
+PID=$!
+trap 'kill -INT $PID 2>/dev/null || true; wait $PID 2>/dev/null || true; rm -f "$LOG"' EXIT
+URL=""
+for _ in $(seq 1 1200); do
+  URL="$(sed -n 's/^listening on \(http:[^ ]*\).*/\1/p' "$LOG" | head -1)"
+  [ -n "$URL" ] && break
+  kill -0 "$PID" 2>/dev/null || { echo "trellis-api exited:" >&2; cat "$LOG" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$URL" ] || { echo "trellis-api did not start" >&2; cat "$LOG" >&2; exit 1; }
+export TRELLIS_URL="$URL" TRELLIS_API_KEY="$KEY"
+
+echo "== clients/python: pytest against $URL"
+VENV=clients/python/.venv
+if [ ! -x "$VENV/bin/pytest" ]; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q -r clients/python/requirements-dev.txt
+fi
+"$VENV/bin/pip" install -q -e clients/python
+(cd clients/python && .venv/bin/pytest -q)
+
+echo "== clients/typescript: node --test against $URL"
+[ -d clients/typescript/node_modules ] || npm ci --prefix clients/typescript --no-audit --no-fund
+npm test --prefix clients/typescript
