@@ -20,7 +20,6 @@ try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   page.on('pageerror', (e) => errors.push(String(e)));
-  page.on('requestfailed', (r) => errors.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
   await page.goto(URL);
   await page.waitForSelector('#signin:not([hidden])');
   await page.fill('#key', ADMIN);
