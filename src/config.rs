@@ -37,6 +37,24 @@ pub struct Settings {
     pub debug: DebugSettings,
     pub log: LogSettings,
     pub webhooks: WebhookSettings,
+    pub secrets: SecretSettings,
+}
+
+/// Tool credentials (`[secrets]`).
+#[derive(Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SecretSettings {
+    /// 32 bytes, base64 (`APP_SECRETS__KEY`): seals secrets at rest. Without it, `PUT /secrets`
+    /// is refused and a tool header naming a secret fails its call.
+    pub key: Option<String>,
+}
+
+impl std::fmt::Debug for SecretSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretSettings")
+            .field("key", &self.key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 /// Completion webhooks (`[webhooks]`).
@@ -629,7 +647,7 @@ impl Default for ReflectionSettings {
     }
 }
 
-const SECTIONS: [&str; 12] = [
+const SECTIONS: [&str; 14] = [
     "database",
     "server",
     "worker",
@@ -642,6 +660,8 @@ const SECTIONS: [&str; 12] = [
     "limits",
     "debug",
     "log",
+    "webhooks",
+    "secrets",
 ];
 
 impl Settings {
@@ -725,6 +745,9 @@ impl Settings {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: &str| Err(ConfigError::Invalid(m.to_string()));
         self.worker.validate()?;
+        if crate::secretbox::SecretBox::from_settings(self.secrets.key.as_deref()).is_err() {
+            return bad("secrets.key must be 32 bytes, base64");
+        }
         let w = &self.webhooks;
         if let Some(s) = &w.signing_secret
             && standardwebhooks::Webhook::new(s).is_err()
@@ -813,6 +836,9 @@ const TEXT_KEYS: &[(&str, &str)] = &[
     ("llm", "model"),
     ("auth", "bootstrap_admin_key"),
     ("tools", "allow_cidrs"),
+    ("worker", "callback_base_url"),
+    ("webhooks", "signing_secret"),
+    ("secrets", "key"),
 ];
 
 /// Environment values are TOML literals when they parse as one (numbers, booleans), else strings.

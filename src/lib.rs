@@ -22,6 +22,7 @@ pub mod devpg;
 pub mod domain;
 pub mod metrics;
 pub mod net;
+pub mod secretbox;
 pub mod startup;
 pub mod store;
 pub mod telemetry;

@@ -37,6 +37,8 @@ pub struct Invocation<'a> {
     /// An async tool's call: where it reports its result (`…/complete`, `…/fail`,
     /// `…/heartbeat`).
     pub callback_url: Option<&'a str>,
+    /// The tool's headers, secrets filled in (HTTP tools).
+    pub headers: &'a [(String, String)],
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -285,13 +287,14 @@ impl ToolRunner {
         if let Some(url) = inv.callback_url {
             body["callback_url"] = json!(url);
         }
-        let resp = self
-            .http
-            .post(endpoint.clone())
-            .header(
-                "Idempotency-Key",
-                format!("{}:{}:{}", inv.task_id, inv.step_key, inv.attempt),
-            )
+        let mut req = self.http.post(endpoint.clone()).header(
+            "Idempotency-Key",
+            format!("{}:{}:{}", inv.task_id, inv.step_key, inv.attempt),
+        );
+        for (name, value) in inv.headers {
+            req = req.header(name.as_str(), value.as_str());
+        }
+        let resp = req
             .json(&body)
             .send()
             .await
@@ -568,6 +571,7 @@ mod tests {
             circuit_breaker: None,
             requires_approval: false,
             mode: "sync".into(),
+            headers: Default::default(),
             gated: false,
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),
@@ -582,6 +586,7 @@ mod tests {
             attempt,
             parameters: p,
             callback_url: None,
+            headers: &[],
         }
     }
 

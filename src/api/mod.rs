@@ -24,6 +24,7 @@ mod events;
 pub mod input;
 pub mod openapi;
 mod schedules;
+mod secrets;
 mod system;
 mod tasks;
 mod templates;

@@ -23,7 +23,9 @@ use utoipa::{IntoParams, IntoResponses, OpenApi, PartialSchema, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AppState, auth, events, schedules, system, tasks, templates, tools, waits, webhooks};
+use super::{
+    AppState, auth, events, schedules, secrets, system, tasks, templates, tools, waits, webhooks,
+};
 use crate::domain::status::{StepStatus, TaskStatus};
 
 #[derive(OpenApi)]
@@ -39,6 +41,7 @@ use crate::domain::status::{StepStatus, TaskStatus};
         (name = "waits", description = "Steps that wait: the approvals inbox, events that resolve wait_event steps, and async tools' callbacks (no API key: the token in the URL is the credential)."),
         (name = "schedules", description = "Cron schedules: a task per tick (a template with its input, or a plan), fired by any worker, one task per tick."),
         (name = "webhooks", description = "Subscriptions to task events (admin), delivered at least once, in order per task, signed the Standard Webhooks way; their delivery logs and redelivery."),
+        (name = "secrets", description = "Tool credentials (admin): write-only values, sealed at rest, named by tools' headers as ${secret.NAME}."),
         (name = "keys", description = "API keys and their roles (admin only), and the role of the key presented."),
         (name = "system", description = "Statistics, the worker fleet, this document, health, readiness and Prometheus metrics."),
     ),
@@ -108,6 +111,8 @@ pub(super) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(webhooks::delete))
         .routes(routes!(webhooks::deliveries))
         .routes(routes!(webhooks::redeliver))
+        .routes(routes!(secrets::list))
+        .routes(routes!(secrets::put, secrets::delete))
         .routes(routes!(waits::list))
         .routes(routes!(waits::get))
         .routes(routes!(waits::approve))
@@ -134,7 +139,7 @@ pub(super) fn assemble(
 }
 
 /// The served document. Generated from the handlers' types, then made plain for client
-/// generators ([`for_generators`]): rules across fields (a plan or a template, not both; a
+/// generators (`for_generators`): rules across fields (a plan or a template, not both; a
 /// plan without a planning brain) are stated in descriptions and answered with a documented
 /// 422, never encoded as `anyOf` / `not`, which the common generators turn into broken or
 /// duplicate models. `with_planner` only changes the submit body's description.

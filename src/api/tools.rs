@@ -92,6 +92,10 @@ pub(super) struct ToolInput {
     #[serde(default)]
     #[schema(schema_with = super::openapi::tool_mode)]
     mode: Option<String>,
+    /// Headers of every call: `{"X-Api-Key": "${secret.search_key}"}` — a value is literal
+    /// text, or names secrets (`PUT /secrets/{name}`) that the worker fills in at call time.
+    #[serde(default)]
+    headers: std::collections::BTreeMap<String, String>,
 }
 
 /// Largest `max_concurrency` and `rate_limit_burst` accepted.
@@ -169,6 +173,18 @@ pub(super) async fn create(
         ));
     }
     let (max_concurrency, rate_limit_per_sec, rate_limit_burst) = limits(&t)?;
+    for (name, value) in &t.headers {
+        let ok_name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok();
+        let ok_value = reqwest::header::HeaderValue::from_str(value).is_ok();
+        let refs_ok = crate::secretbox::references(value)
+            .iter()
+            .all(|r| super::secrets::check_secret_name(r).is_ok());
+        if !ok_name || !ok_value || !refs_ok || t.headers.len() > 50 || value.len() > 4096 {
+            return Err(ApiError::validation(format!(
+                "header {name:?} is not a valid header (a name, and a value of printable text whose ${{secret.NAME}} references name secrets)"
+            )));
+        }
+    }
     let mode = match t.mode.as_deref() {
         None | Some("sync") => "sync".to_string(),
         Some("async") => "async".to_string(),
@@ -223,6 +239,7 @@ pub(super) async fn create(
             circuit_breaker: t.circuit_breaker,
             requires_approval: t.requires_approval,
             mode,
+            headers: t.headers,
         })
         .await?;
     Ok((StatusCode::CREATED, Json(views::tool(&row, None))).into_response())

@@ -442,6 +442,9 @@ pub struct ToolView {
     /// back at the `callback_url` its call carries.
     #[schema(schema_with = super::openapi::tool_mode)]
     pub mode: String,
+    /// Call headers: `${secret.NAME}` references as given; a literal credential-like value is
+    /// redacted.
+    pub headers: std::collections::BTreeMap<String, String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -503,6 +506,20 @@ pub fn tool(t: &ToolDef, c: Option<(&Circuit, DateTime<Utc>)>) -> ToolView {
         circuit: circuit(c),
         requires_approval: t.requires_approval,
         mode: t.mode.clone(),
+        headers: t
+            .headers
+            .0
+            .iter()
+            .map(|(k, v)| {
+                let shown = if !v.contains("${secret.") && crate::domain::secrets::is_secret_key(k)
+                {
+                    crate::domain::secrets::REDACTED.to_string()
+                } else {
+                    v.clone()
+                };
+                (k.clone(), shown)
+            })
+            .collect(),
         created_at: t.created_at,
         updated_at: t.updated_at,
     }

@@ -47,6 +47,10 @@ pub struct ToolDef {
     /// calls back at the `callback_url` its call carries).
     #[sqlx(default)]
     pub mode: String,
+    /// Headers of every call: `{"Name": "literal or ${secret.NAME}"}` (resolved by the worker
+    /// at call time).
+    #[sqlx(default)]
+    pub headers: sqlx::types::Json<std::collections::BTreeMap<String, String>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// Its circuit is open or half open, or a `Retry-After` holds it: a worker asks the

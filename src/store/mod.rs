@@ -129,6 +129,7 @@ pub mod reports;
 pub mod rerun;
 pub mod retention;
 pub mod schedules;
+pub mod secrets;
 pub mod step_queue;
 pub mod steps;
 pub mod submit;

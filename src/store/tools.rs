@@ -30,6 +30,8 @@ pub struct NewTool {
     pub requires_approval: bool,
     /// `sync` or `async`.
     pub mode: String,
+    /// Call headers, values literal or `${secret.NAME}`.
+    pub headers: std::collections::BTreeMap<String, String>,
 }
 
 impl Store {
@@ -82,6 +84,7 @@ impl Store {
                 .bind(t.circuit_breaker.map(Json))
                 .bind(t.requires_approval)
                 .bind(&t.mode)
+                .bind(Json(&t.headers))
                 .fetch_optional(&mut **tx)
                 .await?;
             let row =

@@ -404,6 +404,7 @@ pub fn http_tool(id: &str, endpoint: String) -> crate::store::tools::NewTool {
         circuit_breaker: None,
         requires_approval: false,
         mode: "sync".into(),
+        headers: Default::default(),
     }
 }
 

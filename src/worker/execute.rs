@@ -158,6 +158,8 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Hold> {
         runner: &rt.runner,
         step,
         ctx: &ctx,
+        store: &rt.store,
+        secrets: rt.cfg.secret_box.as_ref(),
     };
     // Actions run in parallel; the step's own tool may read their outputs.
     let mut action_outputs: HashMap<String, Value> = HashMap::new();
@@ -253,6 +255,9 @@ pub(super) struct Env<'a> {
     pub(super) runner: &'a ToolRunner,
     pub(super) step: &'a ClaimedStep,
     pub(super) ctx: &'a StepContext,
+    /// Where a tool's header secrets are read at call time, and the key that opens them.
+    pub(super) store: &'a crate::store::Store,
+    pub(super) secrets: Option<&'a crate::secretbox::SecretBox>,
 }
 
 /// One tool call: the tool, its idempotency key, its unresolved parameters.
@@ -475,14 +480,23 @@ pub(super) async fn call_tool(
 ) -> Ran {
     let Env { runner, step, .. } = env;
     let Call { tool, key, .. } = *call;
+    let (headers, values) = match call_headers(env, def).await {
+        Ok(h) => h,
+        Err(f) => return Ran::failed(tool, resolved, f),
+    };
     let invocation = Invocation {
         task_id: step.task_id,
         step_key: key,
         attempt: step.attempt,
         parameters: &resolved,
         callback_url,
+        headers: &headers,
     };
     let mut result = runner.run(def, &invocation).await;
+    if !values.is_empty() {
+        // a tool that echoes its credential gets it redacted before anything is stored
+        result = scrubbed(result, &values);
+    }
     if let (Ok(out), Some(schema)) = (&result, &def.checks.output) {
         let wrong = schema.violations(&out.output);
         if !wrong.is_empty() {
@@ -500,6 +514,89 @@ pub(super) async fn call_tool(
         tool: tool.to_string(),
         parameters: resolved,
         result,
+    }
+}
+
+/// A tool's call headers with their `${secret.NAME}` references filled in (read and opened
+/// now, so a rotated secret takes effect on the next call), and the secret values used.
+async fn call_headers(
+    env: Env<'_>,
+    def: &ToolDef,
+) -> Result<(Vec<(String, String)>, Vec<String>), ToolFailure> {
+    let headers = &def.headers.0;
+    if headers.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let names: Vec<&str> = headers
+        .values()
+        .flat_map(|v| crate::secretbox::references(v))
+        .collect();
+    let mut opened = std::collections::HashMap::new();
+    if !names.is_empty() {
+        let missing = |why: String| ToolFailure::new("secret_missing", why, false);
+        let b = env.secrets.ok_or_else(|| {
+            missing(format!(
+                "tool {:?} names secrets, and this worker has no [secrets] key",
+                def.id
+            ))
+        })?;
+        let sealed = env.store.sealed_secrets(&names).await.map_err(|e| {
+            ToolFailure::new(
+                "tool_error",
+                format!("could not read the tool's secrets: {e}"),
+                true,
+            )
+        })?;
+        for (name, s) in sealed {
+            let v = b
+                .open(&s)
+                .map_err(|e| missing(format!("secret {name:?}: {e}")))?;
+            opened.insert(name, v);
+        }
+        if let Some(n) = names.iter().find(|n| !opened.contains_key(**n)) {
+            return Err(missing(format!(
+                "secret {n:?} is not set (PUT /api/v1/secrets/{n})"
+            )));
+        }
+    }
+    let filled = headers
+        .iter()
+        .map(|(k, v)| {
+            let value = crate::secretbox::fill(v, |n| opened.get(n).cloned()).unwrap_or_default();
+            (k.clone(), value)
+        })
+        .collect();
+    Ok((
+        filled,
+        opened.into_values().filter(|v| !v.is_empty()).collect(),
+    ))
+}
+
+/// `result` with every secret value replaced by `[redacted]`, wherever it appears.
+fn scrubbed(
+    result: Result<ToolOutput, ToolFailure>,
+    values: &[String],
+) -> Result<ToolOutput, ToolFailure> {
+    use crate::domain::secrets::scrub;
+    let scrub_json = |v: &Value| -> Value {
+        serde_json::from_str(&scrub(&v.to_string(), values)).unwrap_or(Value::Null)
+    };
+    match result {
+        Ok(mut out) => {
+            out.output = scrub_json(&out.output);
+            for v in out.output_params.values_mut() {
+                *v = scrub_json(v);
+            }
+            Ok(out)
+        }
+        Err(mut f) => {
+            f.message = scrub(&f.message, values);
+            f.detail = f.detail.map(|d| scrub(&d, values).into());
+            for v in f.hints.values_mut() {
+                *v = scrub_json(v);
+            }
+            Err(f)
+        }
     }
 }
 

@@ -71,6 +71,8 @@ pub struct WorkerConfig {
     pub wait_check: Duration,
     /// Webhook deliveries: signing, tries, backoff.
     pub webhooks: crate::config::WebhookSettings,
+    /// Opens the secrets tools' headers name (`[secrets] key`).
+    pub secret_box: Option<crate::secretbox::SecretBox>,
 }
 
 /// What the maintenance deletes ([`Store::prune_finished`]).
@@ -135,6 +137,9 @@ impl WorkerConfig {
             async_timeout_secs: w.async_timeout_secs,
             wait_check: Duration::from_millis(w.wait_check_ms),
             webhooks: s.webhooks.clone(),
+            secret_box: crate::secretbox::SecretBox::from_settings(s.secrets.key.as_deref())
+                .ok()
+                .flatten(),
         }
     }
 }

@@ -620,6 +620,9 @@ async fn openapi_document_covers_every_route() {
         ("patch", "/api/v1/schedules/{id}"),
         ("delete", "/api/v1/schedules/{id}"),
         ("post", "/api/v1/schedules/{id}/trigger"),
+        ("get", "/api/v1/secrets"),
+        ("put", "/api/v1/secrets/{name}"),
+        ("delete", "/api/v1/secrets/{name}"),
         ("post", "/api/v1/webhooks"),
         ("get", "/api/v1/webhooks"),
         ("delete", "/api/v1/webhooks/{id}"),
@@ -675,6 +678,7 @@ async fn openapi_document_covers_every_route() {
             "get" => app.http.get(&url),
             "post" => app.http.post(&url).json(&json!({})),
             "patch" => app.http.patch(&url).json(&json!({})),
+            "put" => app.http.put(&url).json(&json!({})),
             _ => app.http.delete(&url),
         };
         let r = req.send().await.unwrap();

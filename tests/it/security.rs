@@ -16,7 +16,7 @@ use uuid::Uuid;
 /// The role each call needs, written out here (not read from the code under test).
 fn expected_role(method: &str, path: &str) -> &'static str {
     let rest = path.trim_start_matches("/api/v1");
-    if rest.starts_with("/keys") || rest.starts_with("/webhooks") {
+    if rest.starts_with("/keys") || rest.starts_with("/webhooks") || rest.starts_with("/secrets") {
         "admin"
     } else if method == "get"
         || (rest.starts_with("/waits/")
@@ -51,6 +51,7 @@ async fn call(http: &reqwest::Client, method: &str, url: &str) -> u16 {
         "post" => http.post(url).json(&json!({})),
         "delete" => http.delete(url),
         "patch" => http.patch(url).json(&json!({})),
+        "put" => http.put(url).json(&json!({})),
         other => panic!("method {other}"),
     };
     req.send().await.unwrap().status().as_u16()

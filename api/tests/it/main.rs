@@ -5,3 +5,4 @@ mod dev;
 mod llm_key;
 mod logs;
 mod otlp;
+mod secrets;

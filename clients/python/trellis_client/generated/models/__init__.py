@@ -90,6 +90,8 @@ from .schedule_overlap import ScheduleOverlap
 from .schedule_patch import SchedulePatch
 from .schedule_patch_input_type_0 import SchedulePatchInputType0
 from .schedule_plan_type_0 import SchedulePlanType0
+from .secret import Secret
+from .secret_input import SecretInput
 from .stats_view import StatsView
 from .stats_view_steps import StatsViewSteps
 from .stats_view_tasks import StatsViewTasks
@@ -126,7 +128,9 @@ from .template_input_schema import TemplateInputSchema
 from .template_plan import TemplatePlan
 from .tool import Tool
 from .tool_activity_view import ToolActivityView
+from .tool_headers import ToolHeaders
 from .tool_input import ToolInput
+from .tool_input_headers import ToolInputHeaders
 from .tool_input_input_schema_type_0 import ToolInputInputSchemaType0
 from .tool_input_output_schema_type_0 import ToolInputOutputSchemaType0
 from .tool_input_schema import ToolInputSchema
@@ -229,6 +233,8 @@ __all__ = (
     "SchedulePatch",
     "SchedulePatchInputType0",
     "SchedulePlanType0",
+    "Secret",
+    "SecretInput",
     "StatsView",
     "StatsViewSteps",
     "StatsViewTasks",
@@ -265,7 +271,9 @@ __all__ = (
     "TemplatePlan",
     "Tool",
     "ToolActivityView",
+    "ToolHeaders",
     "ToolInput",
+    "ToolInputHeaders",
     "ToolInputInputSchemaType0",
     "ToolInputOutputSchemaType0",
     "ToolInputSchema",

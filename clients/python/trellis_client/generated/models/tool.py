@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ..models.circuit import Circuit
     from ..models.circuit_breaker import CircuitBreaker
     from ..models.retry_policy import RetryPolicy
+    from ..models.tool_headers import ToolHeaders
     from ..models.tool_input_schema import ToolInputSchema
     from ..models.tool_output_schema_type_0 import ToolOutputSchemaType0
 
@@ -32,6 +33,8 @@ class Tool:
         circuit (Circuit): A tool's circuit breaker as the fleet sees it now.
         created_at (datetime.datetime):
         description (str):
+        headers (ToolHeaders): Call headers: `${secret.NAME}` references as given; a literal credential-like value is
+            redacted.
         id (str):
         input_schema (ToolInputSchema):
         kind (ToolKind):
@@ -56,6 +59,7 @@ class Tool:
     circuit: Circuit
     created_at: datetime.datetime
     description: str
+    headers: ToolHeaders
     id: str
     input_schema: ToolInputSchema
     kind: ToolKind
@@ -87,6 +91,8 @@ class Tool:
         created_at = self.created_at.isoformat()
 
         description = self.description
+
+        headers = self.headers.to_dict()
 
         id = self.id
 
@@ -160,6 +166,7 @@ class Tool:
                 "circuit": circuit,
                 "created_at": created_at,
                 "description": description,
+                "headers": headers,
                 "id": id,
                 "input_schema": input_schema,
                 "kind": kind,
@@ -193,6 +200,7 @@ class Tool:
         from ..models.circuit import Circuit
         from ..models.circuit_breaker import CircuitBreaker
         from ..models.retry_policy import RetryPolicy
+        from ..models.tool_headers import ToolHeaders
         from ..models.tool_input_schema import ToolInputSchema
         from ..models.tool_output_schema_type_0 import ToolOutputSchemaType0
 
@@ -204,6 +212,8 @@ class Tool:
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
 
         description = d.pop("description")
+
+        headers = ToolHeaders.from_dict(d.pop("headers"))
 
         id = d.pop("id")
 
@@ -314,6 +324,7 @@ class Tool:
             circuit=circuit,
             created_at=created_at,
             description=description,
+            headers=headers,
             id=id,
             input_schema=input_schema,
             kind=kind,

@@ -12,6 +12,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.circuit_breaker import CircuitBreaker
     from ..models.retry_policy import RetryPolicy
+    from ..models.tool_input_headers import ToolInputHeaders
     from ..models.tool_input_input_schema_type_0 import ToolInputInputSchemaType0
     from ..models.tool_input_output_schema_type_0 import ToolInputOutputSchemaType0
 
@@ -29,6 +30,9 @@ class ToolInput:
         alternatives (list[str] | Unset): Tools a retry may switch to.
         circuit_breaker (CircuitBreaker | None | Unset):
         description (str | Unset):
+        headers (ToolInputHeaders | Unset): Headers of every call: `{"X-Api-Key": "${secret.search_key}"}` — a value is
+            literal
+            text, or names secrets (`PUT /secrets/{name}`) that the worker fills in at call time.
         input_schema (None | ToolInputInputSchemaType0 | Unset): JSON Schema of the call's parameters (default
             `{"type":"object"}`), checked before
             every call.
@@ -52,6 +56,7 @@ class ToolInput:
     alternatives: list[str] | Unset = UNSET
     circuit_breaker: CircuitBreaker | None | Unset = UNSET
     description: str | Unset = UNSET
+    headers: ToolInputHeaders | Unset = UNSET
     input_schema: None | ToolInputInputSchemaType0 | Unset = UNSET
     max_concurrency: int | None | Unset = UNSET
     mode: ToolMode | Unset = UNSET
@@ -88,6 +93,10 @@ class ToolInput:
             circuit_breaker = self.circuit_breaker
 
         description = self.description
+
+        headers: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.headers, Unset):
+            headers = self.headers.to_dict()
 
         input_schema: dict[str, Any] | None | Unset
         if isinstance(self.input_schema, Unset):
@@ -171,6 +180,8 @@ class ToolInput:
             field_dict["circuit_breaker"] = circuit_breaker
         if description is not UNSET:
             field_dict["description"] = description
+        if headers is not UNSET:
+            field_dict["headers"] = headers
         if input_schema is not UNSET:
             field_dict["input_schema"] = input_schema
         if max_concurrency is not UNSET:
@@ -202,6 +213,7 @@ class ToolInput:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.circuit_breaker import CircuitBreaker
         from ..models.retry_policy import RetryPolicy
+        from ..models.tool_input_headers import ToolInputHeaders
         from ..models.tool_input_input_schema_type_0 import ToolInputInputSchemaType0
         from ..models.tool_input_output_schema_type_0 import ToolInputOutputSchemaType0
 
@@ -230,6 +242,13 @@ class ToolInput:
         circuit_breaker = _parse_circuit_breaker(d.pop("circuit_breaker", UNSET))
 
         description = d.pop("description", UNSET)
+
+        _headers = d.pop("headers", UNSET)
+        headers: ToolInputHeaders | Unset
+        if isinstance(_headers, Unset):
+            headers = UNSET
+        else:
+            headers = ToolInputHeaders.from_dict(_headers)
 
         def _parse_input_schema(
             data: object,
@@ -352,6 +371,7 @@ class ToolInput:
             alternatives=alternatives,
             circuit_breaker=circuit_breaker,
             description=description,
+            headers=headers,
             input_schema=input_schema,
             max_concurrency=max_concurrency,
             mode=mode,

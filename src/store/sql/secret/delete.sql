@@ -1,0 +1,2 @@
+-- name: secret/delete
+DELETE FROM secrets WHERE name = $1
