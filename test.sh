@@ -35,6 +35,12 @@ have_pg_server || { echo "PostgreSQL server binaries still missing" >&2; exit 1;
 echo "== npm ci (tests/dashboard: playwright-core, which drives Debian's chromium)"
 npm ci --prefix tests/dashboard --no-audit --no-fund
 
+echo "== the official MCP Python SDK (tests/mcp/.venv) for the MCP tests"
+if [ ! -x tests/mcp/.venv/bin/python ] || ! tests/mcp/.venv/bin/python -c 'import mcp' 2>/dev/null; then
+  python3 -m venv tests/mcp/.venv
+  tests/mcp/.venv/bin/pip install -q -r tests/mcp/requirements.txt
+fi
+
 echo "== cargo test --workspace"
 cargo test --workspace
 

@@ -20,6 +20,7 @@ pub mod brain;
 pub mod config;
 pub mod devpg;
 pub mod domain;
+pub mod mcp;
 pub mod metrics;
 pub mod net;
 pub mod secretbox;

@@ -88,6 +88,7 @@ impl ToolRunner {
         let call = async {
             match tool.kind.as_str() {
                 "http" => self.run_http(tool, inv).await,
+                "mcp" => self.run_mcp(tool, inv).await,
                 _ => self.run_builtin(tool, inv).await,
             }
         };
@@ -113,6 +114,30 @@ impl ToolRunner {
             }
         }
         checked(result)
+    }
+
+    /// A tool imported from an MCP server: one `tools/call` of its name at its server.
+    async fn run_mcp(
+        &self,
+        tool: &ToolDef,
+        inv: &Invocation<'_>,
+    ) -> Result<ToolOutput, ToolFailure> {
+        let endpoint = tool.endpoint.as_deref().ok_or_else(|| {
+            ToolFailure::new(
+                "tool_error",
+                format!("tool {} has no endpoint", tool.id),
+                false,
+            )
+        })?;
+        self.target(endpoint)?;
+        crate::mcp::call(
+            self.http.clone(),
+            endpoint,
+            inv.headers,
+            &tool.name,
+            inv.parameters,
+        )
+        .await
     }
 
     async fn run_builtin(

@@ -22,6 +22,7 @@ mod docs;
 mod error;
 mod events;
 pub mod input;
+mod mcp_servers;
 pub mod openapi;
 mod schedules;
 mod secrets;

@@ -24,7 +24,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{
-    AppState, auth, events, schedules, secrets, system, tasks, templates, tools, waits, webhooks,
+    AppState, auth, events, mcp_servers, schedules, secrets, system, tasks, templates, tools,
+    waits, webhooks,
 };
 use crate::domain::status::{StepStatus, TaskStatus};
 
@@ -111,6 +112,9 @@ pub(super) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(webhooks::delete))
         .routes(routes!(webhooks::deliveries))
         .routes(routes!(webhooks::redeliver))
+        .routes(routes!(mcp_servers::create, mcp_servers::list))
+        .routes(routes!(mcp_servers::delete))
+        .routes(routes!(mcp_servers::refresh))
         .routes(routes!(secrets::list))
         .routes(routes!(secrets::put, secrets::delete))
         .routes(routes!(waits::list))

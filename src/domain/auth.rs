@@ -58,6 +58,7 @@ pub fn required_role(method: &str, path: &str) -> Role {
     let second = path.trim_start_matches('/').split('/').nth(2).unwrap_or("");
     match first {
         "keys" | "webhooks" | "secrets" => Role::Admin,
+        "mcp-servers" if !read => Role::Admin,
         // the wait's own role is checked by the handler (an approval may name reader)
         "waits" if matches!(second, "approve" | "reject") => Role::Reader,
         _ if read => Role::Reader,

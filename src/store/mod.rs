@@ -123,6 +123,7 @@ pub mod deadlines;
 pub mod decision_queue;
 pub mod keys;
 pub mod lifecycle;
+pub mod mcp;
 pub mod plans;
 pub mod reads;
 pub mod reports;

@@ -13,6 +13,7 @@ mod events;
 mod execution;
 mod llm_brain;
 mod llm_client;
+mod mcp;
 mod metrics;
 mod queue;
 mod recovery_faults;

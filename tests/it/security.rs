@@ -24,7 +24,10 @@ fn expected_role(method: &str, path: &str) -> &'static str {
     {
         // an approval names its own role, which the handler checks (reader at the least)
         "reader"
-    } else if rest.starts_with("/tools") || rest.starts_with("/templates") {
+    } else if rest.starts_with("/tools")
+        || rest.starts_with("/templates")
+        || rest.starts_with("/mcp-servers")
+    {
         "admin"
     } else {
         "operator"

@@ -43,6 +43,10 @@ from .list_tasks_status_type_0 import ListTasksStatusType0
 from .list_waits_kind import ListWaitsKind
 from .list_waits_status import ListWaitsStatus
 from .llm_usage_view import LlmUsageView
+from .mcp_server import McpServer
+from .mcp_server_headers import McpServerHeaders
+from .mcp_server_input import McpServerInput
+from .mcp_server_input_headers import McpServerInputHeaders
 from .minute_view import MinuteView
 from .openapi_response_200 import OpenapiResponse200
 from .plan import Plan
@@ -194,6 +198,10 @@ __all__ = (
     "ListWaitsKind",
     "ListWaitsStatus",
     "LlmUsageView",
+    "McpServer",
+    "McpServerHeaders",
+    "McpServerInput",
+    "McpServerInputHeaders",
     "MinuteView",
     "OpenapiResponse200",
     "Plan",

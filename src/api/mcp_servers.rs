@@ -1,0 +1,250 @@
+//! `/mcp-servers` (admin): MCP servers whose tools become Trellis tools (kind `mcp`, ids
+//! `<server id>.<tool name>`), with their input and output schemas, so schema checks, tool
+//! selection and every recovery tier work on them unchanged.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
+use super::{ApiError, ApiJson, AppState};
+use crate::secretbox::SecretBox;
+use crate::store::mcp::{ListedTool, McpServerRow};
+
+/// `POST /mcp-servers`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(examples(json!({"id": "search", "endpoint": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${secret.search_token}"}})))]
+pub(super) struct McpServerInput {
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
+    id: String,
+    /// The server's streamable HTTP endpoint.
+    #[schema(format = "uri", max_length = 2000)]
+    endpoint: String,
+    /// Headers of every request to it: literal, or `${secret.NAME}`.
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+/// An MCP server and the tools imported from it.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = McpServer)]
+pub(super) struct McpServerView {
+    id: String,
+    endpoint: String,
+    headers: BTreeMap<String, String>,
+    /// Ids of the tools imported from it.
+    tools: Vec<String>,
+    created_at: DateTime<Utc>,
+    refreshed_at: DateTime<Utc>,
+}
+
+fn view(s: &McpServerRow, tools: Vec<String>) -> McpServerView {
+    McpServerView {
+        id: s.id.clone(),
+        endpoint: crate::net::redact_url_text(&s.endpoint),
+        headers: s
+            .headers
+            .0
+            .iter()
+            .map(|(k, v)| {
+                let shown = if !v.contains("${secret.") && crate::domain::secrets::is_secret_key(k)
+                {
+                    crate::domain::secrets::REDACTED.to_string()
+                } else {
+                    v.clone()
+                };
+                (k.clone(), shown)
+            })
+            .collect(),
+        tools,
+        created_at: s.created_at,
+        refreshed_at: s.refreshed_at,
+    }
+}
+
+/// The headers with their secrets filled in (to call the server now).
+async fn filled(
+    st: &AppState,
+    headers: &BTreeMap<String, String>,
+) -> Result<Vec<(String, String)>, ApiError> {
+    let names: Vec<&str> = headers
+        .values()
+        .flat_map(|v| crate::secretbox::references(v))
+        .collect();
+    let mut opened = std::collections::HashMap::new();
+    if !names.is_empty() {
+        let Ok(Some(b)) = SecretBox::from_settings(st.settings.secrets.key.as_deref()) else {
+            return Err(ApiError::validation(
+                "the headers name secrets, and this server has no [secrets] key",
+            ));
+        };
+        for (name, sealed) in st.store.sealed_secrets(&names).await? {
+            let v = b
+                .open(&sealed)
+                .map_err(|e| ApiError::validation(format!("secret {name:?}: {e}")))?;
+            opened.insert(name, v);
+        }
+    }
+    headers
+        .iter()
+        .map(|(k, v)| {
+            crate::secretbox::fill(v, |n| opened.get(n).cloned())
+                .map(|v| (k.clone(), v))
+                .ok_or_else(|| {
+                    ApiError::validation(format!("header {k:?} names a secret that is not set"))
+                })
+        })
+        .collect()
+}
+
+/// List the server's tools and store them.
+async fn import(
+    st: &AppState,
+    id: &str,
+    endpoint: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<McpServerRow, ApiError> {
+    super::tasks::check_webhook_url(endpoint)
+        .map_err(|_| ApiError::validation("endpoint must be an absolute http(s) URL"))?;
+    let url = reqwest::Url::parse(endpoint)
+        .map_err(|_| ApiError::validation("endpoint must be a URL"))?;
+    if let Err(b) = st.outbound.check_url(&url) {
+        return Err(ApiError::validation(format!(
+            "endpoint refused by the outbound guard: {b}"
+        )));
+    }
+    let sent = filled(st, headers).await?;
+    let listed = crate::mcp::list_tools(st.outbound.client(), endpoint, &sent)
+        .await
+        .map_err(|e| ApiError::validation(format!("could not list the MCP server's tools: {e}")))?;
+    let tools: Vec<ListedTool> = listed
+        .into_iter()
+        .filter(|t| {
+            !t.name.is_empty()
+                && t.name.len() <= 60
+                && t.name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c))
+        })
+        .map(|t| ListedTool {
+            name: t.name,
+            description: t.description,
+            input_schema: t.input_schema,
+            output_schema: t.output_schema,
+        })
+        .collect();
+    for t in &tools {
+        crate::domain::schema::Schema::compile(&t.input_schema).map_err(|e| {
+            ApiError::validation(format!(
+                "tool {:?}: its inputSchema does not compile: {e}",
+                t.name
+            ))
+        })?;
+    }
+    Ok(st
+        .store
+        .import_mcp_server(id, endpoint, headers, &tools)
+        .await?)
+}
+
+/// Register an MCP server (admin) and import its tools.
+#[utoipa::path(post, path = "/mcp-servers", operation_id = "create_mcp_server", tag = "tools",
+    security(("bearer" = [])), request_body = McpServerInput,
+    responses((status = 201, description = "imported", body = McpServerView), Conflict, BadBody, Guarded),
+)]
+pub(super) async fn create(
+    State(st): State<AppState>,
+    ApiJson(s): ApiJson<McpServerInput>,
+) -> Result<Response, ApiError> {
+    let ok_id = !s.id.is_empty()
+        && s.id.len() <= 64
+        && s.id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-".contains(c));
+    if !ok_id {
+        return Err(ApiError::validation(
+            "id must be 1-64 letters, digits, '_' or '-'",
+        ));
+    }
+    if st.store.get_mcp_server(&s.id).await.is_ok() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "conflict",
+            format!("MCP server {:?} already exists; refresh it", s.id),
+        ));
+    }
+    let row = import(&st, &s.id, &s.endpoint, &s.headers).await?;
+    let tools = tools_of(&st, &row.id).await?;
+    Ok((StatusCode::CREATED, Json(view(&row, tools))).into_response())
+}
+
+async fn tools_of(st: &AppState, id: &str) -> Result<Vec<String>, ApiError> {
+    Ok(st
+        .store
+        .list_mcp_servers()
+        .await?
+        .into_iter()
+        .find(|(s, _)| s.id == id)
+        .map(|(_, t)| t)
+        .unwrap_or_default())
+}
+
+/// The `{id}` of an MCP server route (documentation only).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+pub(super) struct McpServerPath {
+    /// An MCP server's id.
+    id: String,
+}
+
+/// Import the server's tools again: new ones added, changed ones updated, gone ones removed.
+#[utoipa::path(post, path = "/mcp-servers/{id}/refresh", operation_id = "refresh_mcp_server", tag = "tools",
+    security(("bearer" = [])), params(McpServerPath),
+    responses((status = 200, description = "refreshed", body = McpServerView), Missing, Conflict, BadBody, BadUri, Guarded),
+)]
+pub(super) async fn refresh(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<McpServerView>, ApiError> {
+    let s = st.store.get_mcp_server(&id).await?;
+    let row = import(&st, &s.id, &s.endpoint, &s.headers.0).await?;
+    let tools = tools_of(&st, &row.id).await?;
+    Ok(Json(view(&row, tools)))
+}
+
+/// Every MCP server, with the tools imported from it.
+#[utoipa::path(get, path = "/mcp-servers", operation_id = "list_mcp_servers", tag = "tools",
+    security(("bearer" = [])),
+    responses((status = 200, description = "servers", body = Vec<McpServerView>), Guarded),
+)]
+pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<McpServerView>>, ApiError> {
+    Ok(Json(
+        st.store
+            .list_mcp_servers()
+            .await?
+            .iter()
+            .map(|(s, t)| view(s, t.clone()))
+            .collect(),
+    ))
+}
+
+/// Delete an MCP server and the tools imported from it (admin).
+#[utoipa::path(delete, path = "/mcp-servers/{id}", operation_id = "delete_mcp_server", tag = "tools",
+    security(("bearer" = [])), params(McpServerPath),
+    responses((status = 204, description = "deleted"), Missing, BadUri, Guarded),
+)]
+pub(super) async fn delete(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    st.store.delete_mcp_server(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,2 @@
+-- name: mcp/delete_server
+DELETE FROM mcp_servers WHERE id = $1

@@ -1,0 +1,171 @@
+//! MCP servers as a tool source, against a server no one here wrote: the official MCP Python
+//! SDK's FastMCP over streamable HTTP (`tests/mcp/server.py`, in the venv `test.sh` makes under
+//! `tests/mcp/.venv`). Trellis imports its tools (schemas included), runs a plan that calls
+//! them (one with a header credential from the secret store), and recovery handles a tool that
+//! returns `isError`.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use trellis::testkit::{spawn_app_with, test_settings, wait_for};
+
+const SEALING: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn fastmcp(api_key: &str) -> (Server, String) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let python = std::env::var("TRELLIS_MCP_PYTHON")
+        .unwrap_or_else(|_| format!("{root}/tests/mcp/.venv/bin/python"));
+    assert!(
+        std::path::Path::new(&python).exists(),
+        "the MCP Python SDK is not installed: run `bash test.sh`, or make {python} with tests/mcp/requirements.txt"
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(python)
+        .arg(format!("{root}/tests/mcp/server.py"))
+        .arg(port.to_string())
+        .arg(api_key)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the FastMCP server");
+    let server = Server(child);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    wait_for("the FastMCP server", Duration::from_secs(30), || async {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+    (server, url)
+}
+
+#[tokio::test]
+async fn an_mcp_servers_tools_run_as_trellis_tools() {
+    let mut settings = test_settings();
+    settings.secrets.key = Some(SEALING.into());
+    let app = spawn_app_with(settings).await;
+    let (_server, url) = fastmcp("mcp-key-5521").await;
+    let r = app
+        .http
+        .put(app.url("/api/v1/secrets/mcp_key"))
+        .json(&json!({"value": "mcp-key-5521"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let (s, v) = app
+        .post(
+            "/api/v1/mcp-servers",
+            &json!({"id": "py", "endpoint": url, "headers": {"X-Api-Key": "${secret.mcp_key}"}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let tools: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        ["py.add", "py.broken", "py.forecast", "py.secret_data"]
+    );
+    let (_, forecast) = app.get("/api/v1/tools/py.forecast").await;
+    assert_eq!(forecast["kind"], "mcp");
+    assert!(
+        forecast["output_schema"]["properties"]["celsius"].is_object(),
+        "{forecast}"
+    );
+    assert!(
+        forecast["input_schema"]["properties"]["city"].is_object(),
+        "{forecast}"
+    );
+
+    let _w = app.worker(|_| {});
+    let id = app
+        .submit(json!({"description": "mcp tools", "plan": {"steps": [
+            {"id": "sum", "tool": "py.add", "parameters": {"a": 2, "b": 3}},
+            {"id": "weather", "tool": "py.forecast", "parameters": {"city": "Lyon"}},
+            {"id": "secret", "tool": "py.secret_data", "parameters": {}}]}}))
+        .await;
+    let done = app.wait_done(id, Duration::from_secs(60)).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let (_, r) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(r["outputs"]["sum"], json!({"result": 5}), "{r}");
+    assert_eq!(
+        r["outputs"]["weather"],
+        json!({"city": "Lyon", "celsius": 21.5})
+    );
+    assert_eq!(r["outputs"]["secret"], json!({"result": "classified"}));
+    // our schema check stops a bad call before it is made
+    let bad = app
+        .submit(
+            json!({"description": "bad", "limits": {"max_task_replans": 0}, "plan": {"steps": [
+            {"id": "sum", "tool": "py.add", "parameters": {"a": "two", "b": 3}}]}}),
+        )
+        .await;
+    app.wait_done(bad, Duration::from_secs(60)).await;
+    let (_, attempts) = app.get(&format!("/api/v1/tasks/{bad}/attempts")).await;
+    assert_eq!(
+        attempts[0]["error"]["category"], "parameter_error",
+        "{attempts}"
+    );
+
+    // isError: with an alternative registered, recovery switches to it
+    sqlx::query("UPDATE tools SET alternatives = '{py.add}' WHERE id = 'py.broken'")
+        .execute(app.store().pool())
+        .await
+        .unwrap();
+    let saved = app
+        .submit(
+            json!({"description": "broken, then its alternative", "plan": {"steps": [
+            {"id": "x", "tool": "py.broken", "parameters": {"a": 4, "b": 5}}]}}),
+        )
+        .await;
+    let done = app.wait_done(saved, Duration::from_secs(60)).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let (_, attempts) = app.get(&format!("/api/v1/tasks/{saved}/attempts")).await;
+    let first = &attempts[0];
+    assert_eq!(first["tool"], "py.broken");
+    assert_eq!(first["error"]["category"], "tool_error");
+    assert!(
+        first["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("broken"),
+        "{first}"
+    );
+    let (_, r) = app.get(&format!("/api/v1/tasks/{saved}/result")).await;
+    assert_eq!(r["outputs"]["x"], json!({"result": 9}));
+
+    // refresh keeps the tools; delete removes them
+    let (s, v) = app.post("/api/v1/mcp-servers/py/refresh", &json!({})).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["tools"].as_array().unwrap().len(), 4);
+    let r = app
+        .http
+        .delete(app.url("/api/v1/mcp-servers/py"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let (s, _): (StatusCode, Value) = app.get("/api/v1/tools/py.add").await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+}
