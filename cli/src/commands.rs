@@ -8,7 +8,7 @@ use crate::client::{CliError, Client};
 use crate::files::{read_document, submit_body};
 use crate::render::{event_line, table, table_of_objects};
 use crate::watch::watch;
-use crate::{Approvals, Cli, Command, Keys, Registry, Schedules};
+use crate::{Approvals, Cli, Command, Keys, Mcp, Registry, Schedules};
 
 pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
     let c = Client::new(&cli.url, cli.api_key.clone())?;
@@ -121,6 +121,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Stats => stats(&c, json).await,
         Command::Approvals(a) => approvals(&c, a, json).await,
         Command::Schedules(s) => schedules(&c, s, json).await,
+        Command::Mcp(m) => mcp(&c, m, json).await,
         Command::Event { key, payload } => {
             let payload: Value = match payload {
                 Some(p) => serde_json::from_str(&p)
@@ -138,6 +139,67 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+async fn mcp(c: &Client, m: Mcp, json: bool) -> Result<ExitCode, CliError> {
+    match m {
+        Mcp::Ls => {
+            let v = c.get("/api/v1/mcp-servers").await?;
+            list_or_json(
+                json,
+                &v,
+                &[
+                    ("id", "id"),
+                    ("endpoint", "endpoint"),
+                    ("tools", "tools"),
+                    ("refreshed", "refreshed_at"),
+                ],
+            );
+        }
+        Mcp::Import {
+            id,
+            endpoint,
+            headers,
+        } => {
+            let mut h = serde_json::Map::new();
+            for kv in headers {
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or_else(|| CliError::Usage(format!("--header {kv:?} is not Name=value")))?;
+                h.insert(k.to_string(), json!(v));
+            }
+            let v = c
+                .post(
+                    "/api/v1/mcp-servers",
+                    &json!({"id": id, "endpoint": endpoint, "headers": h}),
+                )
+                .await?;
+            say(
+                json,
+                &v,
+                &format!(
+                    "imported {} tool(s) from {id}: {}",
+                    v["tools"].as_array().map_or(0, Vec::len),
+                    v["tools"]
+                ),
+            );
+        }
+        Mcp::Refresh { id } => {
+            let v = c
+                .post(&format!("/api/v1/mcp-servers/{id}/refresh"), &json!({}))
+                .await?;
+            say(json, &v, &format!("{id}: {}", v["tools"]));
+        }
+        Mcp::Rm { id } => {
+            c.delete(&format!("/api/v1/mcp-servers/{id}")).await?;
+            say(
+                json,
+                &json!({"deleted": id}),
+                &format!("removed {id} and its tools"),
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn approvals(c: &Client, a: Approvals, json: bool) -> Result<ExitCode, CliError> {

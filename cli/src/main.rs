@@ -119,6 +119,9 @@ pub enum Command {
     /// Cron schedules.
     #[command(subcommand)]
     Schedules(Schedules),
+    /// MCP servers whose tools are Trellis tools.
+    #[command(subcommand)]
+    Mcp(Mcp),
     /// Post an event: every step waiting (`wait_event`) for this key and a matching payload
     /// goes on with the payload as its output.
     Event {
@@ -163,6 +166,24 @@ pub enum Approvals {
         #[arg(long)]
         comment: Option<String>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Mcp {
+    /// List the servers and the tools imported from each.
+    Ls,
+    /// Register a server (streamable HTTP) and import its tools.
+    Import {
+        id: String,
+        endpoint: String,
+        /// `Name=value` (a value may be `${secret.NAME}`); repeatable.
+        #[arg(long = "header")]
+        headers: Vec<String>,
+    },
+    /// Import a server's tools again.
+    Refresh { id: String },
+    /// Remove a server and its tools.
+    Rm { id: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -453,7 +453,7 @@ function barChart(id, rows, a, b) {
     ])));
 }
 async function tools(view) {
-  const [list, templates, rec, act] = await Promise.all([api('/tools'), api('/templates'), api('/stats/recovery'), api('/stats/activity')]);
+  const [list, templates, rec, act, mcp] = await Promise.all([api('/tools'), api('/templates'), api('/stats/recovery'), api('/stats/activity'), api('/mcp-servers')]);
   const hour = Object.fromEntries(act.tools.map((t) => [t.tool, t]));
   const rate = {};
   for (const r of rec.recovery_by_tool) {
@@ -468,6 +468,10 @@ async function tools(view) {
       rate[t.id] && rate[t.id].n ? `${rate[t.id].n} (${Math.round((100 * rate[t.id].ok) / rate[t.id].n)}% ok)` : '',
       hour[t.id] ? `${hour[t.id].attempts} (${hour[t.id].failed} failed), ${hour[t.id].median_ms.toFixed(0)} / ${hour[t.id].mean_ms.toFixed(0)} ms` : '',
     ].map((c, i) => (i === 0 ? h('span', { 'data-tool': t.id }, c) : c))), { id: 'tools' }),
+    h('h1', {}, 'MCP servers'),
+    mcp.length
+      ? table(['id', 'endpoint', 'tools imported', 'refreshed'], mcp.map((s) => [h('span', { 'data-mcp-server': s.id }, s.id), s.endpoint, s.tools.join(', '), when(s.refreshed_at)]), { id: 'mcp-servers' })
+      : h('p', { class: 'muted', id: 'mcp-servers' }, 'No MCP server registered.'),
     h('h1', {}, 'Templates'),
     templates.length
       ? table(['id', 'description', 'steps', 'input schema'], templates.map((t) => [t.id, t.description, (t.plan.steps || []).length, collapsible('input_schema', t.input_schema)]), { id: 'templates' })
