@@ -76,11 +76,23 @@ pub struct Caller(pub Role);
 #[derive(Debug, Clone, Copy)]
 pub struct CallerKey(pub Option<uuid::Uuid>);
 
+/// Middleware over `/mcp`: 401 without a live key (any role may open a session and list
+/// tools; each tool call is the REST call it stands for, checked there).
+pub(super) async fn require_any_key(st: State<AppState>, req: Request, next: Next) -> Response {
+    check_key(st, req, next, Some(Role::Reader)).await
+}
+
 /// Middleware over `/api/v1`: 401 without a live key, 403 when its role may not make the call.
-pub(super) async fn require_key(
+pub(super) async fn require_key(st: State<AppState>, req: Request, next: Next) -> Response {
+    check_key(st, req, next, None).await
+}
+
+/// The key check; `needed` (default: what the route needs, [`required_role`]).
+async fn check_key(
     State(st): State<AppState>,
     mut req: Request,
     next: Next,
+    needed: Option<Role>,
 ) -> Response {
     if !st.auth.enabled {
         req.extensions_mut().insert(Caller(Role::Admin));
@@ -111,7 +123,7 @@ pub(super) async fn require_key(
     let Some((key_id, role)) = identity else {
         return unauthorized("unknown or revoked API key");
     };
-    let needed = required_role(req.method().as_str(), req.uri().path());
+    let needed = needed.unwrap_or_else(|| required_role(req.method().as_str(), req.uri().path()));
     if !role.allows(needed) {
         return ApiError::new(
             StatusCode::FORBIDDEN,

@@ -22,6 +22,7 @@ mod docs;
 mod error;
 mod events;
 pub mod input;
+mod mcp;
 mod mcp_servers;
 pub mod openapi;
 mod schedules;
@@ -121,7 +122,32 @@ pub fn app(state: AppState) -> Router {
     let (v1, root) = openapi::routes();
     let v1 = v1.layer(from_fn_with_state(state.clone(), auth::require_key));
     let (router, _) = openapi::assemble(v1, root).split_for_parts();
+    // the MCP endpoint calls the REST routes above, with the caller's key
+    let rest = router.clone().with_state(state.clone());
+    let mcp = {
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        };
+        let (st, rest) = (state.clone(), rest);
+        let service: StreamableHttpService<mcp::TrellisMcp, LocalSessionManager> =
+            StreamableHttpService::new(
+                move || {
+                    Ok(mcp::TrellisMcp {
+                        st: st.clone(),
+                        rest: rest.clone(),
+                    })
+                },
+                Default::default(),
+                // every request carries an API key (checked below), which a DNS-rebinding page
+                // cannot: any Host is accepted, as for the REST routes
+                StreamableHttpServerConfig::default().disable_allowed_hosts(),
+            );
+        Router::new()
+            .nest_service("/mcp", service)
+            .layer(from_fn_with_state(state.clone(), auth::require_any_key))
+    };
     let router = router
+        .merge(mcp.with_state(state.clone()))
         .route("/", get(dashboard::index))
         .route("/ui/{file}", get(dashboard::asset))
         .route("/docs", get(docs::redirect))

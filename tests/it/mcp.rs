@@ -169,3 +169,108 @@ async fn an_mcp_servers_tools_run_as_trellis_tools() {
     let (s, _): (StatusCode, Value) = app.get("/api/v1/tools/py.add").await;
     assert_eq!(s, StatusCode::NOT_FOUND);
 }
+
+/// Trellis's own `/mcp`, driven by the official MCP Python SDK's client: the tools (one per
+/// template), a task submitted, waited for and read, a template tool run; a reader key lists
+/// and reads but may not submit (an `isError` result naming the 403).
+#[tokio::test]
+async fn trellis_is_an_mcp_server() {
+    let app = trellis::testkit::spawn_app().await;
+    let (s, v) = app
+        .post(
+            "/api/v1/templates",
+            &json!({"id": "greet", "description": "Greets someone",
+                "input_schema": {"type": "object", "properties": {"who": {"type": "string"}}, "required": ["who"]},
+                "plan": {"steps": [{"id": "hi", "tool": "echo", "parameters": {"to": "${input.who}"}}]}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let (s, reader) = app
+        .post("/api/v1/keys", &json!({"name": "r", "role": "reader"}))
+        .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let _w = app.worker(|_| {});
+    let root = env!("CARGO_MANIFEST_DIR");
+    let python = std::env::var("TRELLIS_MCP_PYTHON")
+        .unwrap_or_else(|_| format!("{root}/tests/mcp/.venv/bin/python"));
+    let client = |key: String| {
+        let (python, url) = (python.clone(), app.url("/mcp"));
+        async move {
+            let out = tokio::process::Command::new(python)
+                .arg(format!("{root}/tests/mcp/client.py"))
+                .arg(url)
+                .arg(key)
+                .env("NO_PROXY", "127.0.0.1")
+                .output()
+                .await
+                .expect("python runs");
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            assert!(
+                out.status.success(),
+                "{text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_str::<Value>(text.lines().last().unwrap()).unwrap()
+        }
+    };
+    let admin = client(trellis::testkit::ADMIN_KEY.to_string()).await;
+    let tools: Vec<&str> = admin["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    for t in [
+        "submit_task",
+        "get_task",
+        "wait_task",
+        "get_result",
+        "list_tasks",
+        "cancel_task",
+        "resume_task",
+        "template.greet",
+    ] {
+        assert!(tools.contains(&t), "{t} missing: {tools:?}");
+    }
+    assert_eq!(admin["submit"]["is_error"], false, "{admin}");
+    assert_eq!(
+        admin["wait"]["structured"]["status"], "succeeded",
+        "{admin}"
+    );
+    assert_eq!(
+        admin["result"]["structured"]["outputs"]["a"],
+        json!({"x": 1})
+    );
+    let from_template = admin["template"]["structured"]["task_id"].as_str().unwrap();
+    let done = app
+        .wait_done(from_template.parse().unwrap(), Duration::from_secs(30))
+        .await;
+    assert_eq!(done["status"], "succeeded");
+    let (_, r) = app
+        .get(&format!("/api/v1/tasks/{from_template}/result"))
+        .await;
+    assert_eq!(r["outputs"]["hi"], json!({"to": "mcp"}));
+
+    let as_reader = client(reader["key"].as_str().unwrap().to_string()).await;
+    assert_eq!(as_reader["tools"], admin["tools"]);
+    assert_eq!(as_reader["submit"]["is_error"], true, "{as_reader}");
+    assert!(
+        as_reader["submit"]["text"][0]
+            .as_str()
+            .unwrap()
+            .contains("403"),
+        "{as_reader}"
+    );
+    assert_eq!(
+        as_reader["list"]["is_error"], false,
+        "a reader reads: {as_reader}"
+    );
+    // without a key, no session
+    let r = reqwest::Client::new()
+        .post(app.url("/mcp"))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+}
