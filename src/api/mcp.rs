@@ -140,6 +140,29 @@ impl TrellisMcp {
         }
     }
 
+    /// Poll the task until it rests or `timeout_secs` (≤ 60) pass; its status view.
+    async fn wait(&self, auth: Option<&str>, id: &str, args: &Map<String, Value>) -> (u16, Value) {
+        let secs = args
+            .get("timeout_secs")
+            .and_then(Value::as_f64)
+            .unwrap_or(30.0)
+            .clamp(0.0, 60.0);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+        loop {
+            let (s, v) = self
+                .rest(auth, "GET", &format!("/api/v1/tasks/{id}"), None)
+                .await;
+            let rests = matches!(
+                v["status"].as_str(),
+                Some("succeeded" | "failed" | "cancelled" | "needs_intervention")
+            );
+            if s != 200 || rests || std::time::Instant::now() >= deadline {
+                return (s, v);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
+
     async fn dispatch(
         &self,
         auth: Option<&str>,
@@ -197,27 +220,7 @@ impl TrellisMcp {
                 self.rest(auth, "GET", &format!("/api/v1/tasks?{q}"), None)
                     .await
             }
-            "wait_task" => {
-                let secs = args
-                    .get("timeout_secs")
-                    .and_then(Value::as_f64)
-                    .unwrap_or(30.0)
-                    .clamp(0.0, 60.0);
-                let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
-                loop {
-                    let (s, v) = self
-                        .rest(auth, "GET", &format!("/api/v1/tasks/{id}"), None)
-                        .await;
-                    let rests = matches!(
-                        v["status"].as_str(),
-                        Some("succeeded" | "failed" | "cancelled" | "needs_intervention")
-                    );
-                    if s != 200 || rests || std::time::Instant::now() >= deadline {
-                        return (s, v);
-                    }
-                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-                }
-            }
+            "wait_task" => self.wait(auth, &id, &args).await,
             "approve_wait" | "reject_wait" => {
                 let wait = arg("wait_id");
                 let mut body = args.clone();
