@@ -128,6 +128,24 @@ async fn an_mcp_servers_tools_run_as_trellis_tools() {
         "{attempts}"
     );
 
+    // isError with nothing to switch to: retried, then recovery stops the task
+    let stopped = app
+        .submit(json!({"description": "broken, no alternative",
+            "limits": {"max_step_retries": 1, "max_task_replans": 0},
+            "plan": {"steps": [{"id": "x", "tool": "py.broken", "parameters": {"a": 1, "b": 2}}]}}))
+        .await;
+    let done = app.wait_done(stopped, Duration::from_secs(60)).await;
+    assert_ne!(done["status"], "succeeded", "{done}");
+    let (_, attempts) = app.get(&format!("/api/v1/tasks/{stopped}/attempts")).await;
+    assert!(
+        attempts
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["tool"] == "py.broken" && a["error"]["category"] == "tool_error"),
+        "{attempts}"
+    );
+
     // isError: with an alternative registered, recovery switches to it
     sqlx::query("UPDATE tools SET alternatives = '{py.add}' WHERE id = 'py.broken'")
         .execute(app.store().pool())
