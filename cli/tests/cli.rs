@@ -496,3 +496,60 @@ async fn approvals_events_and_schedules() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     w.stop().await;
 }
+
+/// `trellis mcp import | ls | refresh | rm` against a real MCP server: the official MCP Python
+/// SDK's FastMCP (`tests/mcp/server.py`, from the venv `test.sh` makes).
+#[tokio::test]
+async fn mcp_servers_from_the_command_line() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let python = std::env::var("TRELLIS_MCP_PYTHON")
+        .unwrap_or_else(|_| format!("{root}/tests/mcp/.venv/bin/python"));
+    assert!(
+        Path::new(&python).exists(),
+        "the MCP Python SDK is not installed: run `bash test.sh`"
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = tokio::process::Command::new(&python)
+        .arg(format!("{root}/tests/mcp/server.py"))
+        .arg(port.to_string())
+        .arg("unused-key")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    common::wait_for(
+        "the FastMCP server",
+        std::time::Duration::from_secs(30),
+        || async {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .ok()
+                .map(|_| ())
+        },
+    )
+    .await;
+    let app = common::spawn_app().await;
+    let endpoint = format!("http://127.0.0.1:{port}/mcp");
+    let r = trellis(
+        &app,
+        &["mcp", "import", "py", &endpoint, "--header", "X-Client=cli"],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("imported 4 tool(s)"), "{}", r.stdout);
+    let r = trellis(&app, &["--json", "mcp", "ls"]).await;
+    assert_eq!(r.json()[0]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(r.json()[0]["headers"]["X-Client"], "cli");
+    let r = trellis(&app, &["mcp", "refresh", "py"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = trellis(&app, &["mcp", "rm", "py"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = trellis(&app, &["--json", "mcp", "ls"]).await;
+    assert_eq!(r.json(), json!([]));
+    let _ = server.kill().await;
+}
