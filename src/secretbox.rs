@@ -72,6 +72,68 @@ impl SecretBox {
     }
 }
 
+/// Headers ready to send, and the secret values in them.
+pub type OpenedHeaders = (Vec<(String, String)>, Vec<String>);
+
+/// Headers as they are sent: every `${secret.NAME}` filled in from `sealed` (the named
+/// secrets' stored values, as `Store::sealed_secrets` reads them), opened with `key`; and the
+/// secret values used (to redact them from whatever comes back). `Err` names the secret that
+/// is not set or does not open, or the missing key.
+pub fn open_headers(
+    headers: &std::collections::BTreeMap<String, String>,
+    key: Option<&SecretBox>,
+    sealed: Vec<(String, Vec<u8>)>,
+) -> Result<OpenedHeaders, String> {
+    let names = referenced(headers);
+    let mut opened = std::collections::HashMap::new();
+    if !names.is_empty() {
+        let b = key.ok_or_else(|| SecretError::NoKey.to_string())?;
+        for (name, s) in sealed {
+            let v = b.open(&s).map_err(|e| format!("secret {name:?}: {e}"))?;
+            opened.insert(name, v);
+        }
+        if let Some(n) = names.iter().find(|n| !opened.contains_key(**n)) {
+            return Err(format!("secret {n:?} is not set (PUT /api/v1/secrets/{n})"));
+        }
+    }
+    let filled = headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                fill(v, |n| opened.get(n).cloned()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    Ok((
+        filled,
+        opened.into_values().filter(|v| !v.is_empty()).collect(),
+    ))
+}
+
+/// Every secret the headers name.
+pub fn referenced(headers: &std::collections::BTreeMap<String, String>) -> Vec<&str> {
+    headers.values().flat_map(|v| references(v)).collect()
+}
+
+/// Headers as they may be shown: `${secret.NAME}` references as written, a literal
+/// credential-like value (an `Authorization`, an API key) redacted.
+pub fn shown_headers(
+    headers: &std::collections::BTreeMap<String, String>,
+) -> std::collections::BTreeMap<String, String> {
+    headers
+        .iter()
+        .map(|(k, v)| {
+            let shown = if !v.contains("${secret.") && crate::domain::secrets::is_secret_key(k) {
+                crate::domain::secrets::REDACTED.to_string()
+            } else {
+                v.clone()
+            };
+            (k.clone(), shown)
+        })
+        .collect()
+}
+
 /// The `${secret.NAME}` references of a header value, in order.
 pub fn references(value: &str) -> Vec<&str> {
     let mut out = Vec::new();

@@ -29,6 +29,9 @@ pub(crate) trait BenchSql {
         marks: &[chrono::DateTime<chrono::Utc>],
     ) -> Result<Vec<(f64, f64, f64)>>;
     async fn wal_lsn(&self) -> Result<String>;
+    async fn delivery_span(
+        &self,
+    ) -> Result<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)>;
     async fn task_outcomes(&self) -> Result<Vec<(uuid::Uuid, String, f64)>>;
     async fn attempts_per_task(&self, tool: &str) -> Result<Vec<(uuid::Uuid, i64)>>;
 }
@@ -58,6 +61,17 @@ macro_rules! insert_tasks {
 }
 
 impl BenchSql for Store {
+    /// The first delivered webhook's outbox row and the last delivery (database clock).
+    async fn delivery_span(
+        &self,
+    ) -> Result<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)> {
+        Ok(sqlx::query_as(
+            "SELECT min(created_at), max(delivered_at) FROM webhook_deliveries WHERE status = 'delivered'",
+        )
+        .fetch_one(self.pool())
+        .await?)
+    }
+
     /// The WAL's insert position now.
     async fn wal_lsn(&self) -> Result<String> {
         Ok(sqlx::query_scalar("SELECT pg_current_wal_lsn()::text")

@@ -15,6 +15,7 @@ use trellis::store::submit::NewTask;
 use trellis::store::waits::WaitFilter;
 
 use crate::Bench;
+use crate::sql::BenchSql;
 
 /// What the scenario measured.
 pub struct Waits {
@@ -135,12 +136,7 @@ pub async fn run(b: &Bench, n: usize, deliveries: usize) -> Result<Waits> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     w.stop().await;
-    let (first, last): (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>) =
-        sqlx::query_as(
-            "SELECT min(created_at), max(delivered_at) FROM webhook_deliveries WHERE status = 'delivered'",
-        )
-        .fetch_one(store.pool())
-        .await?;
+    let (first, last) = store.delivery_span().await?;
     let secs = (last - first).num_milliseconds().max(1) as f64 / 1000.0;
     Ok(Waits {
         waits: n,

@@ -49,20 +49,7 @@ fn view(s: &McpServerRow, tools: Vec<String>) -> McpServerView {
     McpServerView {
         id: s.id.clone(),
         endpoint: crate::net::redact_url_text(&s.endpoint),
-        headers: s
-            .headers
-            .0
-            .iter()
-            .map(|(k, v)| {
-                let shown = if !v.contains("${secret.") && crate::domain::secrets::is_secret_key(k)
-                {
-                    crate::domain::secrets::REDACTED.to_string()
-                } else {
-                    v.clone()
-                };
-                (k.clone(), shown)
-            })
-            .collect(),
+        headers: crate::secretbox::shown_headers(&s.headers.0),
         tools,
         created_at: s.created_at,
         refreshed_at: s.refreshed_at,
@@ -74,34 +61,18 @@ async fn filled(
     st: &AppState,
     headers: &BTreeMap<String, String>,
 ) -> Result<Vec<(String, String)>, ApiError> {
-    let names: Vec<&str> = headers
-        .values()
-        .flat_map(|v| crate::secretbox::references(v))
-        .collect();
-    let mut opened = std::collections::HashMap::new();
-    if !names.is_empty() {
-        let Ok(Some(b)) = SecretBox::from_settings(st.settings.secrets.key.as_deref()) else {
-            return Err(ApiError::validation(
-                "the headers name secrets, and this server has no [secrets] key",
-            ));
-        };
-        for (name, sealed) in st.store.sealed_secrets(&names).await? {
-            let v = b
-                .open(&sealed)
-                .map_err(|e| ApiError::validation(format!("secret {name:?}: {e}")))?;
-            opened.insert(name, v);
-        }
-    }
-    headers
-        .iter()
-        .map(|(k, v)| {
-            crate::secretbox::fill(v, |n| opened.get(n).cloned())
-                .map(|v| (k.clone(), v))
-                .ok_or_else(|| {
-                    ApiError::validation(format!("header {k:?} names a secret that is not set"))
-                })
-        })
-        .collect()
+    let names = crate::secretbox::referenced(headers);
+    let sealed = if names.is_empty() {
+        Vec::new()
+    } else {
+        st.store.sealed_secrets(&names).await?
+    };
+    let key = SecretBox::from_settings(st.settings.secrets.key.as_deref())
+        .ok()
+        .flatten();
+    crate::secretbox::open_headers(headers, key.as_ref(), sealed)
+        .map(|(sent, _)| sent)
+        .map_err(ApiError::validation)
 }
 
 /// List the server's tools and store them.
@@ -186,14 +157,7 @@ pub(super) async fn create(
 }
 
 async fn tools_of(st: &AppState, id: &str) -> Result<Vec<String>, ApiError> {
-    Ok(st
-        .store
-        .list_mcp_servers()
-        .await?
-        .into_iter()
-        .find(|(s, _)| s.id == id)
-        .map(|(_, t)| t)
-        .unwrap_or_default())
+    Ok(st.store.mcp_server_tools(id).await?)
 }
 
 /// The `{id}` of an MCP server route (documentation only).

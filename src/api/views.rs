@@ -506,20 +506,7 @@ pub fn tool(t: &ToolDef, c: Option<(&Circuit, DateTime<Utc>)>) -> ToolView {
         circuit: circuit(c),
         requires_approval: t.requires_approval,
         mode: t.mode.clone(),
-        headers: t
-            .headers
-            .0
-            .iter()
-            .map(|(k, v)| {
-                let shown = if !v.contains("${secret.") && crate::domain::secrets::is_secret_key(k)
-                {
-                    crate::domain::secrets::REDACTED.to_string()
-                } else {
-                    v.clone()
-                };
-                (k.clone(), shown)
-            })
-            .collect(),
+        headers: crate::secretbox::shown_headers(&t.headers.0),
         created_at: t.created_at,
         updated_at: t.updated_at,
     }

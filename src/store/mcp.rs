@@ -80,6 +80,16 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound(format!("MCP server {id}")))
     }
 
+    /// The ids of the tools imported from one server.
+    pub async fn mcp_server_tools(&self, id: &str) -> Result<Vec<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT id FROM tools WHERE mcp_server = $1 ORDER BY id")
+                .bind(id)
+                .fetch_all(&self.pool)
+                .await?,
+        )
+    }
+
     /// Every server, with the ids of the tools imported from it.
     pub async fn list_mcp_servers(&self) -> Result<Vec<(McpServerRow, Vec<String>)>> {
         let servers: Vec<McpServerRow> = sqlx::query_as("SELECT * FROM mcp_servers ORDER BY id")

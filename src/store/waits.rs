@@ -138,14 +138,14 @@ async fn key_lock(tx: &mut Tx, key: &str) -> Result<()> {
 }
 
 /// Record `r` on the open wait `w` (locked by the caller, its task too) and wake its step if it
-/// still waits in that attempt. Returns whether the step woke.
+/// still waits in that attempt. Returns the wait as resolved, and whether the step woke.
 async fn resolve_locked(
     tx: &mut Tx,
     w: &WaitRow,
     r: &Resolution,
     by: Option<Uuid>,
     events: &mut Vec<NewEvent>,
-) -> Result<bool> {
+) -> Result<(WaitRow, bool)> {
     let stmt = match r.wait_status() {
         "expired" => sql!("wait/expire"),
         _ => sql!("wait/resolve"),
@@ -196,7 +196,7 @@ async fn resolve_locked(
             woke_step: woke,
         }),
     ));
-    Ok(woke)
+    Ok((row, woke))
 }
 
 fn outcome_name(r: &Resolution) -> &'static str {
@@ -277,10 +277,10 @@ impl Store {
                     .fetch_optional(&mut **tx)
                     .await?;
                 if let Some(payload) = earlier {
-                    resolve_locked(tx, &row, &Resolution::Event { payload }, None, &mut events)
-                        .await?;
+                    let r = Resolution::Event { payload };
+                    let (resolved, _) = resolve_locked(tx, &row, &r, None, &mut events).await?;
                     append_events(tx, &events).await?;
-                    return Ok(Parked::Resolved(self_read(tx, row.id).await?));
+                    return Ok(Parked::Resolved(resolved));
                 }
             }
             let n = sqlx::query(sql!("step/park"))
@@ -324,13 +324,13 @@ impl Store {
                 return Ok(None);
             };
             let mut events = Vec::new();
-            let woke = resolve_locked(tx, &row, r, by, &mut events).await?;
+            let (resolved, woke) = resolve_locked(tx, &row, r, by, &mut events).await?;
             if woke {
                 claim_queue::sync(tx, &[task_id]).await?;
                 super::notify_ready(tx).await?;
             }
             append_events(tx, &events).await?;
-            Ok(Some(self_read(tx, id).await?))
+            Ok(Some(resolved))
         })
     }
 
@@ -381,7 +381,7 @@ impl Store {
                 let r = Resolution::Event {
                     payload: payload.clone(),
                 };
-                if resolve_locked(tx, &row, &r, None, &mut events).await? {
+                if resolve_locked(tx, &row, &r, None, &mut events).await?.1 {
                     woken.push(task_id);
                 }
                 n += 1;
@@ -425,7 +425,7 @@ impl Store {
                 };
                 let r = Resolution::on_expiry(row.kind()?, on_timeout, now);
                 let mut events = Vec::new();
-                if resolve_locked(tx, &row, &r, None, &mut events).await? {
+                if resolve_locked(tx, &row, &r, None, &mut events).await?.1 {
                     claim_queue::sync(tx, &[task_id]).await?;
                     super::notify_ready(tx).await?;
                 }

@@ -522,54 +522,20 @@ pub(super) async fn call_tool(
 async fn call_headers(
     env: Env<'_>,
     def: &ToolDef,
-) -> Result<(Vec<(String, String)>, Vec<String>), ToolFailure> {
+) -> Result<crate::secretbox::OpenedHeaders, ToolFailure> {
     let headers = &def.headers.0;
-    if headers.is_empty() {
-        return Ok((Vec::new(), Vec::new()));
-    }
-    let names: Vec<&str> = headers
-        .values()
-        .flat_map(|v| crate::secretbox::references(v))
-        .collect();
-    let mut opened = std::collections::HashMap::new();
-    if !names.is_empty() {
-        let missing = |why: String| ToolFailure::new("secret_missing", why, false);
-        let b = env.secrets.ok_or_else(|| {
-            missing(format!(
-                "tool {:?} names secrets, and this worker has no [secrets] key",
-                def.id
-            ))
-        })?;
-        let sealed = env.store.sealed_secrets(&names).await.map_err(|e| {
-            ToolFailure::new(
-                "tool_error",
-                format!("could not read the tool's secrets: {e}"),
-                true,
-            )
-        })?;
-        for (name, s) in sealed {
-            let v = b
-                .open(&s)
-                .map_err(|e| missing(format!("secret {name:?}: {e}")))?;
-            opened.insert(name, v);
-        }
-        if let Some(n) = names.iter().find(|n| !opened.contains_key(**n)) {
-            return Err(missing(format!(
-                "secret {n:?} is not set (PUT /api/v1/secrets/{n})"
-            )));
-        }
-    }
-    let filled = headers
-        .iter()
-        .map(|(k, v)| {
-            let value = crate::secretbox::fill(v, |n| opened.get(n).cloned()).unwrap_or_default();
-            (k.clone(), value)
-        })
-        .collect();
-    Ok((
-        filled,
-        opened.into_values().filter(|v| !v.is_empty()).collect(),
-    ))
+    let names = crate::secretbox::referenced(headers);
+    let sealed = if names.is_empty() {
+        Vec::new()
+    } else {
+        env.store.sealed_secrets(&names).await.map_err(|e| {
+            let why = format!("could not read the tool's secrets: {e}");
+            ToolFailure::new("tool_error", why, true)
+        })?
+    };
+    crate::secretbox::open_headers(headers, env.secrets, sealed).map_err(|why| {
+        ToolFailure::new("secret_missing", format!("tool {:?}: {why}", def.id), false)
+    })
 }
 
 /// `result` with every secret value replaced by `[redacted]`, wherever it appears.
