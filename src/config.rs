@@ -270,6 +270,9 @@ impl Default for RetentionSettings {
     }
 }
 
+/// A worker's pool size when `[database] max_connections` is unset.
+pub const WORKER_POOL: u32 = 2;
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DatabaseSettings {
@@ -283,6 +286,15 @@ pub struct DatabaseSettings {
     pub statement_timeout_ms: u64,
     /// The server ends a session idle inside a transaction longer, freeing its locks.
     pub idle_in_transaction_timeout_ms: u64,
+    /// What sits between the processes and PostgreSQL: `none`, `session` or `transaction`
+    /// (PgBouncer's `pool_mode`; Supavisor's port 6543 and RDS Proxy are `transaction`).
+    pub pooler: String,
+    /// A direct URL (PostgreSQL itself) for LISTEN and, behind a transaction pooler, for
+    /// migrations. Unset behind a transaction pooler: workers poll every `worker.poll_ms`.
+    pub listen_url: Option<String>,
+    /// Apply migrations at start (`false`: check that the schema is current, and refuse to
+    /// start, naming `trellis-api migrate`, when it is behind).
+    pub migrate: bool,
 }
 
 impl DatabaseSettings {
@@ -291,15 +303,16 @@ impl DatabaseSettings {
         self.max_connections.unwrap_or(20)
     }
 
-    /// A worker's pool: one connection for claims, one for completion cycles, one each for
-    /// the rescue and retention loops, and room for failures and decisions recorded by the
-    /// steps running at once (half the concurrency, at most 32). The heartbeat and LISTEN
-    /// have their own connections. The hot path (claims, completions, failures, decisions)
-    /// runs on a second pool of this size with generic plans (`Store::with_generic_plans`),
-    /// so the first only ever opens the few connections the maintenance loops use.
-    pub fn worker_pool_size(&self, concurrency: u32) -> u32 {
-        self.max_connections
-            .unwrap_or_else(|| (concurrency / 2).clamp(2, 32) + 4)
+    /// A worker's pool: [`WORKER_POOL`] connections whatever its concurrency (claims and
+    /// completions are batched, every transaction is short), plus LISTEN's own: at most 3
+    /// server connections per worker. `concurrency` is kept for callers that size by it.
+    pub fn worker_pool_size(&self, _concurrency: u32) -> u32 {
+        self.max_connections.unwrap_or(WORKER_POOL)
+    }
+
+    /// `pooler` as the store takes it (validated at load).
+    pub fn pooler(&self) -> crate::store::Pooler {
+        crate::store::Pooler::parse(&self.pooler).unwrap_or_default()
     }
 
     pub fn pool_config(&self, max_connections: u32) -> crate::store::PoolConfig {
@@ -310,6 +323,8 @@ impl DatabaseSettings {
             statement_timeout: ms(self.statement_timeout_ms),
             idle_in_transaction_timeout: ms(self.idle_in_transaction_timeout_ms),
             application_name: None,
+            pooler: self.pooler(),
+            listen_url: self.listen_url.clone(),
         }
     }
 }
@@ -512,6 +527,9 @@ impl Default for DatabaseSettings {
             acquire_timeout_secs: 10,
             statement_timeout_ms: 60_000,
             idle_in_transaction_timeout_ms: 60_000,
+            pooler: "none".into(),
+            listen_url: None,
+            migrate: true,
         }
     }
 }
@@ -760,6 +778,9 @@ impl Settings {
         if self.database.max_connections.is_some_and(|n| n < 2) {
             return bad("database.max_connections must be at least 2");
         }
+        if crate::store::Pooler::parse(&self.database.pooler).is_none() {
+            return bad("database.pooler must be none, session or transaction");
+        }
         let r = &self.retention;
         if r.batch_size == 0 || r.batch_size > 10_000 {
             return bad("retention.batch_size must be between 1 and 10000");
@@ -829,6 +850,8 @@ impl Settings {
 /// Settings whose environment value is always taken as text.
 const TEXT_KEYS: &[(&str, &str)] = &[
     ("database", "url"),
+    ("database", "listen_url"),
+    ("database", "pooler"),
     ("server", "host"),
     ("worker", "id"),
     ("llm", "base_url"),

@@ -43,7 +43,7 @@ pub enum Shutdown {
     Immediate,
 }
 
-fn step_err(step: &'static str, detail: impl std::fmt::Display) -> DevPgError {
+pub(crate) fn step_err(step: &'static str, detail: impl std::fmt::Display) -> DevPgError {
     DevPgError::Step {
         step,
         detail: detail.to_string(),
@@ -95,7 +95,7 @@ pub fn find_bindir() -> Result<PathBuf, DevPgError> {
 }
 
 /// (uid, gid) of the `postgres` user when we are root, else None (run as ourselves).
-fn server_identity() -> Result<Option<(u32, u32)>, DevPgError> {
+pub(crate) fn server_identity() -> Result<Option<(u32, u32)>, DevPgError> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Ok(None);
@@ -114,14 +114,14 @@ fn server_identity() -> Result<Option<(u32, u32)>, DevPgError> {
     Ok(Some((uid, gid)))
 }
 
-fn as_server_user(cmd: &mut Command, ident: Option<(u32, u32)>) -> &mut Command {
+pub(crate) fn as_server_user(cmd: &mut Command, ident: Option<(u32, u32)>) -> &mut Command {
     if let Some((uid, gid)) = ident {
         cmd.uid(uid).gid(gid);
     }
     cmd
 }
 
-fn free_port() -> Result<u16, DevPgError> {
+pub(crate) fn free_port() -> Result<u16, DevPgError> {
     let l = TcpListener::bind("127.0.0.1:0").map_err(|e| step_err("picking a port", e))?;
     Ok(l.local_addr()
         .map_err(|e| step_err("picking a port", e))?

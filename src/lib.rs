@@ -18,6 +18,7 @@
 pub mod api;
 pub mod brain;
 pub mod config;
+pub mod devbouncer;
 pub mod devpg;
 pub mod domain;
 pub mod mcp;

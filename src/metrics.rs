@@ -133,20 +133,41 @@ pub fn outcome_label(category: &str) -> &str {
         .unwrap_or("other")
 }
 
+/// Server connections this process holds (gauge; `state` = `open` or `idle`).
+pub const DB_CONNECTIONS: &str = "trellis_db_connections";
+
 /// The recorded metrics in Prometheus text format.
 pub fn render() -> String {
     handle().render()
 }
 
-/// Serve `GET /metrics` on `addr` until `stop`; returns the bound address (port 0 picks one).
-pub async fn serve(addr: SocketAddr, stop: CancellationToken) -> std::io::Result<SocketAddr> {
+/// [`render`], with the process's database connections as they are now ([`DB_CONNECTIONS`]).
+pub fn render_with(store: &crate::store::Store) -> String {
+    let (open, idle) = store.connections();
+    metrics::gauge!(DB_CONNECTIONS, "state" => "open").set(f64::from(open));
+    metrics::gauge!(DB_CONNECTIONS, "state" => "idle").set(f64::from(idle));
+    render()
+}
+
+/// Serve `GET /metrics` on `addr` until `stop`, with `store`'s connections; returns the
+/// bound address (port 0 picks one).
+pub async fn serve(
+    addr: SocketAddr,
+    store: crate::store::Store,
+    stop: CancellationToken,
+) -> std::io::Result<SocketAddr> {
     use axum::routing::get;
     handle();
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let app = axum::Router::new().route(
         "/metrics",
-        get(|| async { ([(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)], render()) }),
+        get(move || async move {
+            (
+                [(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)],
+                render_with(&store),
+            )
+        }),
     );
     tokio::spawn(async move {
         let served = axum::serve(listener, app)

@@ -16,9 +16,33 @@ use crate::store::{Store, StoreError};
 use crate::worker::{self, WorkerConfig};
 
 /// Connect with the configured URL and session limits and a pool of `max_connections`, then
-/// apply migrations: what every process does at start. `application_name` names the sessions
-/// in `pg_stat_activity`.
+/// apply migrations (`[database] migrate`, the default) or check that none is missing: what
+/// every process does at start. `application_name` names the sessions in `pg_stat_activity`.
 pub async fn open_store(
+    settings: &Settings,
+    max_connections: u32,
+    application_name: &str,
+) -> Result<Store, StoreError> {
+    let store = connect_store(settings, max_connections, application_name).await?;
+    if settings.database.migrate {
+        store.migrate().await?;
+    } else {
+        store.check_schema().await?;
+    }
+    Ok(store)
+}
+
+/// `trellis-api migrate`: apply the migrations (over the direct URL behind a transaction
+/// pooler) and return how many this binary knows, all applied.
+pub async fn migrate_only(settings: &Settings) -> Result<usize, StoreError> {
+    let store = connect_store(settings, 1, "trellis-migrate").await?;
+    store.migrate().await?;
+    store.check_schema().await?;
+    store.pool().close().await;
+    Ok(crate::store::MIGRATOR.iter().count())
+}
+
+async fn connect_store(
     settings: &Settings,
     max_connections: u32,
     application_name: &str,
@@ -30,9 +54,7 @@ pub async fn open_store(
         application_name: Some(application_name.to_string()),
         ..settings.database.pool_config(max_connections)
     };
-    let store = Store::connect_with(url, &pool).await?;
-    store.migrate().await?;
-    Ok(store)
+    Store::connect_with(url, &pool).await
 }
 
 /// A bound API server (and, in `--dev`, an in-process worker) ready to run.
@@ -156,7 +178,7 @@ pub async fn run_worker(settings: &Settings, stop: CancellationToken) -> anyhow:
         let addr: std::net::SocketAddr = format!("{}:{}", w.metrics_host, w.metrics_port)
             .parse()
             .context("worker.metrics_host must be an IP address")?;
-        let bound = crate::metrics::serve(addr, stop.clone())
+        let bound = crate::metrics::serve(addr, store.clone(), stop.clone())
             .await
             .with_context(|| format!("serving metrics on {addr}"))?;
         crate::telemetry::notice(&format!("metrics on http://{bound}/metrics"));

@@ -7,7 +7,7 @@ use trellis::config::Settings;
 use trellis::devpg::TempPostgres;
 use trellis::startup::{Application, cancel_on_signal};
 
-const USAGE: &str = "usage: trellis-api [--dev [--no-worker]]\n\n  --dev        start a throwaway PostgreSQL when DATABASE_URL is unset, and an in-process\n               worker; without a configured key, no access control; tools may reach\n               loopback unless [tools] allow_cidrs is set\n  --no-worker  with --dev: no in-process worker (run trellis-worker processes, or only\n               exercise the API: nothing submitted is executed)";
+const USAGE: &str = "usage: trellis-api [--dev [--no-worker]]\n       trellis-api migrate\n\n  migrate      apply the database migrations and exit (0 when the schema is current); behind\n               a transaction pooler they go over [database] listen_url, the direct URL\n  --dev        start a throwaway PostgreSQL when DATABASE_URL is unset, and an in-process\n               worker; without a configured key, no access control; tools may reach\n               loopback unless [tools] allow_cidrs is set\n  --no-worker  with --dev: no in-process worker (run trellis-worker processes, or only\n               exercise the API: nothing submitted is executed)";
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
@@ -23,8 +23,10 @@ async fn main() -> std::process::ExitCode {
 async fn run() -> anyhow::Result<()> {
     let mut dev = false;
     let mut no_worker = false;
+    let mut migrate = false;
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
+            "migrate" => migrate = true,
             "--dev" => dev = true,
             "--no-worker" => no_worker = true,
             "-h" | "--help" => {
@@ -38,7 +40,17 @@ async fn run() -> anyhow::Result<()> {
         !no_worker || dev,
         "--no-worker only applies to --dev\n{USAGE}"
     );
+    anyhow::ensure!(!(migrate && dev), "migrate takes no --dev\n{USAGE}");
     let mut settings = Settings::load().context("loading configuration")?;
+    if migrate {
+        let _telemetry = trellis::telemetry::init(&settings.log, "trellis-api")
+            .context("starting the span export")?;
+        let n = trellis::startup::migrate_only(&settings)
+            .await
+            .context("applying migrations")?;
+        trellis::telemetry::notice(&format!("schema current: {n} migrations applied"));
+        return Ok(());
+    }
     let _telemetry = trellis::telemetry::init(&settings.log, "trellis-api")
         .context("starting the span export")?;
     if dev {

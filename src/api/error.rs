@@ -83,7 +83,7 @@ impl From<StoreError> for ApiError {
                     "the database could not complete the request; try again",
                 )
             }
-            StoreError::Corrupt(_) | StoreError::Migrate(_) => {
+            StoreError::Corrupt(_) | StoreError::Migrate(_) | StoreError::Schema(_) => {
                 tracing::error!(error = %e, "internal error");
                 Self::new(
                     StatusCode::INTERNAL_SERVER_ERROR,

@@ -120,7 +120,7 @@ pub(super) async fn ready(State(st): State<AppState>) -> Response {
 )]
 pub(super) async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
     let rows = st.store.metrics_gauges().await?;
-    let mut out = crate::metrics::render();
+    let mut out = crate::metrics::render_with(&st.store);
     out.push_str(&gauges_text(&rows));
     Ok(([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], out).into_response())
 }

@@ -26,8 +26,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{Executor, PgPool};
 use uuid::Uuid;
+
+pub use db::{Db, Pooler, Tx};
 
 use crate::domain::event::Event;
 use crate::domain::records::TaskRow;
@@ -39,8 +41,9 @@ use crate::domain::records::TaskRow;
 ///
 /// `in_tx!(hot store, |tx| …)` is for the claim, completion, failure and decision
 /// transactions, whose statements run thousands of times per connection: they run with generic
-/// plans. On a [`Store::with_generic_plans`] handle every session already has them (a plain
-/// `BEGIN`); on any other it opens with [`BEGIN_HOT`].
+/// plans, opened with [`BEGIN_HOT`] (on a [`Store::with_generic_plans`] handle every session
+/// already has them: a plain `BEGIN`). Behind a transaction pooler each `BEGIN` also carries
+/// the session limits as `SET LOCAL`s ([`db`]).
 /// A named statement: the text of `src/store/sql/<name>.sql` (compiled in), whose first line
 /// is `-- name: <name>`, so `pg_stat_statements`, the server's logs and `EXPLAIN` name it too.
 /// A file whose name starts with `_` is a part other statements end with (`concat!`).
@@ -58,12 +61,7 @@ macro_rules! sql {
 macro_rules! in_tx {
     (hot $store:expr, |$tx:ident| $body:expr) => {{
         let store: &$crate::store::Store = &$store;
-        let begin = if store.generic_plans {
-            "BEGIN"
-        } else {
-            $crate::store::BEGIN_HOT
-        };
-        let owned: $crate::store::Tx = store.pool.begin_with(begin).await?;
+        let owned: $crate::store::Tx = store.pool.begin_hot().await?;
         in_tx!(@run owned, |$tx| $body)
     }};
     ($pool:expr, |$tx:ident| $body:expr) => {{
@@ -101,10 +99,9 @@ macro_rules! in_tx {
 /// a millisecond, and the cost a disabled path adds to a plan that has no other (a one-row
 /// table's scan) made PostgreSQL compile the claim on every run (800 ms).
 ///
-/// The `SET LOCAL`s cost no round trip, but they are statements in `pg_stat_statements`; a
-/// worker therefore runs its hot path on a [`Store::with_generic_plans`] handle, whose sessions
-/// start with these settings as startup parameters, and uses this only where it shares a pool
-/// with the API (`trellis-api --dev`).
+/// The `SET LOCAL`s cost no round trip (they travel with the `BEGIN`), and they leave no
+/// session state behind, so a worker needs no pool of its own for its hot path and the same
+/// code runs behind a transaction pooler.
 pub const BEGIN_HOT: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; \
      SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL jit = off";
 
@@ -119,6 +116,7 @@ pub(crate) const HOT_SETTINGS: [(&str, &str); 4] = [
 pub mod apply;
 pub mod circuits;
 pub mod claim_queue;
+pub mod db;
 pub mod deadlines;
 pub mod decision_queue;
 pub mod keys;
@@ -172,6 +170,9 @@ pub enum StoreError {
     Db(sqlx::Error),
     #[error("migration error: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The schema cannot be brought to or is not at this binary's version; says what to run.
+    #[error("{0}")]
+    Schema(String),
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -186,9 +187,6 @@ impl From<sqlx::Error> for StoreError {
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
-
-/// A transaction, as `in_tx!` hands it to its work.
-pub type Tx = Transaction<'static, Postgres>;
 
 /// A page of a per-task history list, oldest first.
 #[derive(Debug, Clone, Copy)]
@@ -226,6 +224,11 @@ pub struct PoolConfig {
     /// Shown in `pg_stat_activity.application_name` (`trellis-api`, `trellis-worker`), so an
     /// operator can tell the fleet's sessions apart.
     pub application_name: Option<String>,
+    /// What sits between this process and PostgreSQL.
+    pub pooler: Pooler,
+    /// A direct URL for LISTEN (and migrations behind a transaction pooler). Unset: LISTEN on
+    /// the pool's URL, except behind a transaction pooler, where the process polls.
+    pub listen_url: Option<String>,
 }
 
 impl Default for PoolConfig {
@@ -236,6 +239,8 @@ impl Default for PoolConfig {
             statement_timeout: Duration::from_secs(60),
             idle_in_transaction_timeout: Duration::from_secs(60),
             application_name: None,
+            pooler: Pooler::None,
+            listen_url: None,
         }
     }
 }
@@ -243,9 +248,12 @@ impl Default for PoolConfig {
 /// The handle everything uses to reach PostgreSQL.
 #[derive(Debug, Clone)]
 pub struct Store {
-    pool: PgPool,
-    /// Every session of `pool` plans with `plan_cache_mode = force_generic_plan`.
-    generic_plans: bool,
+    pool: Db,
+    /// Where LISTEN connects; `None`: nowhere (behind a transaction pooler with no direct
+    /// URL), the workers poll.
+    listen: Option<PgConnectOptions>,
+    /// The connection LISTEN holds, once there is one (counted by [`Store::connections`]).
+    listener_pool: std::sync::Arc<std::sync::Mutex<Option<PgPool>>>,
     /// Whether claims must walk the limited tools' lanes (shared by this handle's siblings).
     lanes: std::sync::Arc<claim_queue::LaneCache>,
 }
@@ -271,64 +279,110 @@ impl Store {
     }
 
     /// Connect a pool. Every connection gets a `statement_timeout`, an
-    /// `idle_in_transaction_session_timeout` and TCP keepalives set on the server's side of
-    /// its socket (sqlx has no client-side socket options; the server's probes are what end
-    /// the backend of a worker whose host vanished, releasing its locks).
+    /// `idle_in_transaction_session_timeout` and (direct) TCP keepalives set on the server's
+    /// side of its socket (sqlx has no client-side socket options; the server's probes are
+    /// what end the backend of a worker whose host vanished, releasing its locks). Directly
+    /// they are startup parameters; behind a session pooler (which refuses unknown startup
+    /// parameters) `SET`s after connecting; behind a transaction pooler `SET LOCAL`s with
+    /// every `BEGIN` ([`db`]).
     pub async fn connect_with(url: &str, c: &PoolConfig) -> Result<Self> {
         let ms = |d: Duration| format!("{}ms", d.as_millis());
         let mut options: PgConnectOptions = url.parse::<PgConnectOptions>()?;
         if let Some(name) = &c.application_name {
             options = options.application_name(name);
         }
-        let options = options.options([
+        let limits = vec![
             ("statement_timeout", ms(c.statement_timeout)),
             (
                 "idle_in_transaction_session_timeout",
                 ms(c.idle_in_transaction_timeout),
             ),
-            ("tcp_keepalives_idle", "30".to_string()),
-            ("tcp_keepalives_interval", "10".to_string()),
-            ("tcp_keepalives_count", "3".to_string()),
-        ]);
+        ];
+        let listen = match (&c.listen_url, c.pooler) {
+            (Some(direct), _) => {
+                let mut o = direct.parse::<PgConnectOptions>()?;
+                if let Some(name) = &c.application_name {
+                    o = o.application_name(name);
+                }
+                Some(o)
+            }
+            (None, Pooler::Transaction) => None,
+            (None, _) => Some(options.clone()),
+        };
         let pool = PgPoolOptions::new()
             .max_connections(c.max_connections)
-            .acquire_timeout(c.acquire_timeout)
-            .connect_with(options)
-            .await?;
+            .acquire_timeout(c.acquire_timeout);
+        let (pool, local) = match c.pooler {
+            Pooler::None => {
+                let mut startup = limits;
+                startup.extend([
+                    ("tcp_keepalives_idle", "30".to_string()),
+                    ("tcp_keepalives_interval", "10".to_string()),
+                    ("tcp_keepalives_count", "3".to_string()),
+                ]);
+                (pool.connect_with(options.options(startup)).await?, vec![])
+            }
+            Pooler::Session => {
+                let sets: String = limits
+                    .iter()
+                    .map(|(k, v)| format!("SET {k} = '{v}';"))
+                    .collect();
+                let sets = std::sync::Arc::new(sets);
+                let pool = pool
+                    .after_connect(move |conn, _| {
+                        let sets = sets.clone();
+                        Box::pin(async move {
+                            conn.execute(sqlx::AssertSqlSafe(sets.as_str())).await?;
+                            Ok(())
+                        })
+                    })
+                    .connect_with(options.extra_float_digits(None))
+                    .await?;
+                (pool, vec![])
+            }
+            Pooler::Transaction => (
+                pool.connect_with(options.extra_float_digits(None)).await?,
+                limits,
+            ),
+        };
         Ok(Self {
-            pool,
-            generic_plans: false,
+            pool: Db::new(pool, c.pooler, local, false),
+            listen,
+            listener_pool: Default::default(),
             lanes: Default::default(),
         })
     }
 
     /// A second handle on the same database with its own small pool, so that what runs on it
-    /// (a worker's heartbeat) never waits behind the main pool.
+    /// never waits behind the main pool.
     pub async fn dedicated(&self, max_connections: u32) -> Result<Self> {
-        let options = (*self.pool.connect_options()).clone();
+        let options = (*self.pool.pool().connect_options()).clone();
         self.sibling(
             options,
             max_connections,
             Duration::from_secs(5),
-            self.generic_plans,
+            self.pool.hot_sessions(),
         )
         .await
     }
 
-    /// A handle for a worker's hot path (claims, completions, failures, decisions), with a pool
-    /// of its own as large as this one's, whose sessions start with the planner settings of
-    /// [`BEGIN_HOT`] (generic plans, index paths only, no JIT). Its statements are keyed by
-    /// ids and leases; the maintenance sweeps, whose time predicates do favour custom
-    /// plans, stay on `self`.
+    /// A handle with a pool of its own as large as this one's, whose sessions start with the
+    /// planner settings of [`BEGIN_HOT`] (generic plans, index paths only, no JIT), so its hot
+    /// transactions begin with a plain `BEGIN`. Behind a transaction pooler sessions carry no
+    /// settings: its hot transactions keep the `SET LOCAL`s.
     pub async fn with_generic_plans(&self) -> Result<Self> {
-        // appended to the session options this handle's pool already starts with
-        let options = (*self.pool.connect_options()).clone().options(HOT_SETTINGS);
-        let pool = self.pool.options();
+        let mut options = (*self.pool.pool().connect_options()).clone();
+        let hot = self.pool.pooler() == Pooler::None;
+        if hot {
+            // appended to the session options this handle's pool already starts with
+            options = options.options(HOT_SETTINGS);
+        }
+        let pool = self.pool.pool().options();
         self.sibling(
             options,
             pool.get_max_connections(),
             pool.get_acquire_timeout(),
-            true,
+            hot,
         )
         .await
     }
@@ -339,7 +393,7 @@ impl Store {
         options: PgConnectOptions,
         max_connections: u32,
         acquire_timeout: Duration,
-        generic_plans: bool,
+        hot_sessions: bool,
     ) -> Result<Self> {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
@@ -347,21 +401,63 @@ impl Store {
             .connect_with(options)
             .await?;
         Ok(Self {
-            pool,
-            generic_plans,
+            pool: self.pool.sibling(pool, hot_sessions),
+            listen: self.listen.clone(),
+            listener_pool: self.listener_pool.clone(),
             lanes: self.lanes.clone(),
         })
     }
 
+    /// The pool itself, for tests and benchmarks (the store's own statements run on [`Db`]).
     pub fn pool(&self) -> &PgPool {
+        self.pool.pool()
+    }
+
+    /// This handle's open server connections (its pool's and LISTEN's) and how many of them
+    /// are idle.
+    pub fn connections(&self) -> (u32, u32) {
+        let listen = self
+            .listener_pool
+            .lock()
+            .expect("listener pool lock")
+            .as_ref()
+            .map_or(0, |p| p.size());
+        let pool = self.pool.pool();
+        (pool.size() + listen, pool.num_idle() as u32)
+    }
+
+    /// The pool as the store's statements use it.
+    pub fn db(&self) -> &Db {
         &self.pool
     }
 
-    /// Apply pending migrations. `sqlx::migrate!` holds an advisory lock while it runs, so many
-    /// processes may start at once.
+    /// Apply pending migrations. `sqlx::migrate!` holds a session advisory lock while it runs,
+    /// so many processes may start at once; behind a transaction pooler that lock would be
+    /// stranded on a backend others share, so migrations go over the direct URL
+    /// (`listen_url`), and without one nothing is applied and the error says what to run.
     pub async fn migrate(&self) -> Result<()> {
+        if self.pool.pooler() == Pooler::Transaction {
+            let direct = self.listen.as_ref().ok_or_else(|| {
+                StoreError::Schema(
+                    "migrations need a direct connection, not a transaction pooler: set \
+                     database.listen_url (APP_DATABASE__LISTEN_URL) to PostgreSQL's own URL, or \
+                     run `trellis-api migrate` with DATABASE_URL set to it and start the \
+                     processes with database.migrate = false"
+                        .into(),
+                )
+            })?;
+            use sqlx::Connection;
+            let mut conn = sqlx::PgConnection::connect_with(direct).await?;
+            let ran = Self::migrate_on(&mut conn).await;
+            let _ = conn.close().await;
+            return ran;
+        }
+        let mut conn = self.pool.pool().acquire().await?;
+        Self::migrate_on(&mut conn).await
+    }
+
+    async fn migrate_on(conn: &mut sqlx::PgConnection) -> Result<()> {
         // a migration may rewrite a large table: no statement timeout on its connection
-        let mut conn = self.pool.acquire().await?;
         sqlx::query("SET statement_timeout = 0")
             .execute(&mut *conn)
             .await?;
@@ -371,6 +467,37 @@ impl Store {
             .await?;
         ran?;
         Ok(())
+    }
+
+    /// For a process that must not migrate (`[database] migrate = false`): `Ok` when every
+    /// migration this binary knows is applied (a newer schema is fine: migrations only add
+    /// what older binaries can ignore), else [`StoreError::Schema`] naming the command to run.
+    pub async fn check_schema(&self) -> Result<()> {
+        let table: Option<String> =
+            sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text")
+                .fetch_one(&self.pool)
+                .await?;
+        let applied: Vec<i64> = if table.is_some() {
+            sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+                .fetch_all(&self.pool)
+                .await?
+        } else {
+            Vec::new()
+        };
+        let missing: Vec<String> = MIGRATOR
+            .iter()
+            .filter(|m| m.migration_type.is_up_migration() && !applied.contains(&m.version))
+            .map(|m| format!("{} {}", m.version, m.description))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(StoreError::Schema(format!(
+            "the database schema is behind this binary ({} migration(s) not applied, first: {}): \
+             run `trellis-api migrate` with DATABASE_URL set to PostgreSQL's own URL, then start again",
+            missing.len(),
+            missing[0]
+        )))
     }
 
     /// Readiness: the database answers and every migration this binary knows is applied.
@@ -415,6 +542,15 @@ pub(crate) async fn append_events(tx: &mut Tx, events: &[NewEvent]) -> Result<()
         .execute(&mut **tx)
         .await?;
     Ok(())
+}
+
+/// Open a transaction on `pool` with `begin` (`BEGIN`, maybe with `SET LOCAL`s): the one
+/// place a transaction opens, reached through [`Db::begin`] from `in_tx!` only.
+pub(crate) async fn begin_on(
+    pool: &PgPool,
+    begin: sqlx::SqlStr,
+) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
+    pool.begin_with(begin).await
 }
 
 /// Commit on success; roll back at once on error. (A dropped sqlx transaction rolls back only

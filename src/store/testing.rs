@@ -272,7 +272,7 @@ impl Store {
     /// Prepare the hot statements on a connection of this pool with the hot sessions' planner
     /// settings, and make their generic plans now.
     pub async fn plan_probe(&self) -> Result<PlanProbe> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.pool.pool().acquire().await?;
         for (k, v) in super::HOT_SETTINGS {
             sqlx::query(sqlx::AssertSqlSafe(format!("SET {k} = {v}")))
                 .execute(&mut *conn)

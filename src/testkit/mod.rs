@@ -166,3 +166,21 @@ pub mod procs;
 
 pub use app::*;
 pub use procs::DevApi;
+
+/// A PgBouncer in front of the server of a test database, and that database's URL through it.
+pub fn pooler_for(
+    db: &TestDb,
+    config: &crate::devbouncer::BouncerConfig,
+) -> (crate::devbouncer::TempBouncer, String) {
+    let url = url::Url::parse(&db.url).expect("a test database URL");
+    assert!(
+        matches!(url.host_str(), Some("127.0.0.1" | "localhost")),
+        "the pooler tests need the test server on loopback: {}",
+        db.url
+    );
+    let port = url.port().unwrap_or(5432);
+    let bouncer = crate::devbouncer::TempBouncer::start(port, config)
+        .unwrap_or_else(|e| panic!("cannot start PgBouncer for the pooler tests: {e}"));
+    let pooled = bouncer.url(&db.name);
+    (bouncer, pooled)
+}

@@ -112,11 +112,20 @@ impl DevApi {
     /// Start `trellis-api --dev` (a free port, polling every 100 ms, no `DATABASE_URL`) with
     /// `env` added, in a fresh directory named after `tag`; returns once it listens.
     pub async fn start(tag: &str, env: &[(&str, &str)]) -> Self {
-        let dir = std::env::temp_dir().join(format!("trellis-{tag}-{}", std::process::id()));
+        Self::start_args(tag, &["--dev"], env).await
+    }
+
+    /// Start `trellis-api ARGS` the same way (`env` may set `DATABASE_URL` again).
+    pub async fn start_args(tag: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "trellis-{tag}-{}-{}",
+            std::process::id(),
+            Uuid::new_v4().simple()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         let (out_path, err_path) = (dir.join("stdout.log"), dir.join("stderr.log"));
         let mut child = Command::new(bin("trellis-api"))
-            .arg("--dev")
+            .args(args)
             .current_dir(&dir)
             .env_remove("DATABASE_URL")
             .env_remove("APP_DATABASE__URL")
@@ -127,7 +136,7 @@ impl DevApi {
             .stdout(std::fs::File::create(&out_path).unwrap())
             .stderr(std::fs::File::create(&err_path).unwrap())
             .spawn()
-            .expect("start trellis-api --dev");
+            .expect("start trellis-api");
         let start = Instant::now();
         let base = loop {
             let out = std::fs::read_to_string(&out_path).unwrap_or_default();

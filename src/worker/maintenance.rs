@@ -11,22 +11,22 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::{Held, InFlight, WorkerConfig};
-use crate::store::{DECISIONS_PAYLOAD, Store, StoreError};
+use crate::store::{DECISIONS_PAYLOAD, Store};
 
-/// Start the loops; they stop when `stop` is cancelled. The heartbeat gets a connection of
-/// its own, so it never waits behind the pool the work uses.
-pub(super) async fn spawn(
+/// Start the loops; they stop when `stop` is cancelled. They share the worker's pool with
+/// the work (a few connections whatever the concurrency: every transaction is short, so the
+/// heartbeat waits behind at most a few); LISTEN has a connection of its own.
+pub(super) fn spawn(
     store: &Store,
     cfg: &WorkerConfig,
     wake: &Wake,
     in_flight: &InFlight,
     stop: &CancellationToken,
-) -> Result<JoinSet<()>, StoreError> {
-    let beat_store = store.dedicated(1).await?;
+) -> JoinSet<()> {
     let mut helpers = JoinSet::new();
     helpers.spawn(listen_loop(store.clone(), wake.clone(), stop.clone()));
     helpers.spawn(heartbeat_loop(
-        beat_store,
+        store.clone(),
         cfg.clone(),
         in_flight.clone(),
         stop.clone(),
@@ -53,7 +53,7 @@ pub(super) async fn spawn(
     if cfg.retention.finished_task_ttl_secs > 0 {
         helpers.spawn(retention_loop(store.clone(), cfg.clone(), stop.clone()));
     }
-    Ok(helpers)
+    helpers
 }
 
 /// Delete expired finished tasks: batch after batch (each its own short transaction) until
@@ -136,10 +136,19 @@ impl Wake {
     }
 }
 
+/// LISTEN for ready work and pending decisions. With nowhere to listen (a transaction pooler
+/// and no `listen_url`) it says so once and ends: the claim loop polls every `poll_ms`.
 async fn listen_loop(store: Store, wake: Wake, stop: CancellationToken) {
     loop {
         let mut listener = match store.ready_listener().await {
-            Ok(l) => l,
+            Ok(Some(l)) => l,
+            Ok(None) => {
+                tracing::warn!(
+                    "no LISTEN behind a transaction pooler without database.listen_url: \
+                     new work is found by polling every worker.poll_ms"
+                );
+                return;
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "LISTEN failed; polling until it works");
                 tokio::select! {
@@ -177,11 +186,7 @@ async fn heartbeat_loop(
     let period = cfg.heartbeat.max(Duration::from_millis(100));
     loop {
         tokio::select! {
-            _ = stop.cancelled() => {
-                // its own pool: close it, so the server sees a clean goodbye
-                store.pool().close().await;
-                return;
-            }
+            _ = stop.cancelled() => return,
             _ = tokio::time::sleep(period) => {}
         }
         let (mut steps, mut decisions) = (Vec::new(), Vec::new());

@@ -194,12 +194,12 @@ pub async fn run(
         decisions: Arc::new(AtomicBool::new(true)),
     };
     let in_flight: InFlight = Arc::default();
-    // the claims, completions, failures and decisions: planned once per session
-    let hot = store.with_generic_plans().await?;
-    let mut helpers = maintenance::spawn(&store, &cfg, &wake, &in_flight, &background).await?;
+    // one pool for everything: the claims, completions, failures and decisions open their
+    // transactions with the hot planner settings (`in_tx!(hot …)`), the rest plainly
+    let mut helpers = maintenance::spawn(&store, &cfg, &wake, &in_flight, &background);
     let (handoff, mut handoffs) = mpsc::unbounded_channel();
     let (completer, completer_task) = Completer::start(
-        hot.clone(),
+        store.clone(),
         completer::CompleterConfig {
             worker_id: cfg.id,
             lease_secs: cfg.lease.as_secs_f64(),
@@ -217,7 +217,7 @@ pub async fn run(
         },
     );
     let rt = Runtime {
-        store: hot.clone(),
+        store: store.clone(),
         cfg: cfg.clone(),
         runner: ToolRunner::new(cfg.outbound.clone()),
         completer,
@@ -236,7 +236,6 @@ pub async fn run(
     let _ = completer_task.await;
     // a cycle that was committing when the drain gave up may have claimed steps since
     release_in_flight(&store, cfg.id, &in_flight).await;
-    hot.pool().close().await;
     store.stop_worker(cfg.id).await?;
     tracing::info!(worker_id = %cfg.id, drained, "worker stopped");
     Ok(())

@@ -94,11 +94,20 @@ struct LockedStep {
 }
 
 impl Store {
-    /// A listener on the ready channel (LISTEN/NOTIFY wakes idle workers).
-    pub async fn ready_listener(&self) -> Result<sqlx::postgres::PgListener> {
-        let mut l = sqlx::postgres::PgListener::connect_with(&self.pool).await?;
+    /// A listener on the ready channel (LISTEN/NOTIFY wakes idle workers), on a connection of
+    /// its own (never one of the pool's: LISTEN is session state). `None` behind a
+    /// transaction pooler with no direct URL: the caller polls.
+    pub async fn ready_listener(&self) -> Result<Option<sqlx::postgres::PgListener>> {
+        let Some(options) = self.listen.clone() else {
+            return Ok(None);
+        };
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(1)
+            .connect_lazy_with(options);
+        *self.listener_pool.lock().expect("listener pool lock") = Some(pool.clone());
+        let mut l = sqlx::postgres::PgListener::connect_with(&pool).await?;
         l.listen(super::READY_CHANNEL).await?;
-        Ok(l)
+        Ok(Some(l))
     }
 
     /// Extend the leases of the given `(id, lease_token)` steps and decisions (the work this

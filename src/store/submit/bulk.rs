@@ -140,7 +140,7 @@ impl Batch {
         }
     }
 
-    pub(super) async fn insert(&self, pool: &sqlx::PgPool) -> Result<Inserted> {
+    pub(super) async fn insert(&self, pool: &crate::store::Db) -> Result<Inserted> {
         let (t, s) = (&self.tasks, &self.steps);
         let [retries, repairs, replans, consecutive, rounds, concurrent] = &t.counts;
         let rows: Vec<Row> = sqlx::query_as(INSERT)
@@ -209,7 +209,7 @@ impl Batch {
     /// One result per input item, in input order.
     pub(super) async fn results(
         &self,
-        pool: &sqlx::PgPool,
+        pool: &crate::store::Db,
         rows: &[Row],
     ) -> Result<Vec<Submitted>> {
         let used: Vec<&str> = rows

@@ -7,5 +7,6 @@ mod chaos;
 mod crash;
 mod fleet;
 mod limits;
+mod pooler;
 mod schedules;
 mod waits;
