@@ -295,6 +295,9 @@ pub struct DatabaseSettings {
     /// Apply migrations at start (`false`: check that the schema is current, and refuse to
     /// start, naming `trellis-api migrate`, when it is behind).
     pub migrate: bool,
+    /// `application_name` of this process's sessions (default: the binary's name), as
+    /// `pg_stat_activity` and PgBouncer's `SHOW CLIENTS` show it.
+    pub application_name: Option<String>,
 }
 
 impl DatabaseSettings {
@@ -530,6 +533,7 @@ impl Default for DatabaseSettings {
             pooler: "none".into(),
             listen_url: None,
             migrate: true,
+            application_name: None,
         }
     }
 }
@@ -852,6 +856,7 @@ const TEXT_KEYS: &[(&str, &str)] = &[
     ("database", "url"),
     ("database", "listen_url"),
     ("database", "pooler"),
+    ("database", "application_name"),
     ("server", "host"),
     ("worker", "id"),
     ("llm", "base_url"),

@@ -50,8 +50,9 @@ async fn connect_store(
     let url = settings
         .database_url()
         .map_err(|e| StoreError::Rejected(e.to_string()))?;
+    let name = settings.database.application_name.as_deref();
     let pool = crate::store::PoolConfig {
-        application_name: Some(application_name.to_string()),
+        application_name: Some(name.unwrap_or(application_name).to_string()),
         ..settings.database.pool_config(max_connections)
     };
     Store::connect_with(url, &pool).await

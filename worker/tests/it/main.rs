@@ -4,6 +4,7 @@
 
 mod breaker;
 mod chaos;
+mod connections;
 mod crash;
 mod fleet;
 mod limits;
