@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test, on a fresh Debian machine too: installs what is missing (PostgreSQL's server
-# binaries, Chromium and Node for the dashboard's browser test, python3-venv for the Python
-# client), then runs `cargo test --workspace` (each test on a fresh database: on DATABASE_URL if
+# binaries, PgBouncer for the pooler tests, Chromium and Node for the dashboard's browser test,
+# python3-venv for the Python client), then runs `cargo test --workspace` (each test on a fresh database: on DATABASE_URL if
 # set, else on a throwaway cluster from the local PostgreSQL binaries), checks that the
 # committed clients are what the OpenAPI document generates, and runs both clients' own suites
 # against a real `trellis-api --dev`. Installing needs root (or sudo); what is present is left
@@ -21,6 +21,8 @@ have_pg_server() {
 }
 have_pg_server || missing+=(postgresql postgresql-contrib)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+# PgBouncer (Debian's 1.18): the pooler tests run the processes through it in transaction mode
+[ -x /usr/sbin/pgbouncer ] || command -v pgbouncer >/dev/null 2>&1 || missing+=(pgbouncer)
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)

@@ -23,6 +23,7 @@ use trellis::testkit::with_database;
 use trellis::worker::{self, WorkerConfig};
 use uuid::Uuid;
 
+mod fleet;
 mod recovery;
 mod sql;
 mod waits;
@@ -216,6 +217,11 @@ impl Bench {
         stop.cancel();
         server.await??;
         Ok(out)
+    }
+
+    /// A connection to the server's admin database (for `pg_stat_activity`).
+    async fn admin_store(&self) -> Result<Store> {
+        Ok(Store::connect(&self.admin, 2, Duration::from_secs(30)).await?)
     }
 
     async fn fresh(&self, name: &str) -> Result<(Store, String)> {
@@ -1051,9 +1057,33 @@ async fn as_worker(url: &str, concurrency: usize) -> Result<()> {
     Ok(())
 }
 
+/// `trellis-worker` as an operator runs it: `startup::run_worker` over `APP_*` (the bench
+/// starts it in an empty directory, so only the shipped defaults and its environment count).
+async fn as_shipped_worker() -> Result<()> {
+    let settings = Settings::load()?;
+    let stop = CancellationToken::new();
+    trellis::startup::cancel_on_signal(stop.clone());
+    trellis::startup::run_worker(&settings, stop).await
+}
+
+/// `trellis-api` (no in-process worker) the same way; prints its `listening on` line.
+async fn as_shipped_api() -> Result<()> {
+    let settings = Settings::load()?;
+    let app = trellis::startup::Application::build(settings, false).await?;
+    println!("listening on http://{}", app.addr());
+    let stop = CancellationToken::new();
+    trellis::startup::cancel_on_signal(stop.clone());
+    app.run_until_stopped(stop).await
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("--as-shipped-worker") => return as_shipped_worker().await,
+        Some("--as-shipped-api") => return as_shipped_api().await,
+        _ => {}
+    }
     if args.first().map(String::as_str) == Some("--as-worker") {
         let url = args.get(1).context("--as-worker URL CONCURRENCY")?;
         let n = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(64);
@@ -1095,12 +1125,19 @@ async fn main() -> Result<()> {
         Ok(u) if !u.is_empty() => u,
         _ => {
             eprintln!("starting a throwaway PostgreSQL (fsync=on, synchronous_commit=on)…");
-            let pg = tokio::task::spawn_blocking(|| {
+            // --fleet: PostgreSQL's default max_connections, as a fleet meets it
+            let max = if args.iter().any(|a| a == "--fleet") {
+                "100"
+            } else {
+                "400"
+            };
+            let pg = tokio::task::spawn_blocking(move || {
                 TempPostgres::start_with(&[
                     ("fsync", "on"),
                     ("synchronous_commit", "on"),
                     ("shared_buffers", "256MB"),
                     ("shared_preload_libraries", "pg_stat_statements"),
+                    ("max_connections", max),
                 ])
             })
             .await??;
@@ -1161,14 +1198,16 @@ async fn main() -> Result<()> {
     }
     if args.iter().any(|a| a == "--depth") {
         // scenario 10: the depth sweep, BENCH_DEPTH_RUNS times (default 1), with the pgbench
-        // ceiling of the same run
+        // ceiling of the same run: the claim's buffers at each depth, then each depth drained
+        // at the shipped defaults and at every configuration of the grid
         let depths: Vec<usize> = std::env::var("BENCH_DEPTHS")
-            .unwrap_or_else(|_| "2000,20000,100000,1000000".into())
+            .unwrap_or_else(|_| "2000,100000".into())
             .split(',')
             .filter_map(|d| d.trim().parse().ok())
             .collect();
         let limit = Duration::from_secs(env_usize("BENCH_DEPTH_LIMIT_SECS", 1800) as u64);
         let show_plans = std::env::var("BENCH_SHOW_PLANS").is_ok();
+        let configs = std::env::var("BENCH_DEPTH_CONFIGS").map_or(true, |v| v != "0");
         for run in 1..=env_usize("BENCH_DEPTH_RUNS", 1) {
             let (_, pgb_url) = b.fresh("pgbench").await?;
             let ceiling = b.pgbench(&pgb_url)?;
@@ -1194,6 +1233,45 @@ async fn main() -> Result<()> {
                         println!("{plan}");
                     }
                 }
+                if configs {
+                    fleet::depth_configs(&b, run, d).await?;
+                }
+            }
+        }
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--fleet") {
+        // scenario 14: fleets directly and through a transaction pooler
+        let (pooler, _bouncer) = fleet::pooler(&b.admin)?;
+        for run in 1..=env_usize("BENCH_FLEET_RUNS", 1) {
+            fleet::sweep(&b, run, &pooler).await?;
+            let (p50, p99) = fleet::latency(&b, &pooler, env_usize("BENCH_LATENCY_SAMPLES", 200)).await?;
+            println!(
+                "run {run}: through the pooler with listen_url: submit → start p50 {p50:.2} ms, p99 {p99:.2} ms"
+            );
+            if std::env::var("BENCH_FLEET_WHOLE").map_or(true, |v| v != "0") {
+                let r = fleet::whole(
+                    &b,
+                    &pooler,
+                    env_usize("BENCH_FLEET_WORKERS", 64),
+                    env_usize("BENCH_FLEET_TASKS", 20_000),
+                    env_usize("BENCH_FLEET_DAGS", 200),
+                    env_usize("BENCH_FLEET_KILL", 8),
+                )
+                .await?;
+                println!(
+                    "run {run}: the API and {} workers through the pooler: {}/{} tasks succeeded in {:.1} s, {} of {} answers 5xx, {} steps completed twice, {} killed (-9), {} died otherwise, {} server sessions at the peak",
+                    env_usize("BENCH_FLEET_WORKERS", 64),
+                    r.succeeded,
+                    r.tasks,
+                    r.secs,
+                    r.fives,
+                    r.requests,
+                    r.twice,
+                    r.killed,
+                    r.died,
+                    r.peak
+                );
             }
         }
         return Ok(());

@@ -21,6 +21,8 @@ pub(crate) trait BenchSql {
     async fn load_recent_tasks(&self, tasks: i64) -> Result<()>;
     async fn analyze_queue(&self) -> Result<()>;
     async fn drain_span(&self) -> Result<(i64, f64)>;
+    async fn workers_alive(&self) -> Result<i64>;
+    async fn fleet_audit(&self) -> Result<(i64, i64, i64)>;
     async fn db_now(&self) -> Result<chrono::DateTime<chrono::Utc>>;
     async fn open_report(&self) -> Result<Report>;
     async fn close_report(&self, r: Report) -> Result<()>;
@@ -257,6 +259,27 @@ impl BenchSql for Store {
             "SELECT (SELECT count(*) FROM tasks WHERE finished_at IS NOT NULL),
                     coalesce(extract(epoch FROM (SELECT max(finished_at) FROM tasks)
                                               - (SELECT min(started_at) FROM attempts)), 0)::float8",
+        )
+        .fetch_one(self.pool())
+        .await?)
+    }
+
+    /// Workers registered and not stopped.
+    async fn workers_alive(&self) -> Result<i64> {
+        Ok(
+            sqlx::query_scalar("SELECT count(*) FROM workers WHERE stopped_at IS NULL")
+                .fetch_one(self.pool())
+                .await?,
+        )
+    }
+
+    /// Tasks, tasks succeeded, and steps with more than one successful attempt.
+    async fn fleet_audit(&self) -> Result<(i64, i64, i64)> {
+        Ok(sqlx::query_as(
+            "SELECT (SELECT count(*) FROM tasks),
+                    (SELECT count(*) FROM tasks WHERE status = 'succeeded'),
+                    (SELECT count(*) FROM (SELECT step_id FROM attempts WHERE status = 'succeeded'
+                                           GROUP BY step_id HAVING count(*) > 1) x)",
         )
         .fetch_one(self.pool())
         .await?)
