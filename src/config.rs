@@ -270,6 +270,12 @@ impl Default for RetentionSettings {
     }
 }
 
+/// Steps a worker runs at once unless `[worker] concurrency` says otherwise. Steps are mostly
+/// waits on other services (HTTP, MCP, LLM calls), a running step costs about 3 KB, and a
+/// worker's connections do not grow with it; larger batches are what make a drain fast
+/// (BENCHMARKS.md, "Fleets and poolers": the drain rate stops growing at 128 to 256).
+pub const DEFAULT_CONCURRENCY: u32 = 256;
+
 /// A worker's pool size when `[database] max_connections` is unset.
 pub const WORKER_POOL: u32 = 2;
 
@@ -350,8 +356,9 @@ pub struct WorkerSettings {
     pub lease_secs: u64,
     /// Fallback poll period when no notification arrives.
     pub poll_ms: u64,
-    /// Most steps claimed by one claim transaction.
-    pub claim_batch: u32,
+    /// Most steps claimed by one claim transaction (unset: every free slot, so a claim takes
+    /// what the worker has room for and the queue holds).
+    pub claim_batch: Option<u32>,
     /// On SIGTERM, how long in-flight steps may run before they are released.
     pub shutdown_grace_secs: u64,
     /// Base of the exponential backoff between retries of a failed step.
@@ -573,7 +580,7 @@ impl WorkerSettings {
         if w.poll_ms == 0 {
             return bad("worker.poll_ms must be at least 1");
         }
-        if w.claim_batch == 0 {
+        if w.claim_batch == Some(0) {
             return bad("worker.claim_batch must be at least 1");
         }
         if w.max_rescues == 0 {
@@ -617,10 +624,10 @@ impl Default for WorkerSettings {
     fn default() -> Self {
         Self {
             id: None,
-            concurrency: 16,
+            concurrency: DEFAULT_CONCURRENCY,
             lease_secs: 30,
             poll_ms: 1000,
-            claim_batch: 16,
+            claim_batch: None,
             shutdown_grace_secs: 20,
             retry_backoff_ms: 500,
             retry_backoff_max_ms: 60_000,
@@ -938,7 +945,9 @@ mod tests {
         let s = Settings::load_from(&dir, &[]).unwrap();
         assert_eq!(s.server.host, "127.0.0.1");
         assert_eq!(s.server.port, 8080);
-        assert_eq!(s.worker.concurrency, 16);
+        // the contract said 16; the fleet issue asked for a default that drains as fast as
+        // a tuned configuration (BENCHMARKS.md, "Fleets and poolers")
+        assert_eq!(s.worker.concurrency, DEFAULT_CONCURRENCY);
         assert_eq!(s.worker.lease_secs, 30);
         assert_eq!(s.worker.poll_ms, 1000);
         assert_eq!(s.reflection.max_step_retries, 3);

@@ -46,7 +46,10 @@ impl Procs {
                 .current_dir(&dir)
                 .env_remove("DATABASE_URL")
                 .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-                .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or("warn".into()))
+                .env(
+                    "RUST_LOG",
+                    std::env::var("RUST_LOG").unwrap_or("warn".into()),
+                )
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .spawn()
@@ -171,7 +174,8 @@ impl Route {
 }
 
 /// One drain: `tasks` one-step tasks queued, then `workers` processes at the shipped defaults
-/// plus `config`; the drain rate (database clock) and the server sessions at the peak.
+/// plus `config`; the drain rate (database clock) and the server sessions at the peak. Workers
+/// that exit early (directly, more than `max_connections` allows) are said on stderr.
 pub async fn drain(
     b: &Bench,
     tasks: usize,
@@ -189,12 +193,16 @@ pub async fn drain(
     let mut env = route.env(&url, &pooled);
     env.extend(config.iter().cloned());
     let peak = Peak::watch(b.admin_store().await?, db_name(&url));
-    let procs = Procs::start("--as-shipped-worker", workers, &env)?;
+    let mut procs = Procs::start("--as-shipped-worker", workers, &env)?;
     let limit = Instant::now() + Duration::from_secs(900);
     while store.any_unfinished().await? && Instant::now() < limit {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let peak = peak.done().await;
+    let exited = procs.exited(0);
+    if exited > 0 {
+        eprintln!("      {exited} of {workers} workers exited (could not connect?)");
+    }
     procs.stop();
     let (finished, secs) = store.drain_span().await?;
     if (finished as usize) < tasks {
@@ -210,7 +218,10 @@ pub async fn drain(
 pub fn grid() -> Vec<(String, Vec<(&'static str, String)>)> {
     let list = std::env::var("BENCH_DEPTH_GRID").unwrap_or_else(|_| "16,32,64,128,256".into());
     let mut out = vec![("defaults".to_string(), Vec::new())];
-    for c in list.split(',').filter_map(|c| c.trim().parse::<usize>().ok()) {
+    for c in list
+        .split(',')
+        .filter_map(|c| c.trim().parse::<usize>().ok())
+    {
         out.push((
             format!("concurrency {c}, claim batch {c}"),
             vec![
@@ -281,10 +292,24 @@ pub async fn sweep(b: &Bench, run: usize, pooler: &str) -> Result<()> {
         .filter_map(|n| n.trim().parse().ok())
         .collect();
     let tasks = crate::env_usize("BENCH_FLEET_TASKS", 20_000);
+    // BENCH_FLEET_ROUTES=direct or =pooler runs one side alone (for a profile of it)
+    let routes = std::env::var("BENCH_FLEET_ROUTES").unwrap_or_default();
+    let (mut direct, mut direct_peak, mut pooled, mut pooled_peak) = (f64::NAN, 0, f64::NAN, 0);
     for n in sizes {
-        let (direct, direct_peak) = drain(b, tasks, n, Route::Direct, None, &[]).await?;
-        let (pooled, pooled_peak) =
-            drain(b, tasks, n, Route::Pooler { listen: false }, Some(pooler), &[]).await?;
+        if routes != "pooler" {
+            (direct, direct_peak) = drain(b, tasks, n, Route::Direct, None, &[]).await?;
+        }
+        if routes != "direct" {
+            (pooled, pooled_peak) = drain(
+                b,
+                tasks,
+                n,
+                Route::Pooler { listen: false },
+                Some(pooler),
+                &[],
+            )
+            .await?;
+        }
         println!(
             "run {run}: fleet {n:>3}: direct {direct:>6.0} tasks/s ({direct_peak} server sessions at the peak); through the pooler {pooled:>6.0} tasks/s ({pooled_peak}) = {:.2} × direct",
             pooled / direct.max(1e-9)
@@ -356,7 +381,12 @@ struct Client {
 }
 
 impl Client {
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value> {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value> {
         let mut req = self.http.request(method, format!("{}{path}", self.base));
         if let Some(b) = body {
             req = req.json(&b);
@@ -378,7 +408,11 @@ impl Client {
 /// The API process's base URL, from its "listening on" line.
 async fn api_base(procs: &mut Procs) -> Result<String> {
     use tokio::io::AsyncBufReadExt;
-    let out = procs.children[0].0.stdout.take().context("the API's stdout")?;
+    let out = procs.children[0]
+        .0
+        .stdout
+        .take()
+        .context("the API's stdout")?;
     let out = tokio::process::ChildStdout::from_std(out)?;
     let mut lines = tokio::io::BufReader::new(out).lines();
     let line = tokio::time::timeout(Duration::from_secs(60), async {
@@ -424,8 +458,10 @@ pub async fn whole(
     c.call(
         reqwest::Method::POST,
         "/schedules",
-        Some(json!({"id": "tick", "cron": "* * * * * *", "description": "tick",
-                    "plan": {"steps": [{"id": "s", "tool": "echo"}]}})),
+        Some(
+            json!({"id": "tick", "cron": "* * * * * *", "description": "tick",
+                    "plan": {"steps": [{"id": "s", "tool": "echo"}]}}),
+        ),
     )
     .await?;
     let dag = json!({"description": "dag", "plan": {"steps": [
@@ -449,7 +485,11 @@ pub async fn whole(
     let mut killed = 0;
     loop {
         let waits = c
-            .call(reqwest::Method::GET, "/waits?status=open&kind=approval&limit=500", None)
+            .call(
+                reqwest::Method::GET,
+                "/waits?status=open&kind=approval&limit=500",
+                None,
+            )
             .await?;
         for w in waits.as_array().into_iter().flatten() {
             let id = w["wait_id"].as_str().unwrap_or_default();
@@ -474,7 +514,8 @@ pub async fn whole(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    c.call(reqwest::Method::DELETE, "/schedules/tick", None).await?;
+    c.call(reqwest::Method::DELETE, "/schedules/tick", None)
+        .await?;
     // a tick that fired just before the delete runs to its end too
     while store.any_unfinished().await? {
         tokio::time::sleep(Duration::from_millis(100)).await;

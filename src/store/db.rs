@@ -14,7 +14,8 @@
 //!   statement. A statement run on the pool itself ([`Executor`] for `&Db`) is wrapped in
 //!   `BEGIN … COMMIT`;
 //! - nothing is set per session: the timeouts (and the hot path's planner settings) are
-//!   `SET LOCAL`s sent with each `BEGIN`, in the same round trip.
+//!   set for the transaction (`set_config(…, true)`, `SET LOCAL`'s function form) with each
+//!   `BEGIN`, in the same round trip.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -62,16 +63,29 @@ impl Pooler {
     }
 }
 
+/// `BEGIN`, and the settings for the transaction in one statement (`SET LOCAL` each would be
+/// a statement each), in one round trip.
+fn begin_with(settings: &[(&str, String)]) -> String {
+    if settings.is_empty() {
+        return "BEGIN".into();
+    }
+    let sets: Vec<String> = settings
+        .iter()
+        .map(|(k, v)| format!("set_config('{k}', '{v}', true)"))
+        .collect();
+    format!("BEGIN; SELECT {}", sets.join(", "))
+}
+
 /// A connection pool and how its transactions begin.
 #[derive(Clone)]
 pub struct Db {
     pool: PgPool,
     /// Statements are named and kept per connection (false behind a transaction pooler).
     named: bool,
-    /// What opens a transaction (`BEGIN`, with `SET LOCAL`s behind a transaction pooler).
+    /// What opens a transaction (`BEGIN`, with the session limits behind a transaction pooler).
     begin: SqlStr,
-    /// What opens a hot transaction ([`super::BEGIN_HOT`], plus the same `SET LOCAL`s; a
-    /// plain `BEGIN` where every session starts with the hot settings).
+    /// What opens a hot transaction (with [`super::HOT_SETTINGS`] too, unless every session
+    /// starts with them).
     begin_hot: SqlStr,
     pooler: Pooler,
     local: Vec<(&'static str, String)>,
@@ -90,27 +104,24 @@ impl fmt::Debug for Db {
 impl Db {
     /// `local` are the settings each transaction makes with `SET LOCAL` (empty where the
     /// sessions start with them); `hot_sessions`: every session starts with the settings of
-    /// [`super::BEGIN_HOT`].
+    /// [`super::HOT_SETTINGS`].
     pub(super) fn new(
         pool: PgPool,
         pooler: Pooler,
         local: Vec<(&'static str, String)>,
         hot_sessions: bool,
     ) -> Self {
-        let sets: String = local
+        let hot: Vec<(&str, String)> = super::HOT_SETTINGS
             .iter()
-            .map(|(k, v)| format!("; SET LOCAL {k} = '{v}'"))
+            .filter(|_| !hot_sessions)
+            .map(|(k, v)| (*k, v.to_string()))
+            .chain(local.iter().cloned())
             .collect();
-        let hot = if hot_sessions {
-            "BEGIN"
-        } else {
-            super::BEGIN_HOT
-        };
         Self {
             pool,
             named: pooler != Pooler::Transaction,
-            begin: AssertSqlSafe(format!("BEGIN{sets}")).into_sql_str(),
-            begin_hot: AssertSqlSafe(format!("{hot}{sets}")).into_sql_str(),
+            begin: AssertSqlSafe(begin_with(&local)).into_sql_str(),
+            begin_hot: AssertSqlSafe(begin_with(&hot)).into_sql_str(),
             pooler,
             local,
             hot_sessions,
@@ -126,7 +137,7 @@ impl Db {
         self.pooler
     }
 
-    /// Every session starts with the hot settings ([`super::BEGIN_HOT`]).
+    /// Every session starts with the hot settings ([`super::HOT_SETTINGS`]).
     pub fn hot_sessions(&self) -> bool {
         self.hot_sessions
     }
@@ -142,7 +153,7 @@ impl Db {
     }
 
     /// Open a transaction that plans generically, through indexes only
-    /// ([`super::BEGIN_HOT`]; for `in_tx!(hot …)`).
+    /// ([`super::HOT_SETTINGS`]; for `in_tx!(hot …)`).
     pub(crate) async fn begin_hot(&self) -> Result<Tx, sqlx::Error> {
         self.open(&self.begin_hot).await
     }

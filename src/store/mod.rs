@@ -41,9 +41,9 @@ use crate::domain::records::TaskRow;
 ///
 /// `in_tx!(hot store, |tx| …)` is for the claim, completion, failure and decision
 /// transactions, whose statements run thousands of times per connection: they run with generic
-/// plans, opened with [`BEGIN_HOT`] (on a [`Store::with_generic_plans`] handle every session
+/// plans, opened with [`HOT_SETTINGS`] (on a [`Store::with_generic_plans`] handle every session
 /// already has them: a plain `BEGIN`). Behind a transaction pooler each `BEGIN` also carries
-/// the session limits as `SET LOCAL`s ([`db`]).
+/// the session limits ([`db`]).
 /// A named statement: the text of `src/store/sql/<name>.sql` (compiled in), whose first line
 /// is `-- name: <name>`, so `pg_stat_statements`, the server's logs and `EXPLAIN` name it too.
 /// A file whose name starts with `_` is a part other statements end with (`concat!`).
@@ -79,8 +79,9 @@ macro_rules! in_tx {
     }};
 }
 
-/// How the hot path's transactions begin (one round trip, as a plain `BEGIN`): with generic
-/// plans, read through indexes only. Under the default `plan_cache_mode = auto` PostgreSQL
+/// The hot path's planner settings: generic plans, read through indexes only. Its transactions
+/// begin with them (`SELECT set_config(…, true)` sent with the `BEGIN`: one round trip, one
+/// statement). Under the default `plan_cache_mode = auto` PostgreSQL
 /// keeps planning the claim and completion statements anew on every execution (their generic
 /// plans' estimates lose to the custom plans' by a little), and planning the claim's CTEs took
 /// longer than running them: 0.18 + 0.68 ms of planning against 0.07 + 0.34 ms of execution
@@ -99,13 +100,10 @@ macro_rules! in_tx {
 /// a millisecond, and the cost a disabled path adds to a plan that has no other (a one-row
 /// table's scan) made PostgreSQL compile the claim on every run (800 ms).
 ///
-/// The `SET LOCAL`s cost no round trip (they travel with the `BEGIN`), and they leave no
-/// session state behind, so a worker needs no pool of its own for its hot path and the same
-/// code runs behind a transaction pooler.
-pub const BEGIN_HOT: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; \
-     SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL jit = off";
-
-/// The hot sessions' planner settings ([`BEGIN_HOT`] says why).
+/// Set per transaction they leave no session state behind, so a worker needs no pool of its
+/// own for its hot path and the same code runs behind a transaction pooler. (Behind one, every
+/// statement is unnamed and planned at each execution, so only the scan and JIT settings
+/// matter there; see [`db`].)
 pub(crate) const HOT_SETTINGS: [(&str, &str); 4] = [
     ("plan_cache_mode", "force_generic_plan"),
     ("enable_seqscan", "off"),
@@ -309,9 +307,13 @@ impl Store {
             (None, Pooler::Transaction) => None,
             (None, _) => Some(options.clone()),
         };
+        // No ping before each acquire: it is a round trip per transaction (and behind a
+        // transaction pooler a server session taken for a Sync). A connection that died is
+        // found by its next statement, whose error the callers retry; sqlx closes it.
         let pool = PgPoolOptions::new()
             .max_connections(c.max_connections)
-            .acquire_timeout(c.acquire_timeout);
+            .acquire_timeout(c.acquire_timeout)
+            .test_before_acquire(false);
         let (pool, local) = match c.pooler {
             Pooler::None => {
                 let mut startup = limits;
@@ -367,7 +369,7 @@ impl Store {
     }
 
     /// A handle with a pool of its own as large as this one's, whose sessions start with the
-    /// planner settings of [`BEGIN_HOT`] (generic plans, index paths only, no JIT), so its hot
+    /// planner settings of [`HOT_SETTINGS`] (generic plans, index paths only, no JIT), so its hot
     /// transactions begin with a plain `BEGIN`. Behind a transaction pooler sessions carry no
     /// settings: its hot transactions keep the `SET LOCAL`s.
     pub async fn with_generic_plans(&self) -> Result<Self> {

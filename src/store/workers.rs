@@ -52,6 +52,18 @@ impl Store {
         Ok(())
     }
 
+    /// Workers whose heartbeat is younger than two leases of `lease_secs`: the fleet's size as
+    /// its members pace their sweeps by it.
+    pub async fn fleet_size(&self, lease_secs: f64) -> Result<i64> {
+        Ok(sqlx::query_scalar(
+            "SELECT count(*) FROM workers WHERE stopped_at IS NULL \
+             AND last_heartbeat > now() - make_interval(secs => $1 * 2)",
+        )
+        .bind(lease_secs)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
     /// The live fleet: workers not stopped whose last heartbeat is younger than their lease,
     /// longest running first. The table holds the fleet of the last day (see
     /// [`Store::register_worker`]).

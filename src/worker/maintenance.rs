@@ -24,53 +24,60 @@ pub(super) fn spawn(
     stop: &CancellationToken,
 ) -> JoinSet<()> {
     let mut helpers = JoinSet::new();
+    let pace = Pace::default();
+    let sweep = |pace: &Pace| Sweep {
+        store: store.clone(),
+        cfg: cfg.clone(),
+        wake: wake.clone(),
+        pace: pace.clone(),
+        stop: stop.clone(),
+    };
     helpers.spawn(listen_loop(store.clone(), wake.clone(), stop.clone()));
-    helpers.spawn(heartbeat_loop(
-        store.clone(),
-        cfg.clone(),
-        in_flight.clone(),
-        stop.clone(),
-    ));
-    helpers.spawn(rescue_loop(
-        store.clone(),
-        cfg.clone(),
-        wake.clone(),
-        stop.clone(),
-    ));
-    helpers.spawn(ring_loop(store.clone(), stop.clone()));
-    helpers.spawn(schedule_loop(store.clone(), wake.clone(), stop.clone()));
-    helpers.spawn(super::webhooks::run(
-        store.clone(),
-        cfg.clone(),
-        stop.clone(),
-    ));
-    helpers.spawn(wait_loop(
-        store.clone(),
-        cfg.clone(),
-        wake.clone(),
-        stop.clone(),
-    ));
+    helpers.spawn(heartbeat_loop(sweep(&pace), in_flight.clone()));
+    helpers.spawn(rescue_loop(sweep(&pace)));
+    helpers.spawn(ring_loop(sweep(&pace)));
+    helpers.spawn(schedule_loop(sweep(&pace)));
+    helpers.spawn(super::webhooks::run(sweep(&pace)));
+    helpers.spawn(wait_loop(sweep(&pace)));
     if cfg.retention.finished_task_ttl_secs > 0 {
-        helpers.spawn(retention_loop(store.clone(), cfg.clone(), stop.clone()));
+        helpers.spawn(retention_loop(sweep(&pace)));
     }
     helpers
 }
 
+/// What a background loop works with.
+pub(super) struct Sweep {
+    pub store: Store,
+    pub cfg: WorkerConfig,
+    pub wake: Wake,
+    pub pace: Pace,
+    pub stop: CancellationToken,
+}
+
+impl Sweep {
+    /// Sleep `base` (stretched by the fleet's size) plus `jitter`; false when stopped.
+    pub(super) async fn pause(&self, base: Duration, jitter: Duration) -> bool {
+        tokio::select! {
+            _ = self.stop.cancelled() => false,
+            _ = tokio::time::sleep(self.pace.of(base) + jitter) => true,
+        }
+    }
+}
+
 /// Delete expired finished tasks: batch after batch (each its own short transaction) until
 /// none is left or the round's budget is spent, then sleep for the interval.
-async fn retention_loop(store: Store, cfg: WorkerConfig, stop: CancellationToken) {
+async fn retention_loop(s: Sweep) {
     const BATCHES_PER_ROUND: usize = 20;
-    let r = cfg.retention;
+    let (store, r) = (&s.store, s.cfg.retention);
     let ttl = r.finished_task_ttl_secs as f64;
     loop {
         let jitter = Duration::from_millis(u64::from(Uuid::new_v4().as_bytes()[0]) * 4);
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(r.interval + jitter) => {}
+        if !s.pause(r.interval, jitter).await {
+            return;
         }
         let mut deleted = 0;
         for _ in 0..BATCHES_PER_ROUND {
-            if stop.is_cancelled() {
+            if s.stop.is_cancelled() {
                 return;
             }
             match store.prune_finished(ttl, r.batch_size).await {
@@ -99,14 +106,13 @@ const RING_TURN_SECS: f64 = 2.0;
 
 /// Keep the claim queue's ring: truncate drained slots, turn to the next
 /// ([`Store::claim_ring_upkeep`]).
-async fn ring_loop(store: Store, stop: CancellationToken) {
+async fn ring_loop(s: Sweep) {
     loop {
         let jitter = Duration::from_millis(u64::from(Uuid::new_v4().as_bytes()[0]) * 2);
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(Duration::from_millis(500) + jitter) => {}
+        if !s.pause(Duration::from_millis(500), jitter).await {
+            return;
         }
-        match store.claim_ring_upkeep(RING_TURN_SECS).await {
+        match s.store.claim_ring_upkeep(RING_TURN_SECS).await {
             Ok(u) if u.truncated > 0 => {
                 tracing::debug!(
                     truncated = u.truncated,
@@ -117,6 +123,39 @@ async fn ring_loop(store: Store, stop: CancellationToken) {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "claim ring upkeep failed"),
         }
+    }
+}
+
+/// How many workers share the fleet-wide sweeps (due waits, rescues, the ring, schedules,
+/// webhook deliveries, retention): any one worker's sweep serves the whole fleet, so each
+/// worker sweeps `live / SWEEPERS` times less often once more than [`SWEEPERS`] are alive,
+/// and the fleet's sweeps cost the database the same at 4 workers or 400 (each found by the
+/// heartbeat loop, every `lease / 3`).
+#[derive(Clone)]
+pub(super) struct Pace {
+    live: Arc<std::sync::atomic::AtomicU32>,
+}
+
+/// Workers that sweep at the configured intervals; a larger fleet spreads them.
+pub(super) const SWEEPERS: u32 = 4;
+
+impl Default for Pace {
+    fn default() -> Self {
+        Self {
+            live: Arc::new(std::sync::atomic::AtomicU32::new(1)),
+        }
+    }
+}
+
+impl Pace {
+    /// `base`, stretched by the fleet's size.
+    pub(super) fn of(&self, base: Duration) -> Duration {
+        base * self.live.load(Ordering::Relaxed).div_ceil(SWEEPERS).max(1)
+    }
+
+    fn set(&self, live: i64) {
+        self.live
+            .store(live.clamp(1, i64::from(u32::MAX)) as u32, Ordering::Relaxed);
     }
 }
 
@@ -177,16 +216,12 @@ async fn listen_loop(store: Store, wake: Wake, stop: CancellationToken) {
 
 /// Renew the leases of the work still in flight, and only those: a step whose outcome could
 /// not be recorded has left the set, so its lease runs out and another worker takes it.
-async fn heartbeat_loop(
-    store: Store,
-    cfg: WorkerConfig,
-    in_flight: InFlight,
-    stop: CancellationToken,
-) {
+async fn heartbeat_loop(s: Sweep, in_flight: InFlight) {
+    let (store, cfg) = (&s.store, &s.cfg);
     let period = cfg.heartbeat.max(Duration::from_millis(100));
     loop {
         tokio::select! {
-            _ = stop.cancelled() => return,
+            _ = s.stop.cancelled() => return,
             _ = tokio::time::sleep(period) => {}
         }
         let (mut steps, mut decisions) = (Vec::new(), Vec::new());
@@ -202,16 +237,20 @@ async fn heartbeat_loop(
             Ok(Err(e)) => tracing::warn!(error = %e, "heartbeat failed"),
             Err(_) => tracing::warn!("heartbeat timed out"),
         }
+        if let Ok(n) = store.fleet_size(cfg.lease.as_secs_f64()).await {
+            s.pace.set(n);
+        }
     }
 }
 
 /// Fire due cron schedules: wake at the earliest next tick (at most a second apart, so a new
 /// schedule is seen within a second), fire what is due under the rows' locks.
-async fn schedule_loop(store: Store, wake: Wake, stop: CancellationToken) {
+async fn schedule_loop(s: Sweep) {
+    let (store, wake) = (&s.store, &s.wake);
     let mut pause = Duration::from_millis(200);
     loop {
         tokio::select! {
-            _ = stop.cancelled() => return,
+            _ = s.stop.cancelled() => return,
             _ = tokio::time::sleep(pause) => {}
         }
         match store.fire_due_schedules(20).await {
@@ -225,39 +264,42 @@ async fn schedule_loop(store: Store, wake: Wake, stop: CancellationToken) {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "schedule sweep failed"),
         }
-        let next = store.next_schedule_in().await.ok().flatten();
-        pause = Duration::from_secs_f64(next.unwrap_or(1.0).clamp(0.02, 1.0));
+        // a tick due soon is waited for; with none, a look every second (stretched by the
+        // fleet's size: a new schedule is still seen within about a second)
+        pause = match store.next_schedule_in().await.ok().flatten() {
+            Some(next) if next < 1.0 => Duration::from_secs_f64(next.max(0.02)),
+            _ => s.pace.of(Duration::from_secs(1)),
+        };
     }
 }
 
 /// Waits whose time has come: a sleep ends, an unanswered wait times out (its step then fails
 /// with `wait_timeout`, or an approval with `on_timeout: approve` is approved). The scan reads
 /// the partial index of open waits by expiry: nothing when no step waits.
-async fn wait_loop(store: Store, cfg: WorkerConfig, wake: Wake, stop: CancellationToken) {
+async fn wait_loop(s: Sweep) {
     loop {
         let jitter = Duration::from_millis(u64::from(Uuid::new_v4().as_bytes()[0]) % 50);
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(cfg.wait_check + jitter) => {}
+        if !s.pause(s.cfg.wait_check, jitter).await {
+            return;
         }
-        match store.expire_due_waits(100).await {
+        match s.store.expire_due_waits(100).await {
             Ok(0) => {}
             Ok(n) => {
                 tracing::debug!(waits = n, "waits whose time came");
-                wake.notify.notify_one();
+                s.wake.notify.notify_one();
             }
             Err(e) => tracing::warn!(error = %e, "wait sweep failed"),
         }
     }
 }
 
-async fn rescue_loop(store: Store, cfg: WorkerConfig, wake: Wake, stop: CancellationToken) {
+async fn rescue_loop(s: Sweep) {
+    let (store, cfg, wake) = (&s.store, &s.cfg, &s.wake);
     loop {
         // jitter so that a fleet does not scan in lockstep
         let jitter = Duration::from_millis(u64::from(Uuid::new_v4().as_bytes()[0]) % 250);
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(cfg.rescue_interval + jitter) => {}
+        if !s.pause(cfg.rescue_interval, jitter).await {
+            return;
         }
         match store.rescue_expired(100, cfg.policy).await {
             Ok(0) => {}

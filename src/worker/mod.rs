@@ -100,7 +100,9 @@ impl WorkerConfig {
                 .map(Duration::from_secs_f64)
                 .unwrap_or(Duration::from_secs(w.lease_secs) / 3),
             poll: Duration::from_millis(w.poll_ms),
-            claim_batch: w.claim_batch as usize,
+            claim_batch: w
+                .claim_batch
+                .map_or(w.concurrency, |b| b.min(w.concurrency)) as usize,
             shutdown_grace: Duration::from_secs(w.shutdown_grace_secs),
             rescue_interval: Duration::from_millis(w.rescue_interval_ms),
             policy: FailurePolicy {

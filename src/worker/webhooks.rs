@@ -5,17 +5,16 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use super::WorkerConfig;
-use crate::store::Store;
 use crate::store::webhooks::{Outgoing, Tried};
 
 /// How many deliveries one round leases.
 const BATCH: i64 = 32;
 
 /// The delivery loop: rounds back to back while deliveries are due, else a pause.
-pub(super) async fn run(store: Store, cfg: WorkerConfig, stop: CancellationToken) {
+pub(super) async fn run(s: super::maintenance::Sweep) {
+    let (store, cfg, stop) = (&s.store, &s.cfg, &s.stop);
     let client = cfg.outbound.client();
     let timeout = Duration::from_millis(cfg.webhooks.timeout_ms);
     let lease = timeout.as_secs_f64() + 30.0;
@@ -28,9 +27,8 @@ pub(super) async fn run(store: Store, cfg: WorkerConfig, stop: CancellationToken
             }
         };
         if due.is_empty() {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+            if !s.pause(Duration::from_millis(250), Duration::ZERO).await {
+                return;
             }
             continue;
         }
