@@ -307,13 +307,11 @@ impl Store {
             (None, Pooler::Transaction) => None,
             (None, _) => Some(options.clone()),
         };
-        // No ping before each acquire: it is a round trip per transaction (and behind a
-        // transaction pooler a server session taken for a Sync). A connection that died is
-        // found by its next statement, whose error the callers retry; sqlx closes it.
+        // sqlx pings a connection before handing it out (a round trip per transaction): kept,
+        // so that after a restart or a failover a dead connection is replaced, not used
         let pool = PgPoolOptions::new()
             .max_connections(c.max_connections)
-            .acquire_timeout(c.acquire_timeout)
-            .test_before_acquire(false);
+            .acquire_timeout(c.acquire_timeout);
         let (pool, local) = match c.pooler {
             Pooler::None => {
                 let mut startup = limits;
