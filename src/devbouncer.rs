@@ -6,12 +6,13 @@
 //! (PgBouncer refuses root). Stopped, and its files removed, when the handle drops; a small
 //! watchdog stops it too if this process dies first.
 
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::devpg::{DevPgError, as_server_user, free_port, server_identity, step_err};
+use crate::devpg::{
+    DevPgError, as_server_user, free_port, server_identity, spawn_watchdog, step_err, stop_child,
+};
 
 /// How the pooler is set up.
 #[derive(Debug, Clone)]
@@ -100,7 +101,7 @@ impl TempBouncer {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| step_err("starting pgbouncer", e))?;
-        let watchdog = spawn_watchdog(child.id(), &dir)?;
+        let watchdog = spawn_watchdog(child.id(), "TERM", &dir)?;
         let mut b = Self {
             dir,
             port,
@@ -144,40 +145,10 @@ impl TempBouncer {
     }
 }
 
-/// Stops PgBouncer and removes its files if this process dies without dropping the handle.
-fn spawn_watchdog(pid: u32, dir: &std::path::Path) -> Result<Child, DevPgError> {
-    let script = format!(
-        "while kill -0 {me} 2>/dev/null; do sleep 1; done; kill -INT {pid} 2>/dev/null; \
-         sleep 1; kill -KILL {pid} 2>/dev/null; rm -rf '{dir}'",
-        me = std::process::id(),
-        dir = dir.display()
-    );
-    let mut cmd = Command::new("sh");
-    cmd.args(["-c", &script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    cmd.process_group(0);
-    cmd.spawn()
-        .map_err(|e| step_err("starting the watchdog", e))
-}
-
 impl Drop for TempBouncer {
     fn drop(&mut self) {
-        // SIGINT: PgBouncer's safe shutdown (waits for clients); then make sure.
-        // SAFETY: plain kill(2) on our own child.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // SIGTERM: PgBouncer's immediate shutdown
+        stop_child(&mut self.child, libc::SIGTERM, Duration::from_secs(5));
         let _ = self.watchdog.kill();
         let _ = self.watchdog.wait();
         let _ = std::fs::remove_dir_all(&self.dir);

@@ -256,23 +256,7 @@ impl TempPostgres {
 
     /// Stops the server and removes its files if this process dies without dropping us.
     fn spawn_watchdog(&self) -> Result<Child, DevPgError> {
-        let script = format!(
-            "while kill -0 {me} 2>/dev/null; do sleep 1; done; kill -INT {pg} 2>/dev/null; \
-             i=0; while kill -0 {pg} 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; \
-             kill -KILL {pg} 2>/dev/null; rm -rf '{dir}'",
-            me = std::process::id(),
-            pg = self.server.id(),
-            dir = self.dir.display()
-        );
-        let mut cmd = Command::new("sh");
-        cmd.args(["-c", &script])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        // Own process group: a Ctrl-C aimed at us must not kill the watchdog first.
-        cmd.process_group(0);
-        cmd.spawn()
-            .map_err(|e| step_err("starting the watchdog", e))
+        spawn_watchdog(self.server.id(), "INT", &self.dir)
     }
 
     fn wait_ready(&mut self, bindir: &Path, limit: Duration) -> Result<(), DevPgError> {
@@ -317,21 +301,47 @@ impl TempPostgres {
     }
 }
 
+/// A shell that waits for this process to end, then sends `sig` (`INT`, `TERM`) to `pid`,
+/// kills it after 10 s and removes `dir`: a server we started dies with us, even by `kill -9`.
+pub(crate) fn spawn_watchdog(pid: u32, sig: &str, dir: &Path) -> Result<Child, DevPgError> {
+    let script = format!(
+        "while kill -0 {me} 2>/dev/null; do sleep 1; done; kill -{sig} {pid} 2>/dev/null; \
+         i=0; while kill -0 {pid} 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; \
+         kill -KILL {pid} 2>/dev/null; rm -rf '{dir}'",
+        me = std::process::id(),
+        dir = dir.display()
+    );
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // Own process group: a Ctrl-C aimed at us must not kill the watchdog first.
+    cmd.process_group(0);
+    cmd.spawn()
+        .map_err(|e| step_err("starting the watchdog", e))
+}
+
+/// Send `sig` to `child`, give it `grace` to exit, then kill it; reaped either way.
+pub(crate) fn stop_child(child: &mut Child, sig: i32, grace: Duration) {
+    // SAFETY: plain kill(2) on our own child.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, sig);
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 impl Drop for TempPostgres {
     fn drop(&mut self) {
-        // SAFETY: plain kill(2) on our own child.
-        unsafe {
-            libc::kill(self.server.id() as libc::pid_t, libc::SIGINT);
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.server.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.server.kill();
-        let _ = self.server.wait();
+        stop_child(&mut self.server, libc::SIGINT, Duration::from_secs(10));
         if let Some(mut w) = self.watchdog.take() {
             let _ = w.kill();
             let _ = w.wait();

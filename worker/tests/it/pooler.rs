@@ -188,6 +188,22 @@ impl Pooled {
     }
 }
 
+/// A worker through the pooler with `[database] migrate = migrate` exits at start, saying each
+/// of `says`.
+fn refuses(url: &str, migrate: &str, says: &[&str]) {
+    let out = Command::new(bin("trellis-worker"))
+        .env("DATABASE_URL", url)
+        .env("APP_DATABASE__POOLER", "transaction")
+        .env("APP_DATABASE__MIGRATE", migrate)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    for s in says {
+        assert!(err.contains(s), "{s:?} not in: {err}");
+    }
+}
+
 /// A webhook receiver on loopback: the bodies it got.
 async fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
     let got: Arc<Mutex<Vec<Value>>> = Arc::default();
@@ -442,19 +458,7 @@ async fn without_listen_the_processes_poll_and_refuse_to_migrate_through_the_poo
     p.assert_clean(SERVERS).await;
 
     // asked to migrate through the pooler with no direct URL: refuses, naming what to do
-    let out = Command::new(bin("trellis-worker"))
-        .env("DATABASE_URL", &p.url)
-        .env("APP_DATABASE__POOLER", "transaction")
-        .env("APP_DATABASE__MIGRATE", "true")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(
-        err.contains("listen_url") && err.contains("trellis-api migrate"),
-        "{err}"
-    );
-
+    refuses(&p.url, "true", &["listen_url", "trellis-api migrate"]);
     // a schema that is behind: refuses, naming `trellis-api migrate`, and changes nothing
     sqlx::raw_sql(
         "DELETE FROM _sqlx_migrations WHERE version = (SELECT max(version) FROM _sqlx_migrations)",
@@ -462,16 +466,21 @@ async fn without_listen_the_processes_poll_and_refuse_to_migrate_through_the_poo
     .execute(p.db.store.pool())
     .await
     .unwrap();
-    let out = Command::new(bin("trellis-worker"))
-        .env("DATABASE_URL", &p.url)
-        .env("APP_DATABASE__POOLER", "transaction")
-        .env("APP_DATABASE__MIGRATE", "false")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(
-        err.contains("schema is behind") && err.contains("trellis-api migrate"),
-        "{err}"
+    let applied = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM _sqlx_migrations")
+            .fetch_one(p.db.store.pool())
+            .await
+            .unwrap()
+    };
+    let before = applied().await;
+    refuses(
+        &p.url,
+        "false",
+        &["schema is behind", "trellis-api migrate"],
+    );
+    assert_eq!(
+        applied().await,
+        before,
+        "the refusing worker migrated nothing"
     );
 }
