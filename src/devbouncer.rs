@@ -23,6 +23,9 @@ pub struct BouncerConfig {
     pub server_connections: u32,
     /// `max_client_conn`.
     pub max_clients: u32,
+    /// Reach the server through its Unix socket in this directory (as a pooler on the
+    /// database's host does) instead of `127.0.0.1`.
+    pub socket_dir: Option<PathBuf>,
 }
 
 impl Default for BouncerConfig {
@@ -31,6 +34,7 @@ impl Default for BouncerConfig {
             pool_mode: "transaction",
             server_connections: 20,
             max_clients: 2000,
+            socket_dir: None,
         }
     }
 }
@@ -73,8 +77,12 @@ impl TempBouncer {
         ));
         std::fs::create_dir_all(&dir).map_err(|e| step_err("creating its dir", e))?;
         let port = free_port()?;
+        let host = c
+            .socket_dir
+            .as_ref()
+            .map_or("127.0.0.1".to_string(), |d| d.display().to_string());
         let ini = format!(
-            "[databases]\n* = host=127.0.0.1 port={pg_port}\n\n[pgbouncer]\n\
+            "[databases]\n* = host={host} port={pg_port}\n\n[pgbouncer]\n\
              listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n\
              auth_type = trust\nauth_file = {dir}/users.txt\nadmin_users = postgres\n\
              pool_mode = {mode}\ndefault_pool_size = {n}\nmax_db_connections = {n}\n\

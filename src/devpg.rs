@@ -295,6 +295,11 @@ impl TempPostgres {
         self.port
     }
 
+    /// The directory of the server's Unix socket (a pooler on this host connects through it).
+    pub fn socket_dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Superuser URL of the `postgres` database.
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)

@@ -258,8 +258,13 @@ pub async fn depth_configs(b: &Bench, run: usize, depth: usize) -> Result<()> {
 }
 
 /// The pooler's URL (any database; the name is replaced): `BENCH_POOLER_URL`, or a PgBouncer
-/// started here in transaction mode with 20 server connections in front of `admin`'s server.
-pub fn pooler(admin: &str) -> Result<(String, Option<trellis::devbouncer::TempBouncer>)> {
+/// started here in transaction mode with 20 server connections in front of `admin`'s server
+/// (through its Unix socket in `socket_dir` when the bench started the server: a pooler on the
+/// database's host).
+pub fn pooler(
+    admin: &str,
+    socket_dir: Option<PathBuf>,
+) -> Result<(String, Option<trellis::devbouncer::TempBouncer>)> {
     if let Ok(u) = std::env::var("BENCH_POOLER_URL")
         && !u.is_empty()
     {
@@ -271,6 +276,7 @@ pub fn pooler(admin: &str) -> Result<(String, Option<trellis::devbouncer::TempBo
         port,
         &trellis::devbouncer::BouncerConfig {
             server_connections: env_u32("BENCH_POOLER_SERVERS", 20),
+            socket_dir,
             ..Default::default()
         },
     )?;
@@ -473,16 +479,23 @@ pub async fn whole(
     let one = json!({"description": "one", "plan": {"steps": [{"id": "s", "tool": "echo"}]}});
     let mut bodies: Vec<Value> = vec![dag; dags];
     bodies.extend(std::iter::repeat_n(one, one_step));
-    for chunk in bodies.chunks(1000) {
+    // the kill comes a third of the way through the submits, while the fleet drains them
+    let batches = bodies.chunks(1000).count();
+    let mut killed = 0;
+    for (i, chunk) in bodies.chunks(1000).enumerate() {
         c.call(
             reqwest::Method::POST,
             "/tasks/batch",
             Some(json!({ "tasks": chunk })),
         )
         .await?;
+        if i + 1 == batches.div_ceil(3) {
+            let running = store.count_steps("running").await?;
+            fleet.kill_9(kill);
+            killed = kill;
+            eprintln!("      killed {kill} workers while {running} steps ran");
+        }
     }
-    let total = (one_step + dags) as i64;
-    let mut killed = 0;
     loop {
         let waits = c
             .call(
@@ -500,13 +513,7 @@ pub async fn whole(
             )
             .await?;
         }
-        let done = store.count_tasks("succeeded").await?;
-        if killed == 0 && done >= total / 3 {
-            fleet.kill_9(kill);
-            killed = kill;
-            eprintln!("      killed {kill} workers at {done} tasks done");
-        }
-        if killed > 0 && !store.any_unfinished().await? {
+        if !store.any_unfinished().await? {
             break;
         }
         if start.elapsed() > Duration::from_secs(1800) {

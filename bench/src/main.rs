@@ -1242,7 +1242,10 @@ async fn main() -> Result<()> {
     }
     if args.iter().any(|a| a == "--fleet") {
         // scenario 14: fleets directly and through a transaction pooler
-        let (pooler, _bouncer) = fleet::pooler(&b.admin)?;
+        let socket = _cluster
+            .as_ref()
+            .map(|pg: &TempPostgres| pg.socket_dir().to_path_buf());
+        let (pooler, _bouncer) = fleet::pooler(&b.admin, socket)?;
         for run in 1..=env_usize("BENCH_FLEET_RUNS", 1) {
             fleet::sweep(&b, run, &pooler).await?;
             let samples = env_usize("BENCH_LATENCY_SAMPLES", 200);

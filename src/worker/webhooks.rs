@@ -33,7 +33,7 @@ pub(super) async fn run(s: super::maintenance::Sweep) {
             continue;
         }
         let sends = due.iter().map(|d| async {
-            let tried = send(&client, &cfg, d, timeout).await;
+            let tried = send(&client, cfg, d, timeout).await;
             if let Err(e) = store.record_delivery(d, &tried).await {
                 tracing::warn!(delivery = %d.id, error = %e,
                     "could not record a webhook try; its lease will run out and it goes again");
