@@ -104,7 +104,7 @@ macro_rules! in_tx {
 /// own for its hot path and the same code runs behind a transaction pooler. (Behind one, every
 /// statement is unnamed and planned at each execution, so only the scan and JIT settings
 /// matter there; see [`db`].)
-pub(crate) const HOT_SETTINGS: [(&str, &str); 4] = [
+pub const HOT_SETTINGS: [(&str, &str); 4] = [
     ("plan_cache_mode", "force_generic_plan"),
     ("enable_seqscan", "off"),
     ("enable_bitmapscan", "off"),
