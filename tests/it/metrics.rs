@@ -207,3 +207,42 @@ async fn the_oldest_open_transaction_is_shown() {
         "gone with the commit"
     );
 }
+
+/// Every process shows its own server connections on `/metrics`
+/// (`trellis_db_connections{state="open"|"idle"}`): its pool's and LISTEN's.
+#[tokio::test]
+async fn a_process_shows_its_connections() {
+    let db = trellis::testkit::fresh_db().await;
+    let store = Store::connect(&db.url, 3, std::time::Duration::from_secs(10))
+        .await
+        .unwrap();
+    let router = app(AppState::new(store.clone(), common::test_settings()));
+    let gauge = |text: &str, state: &str| -> f64 {
+        let key = format!("trellis_db_connections{{state=\"{state}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(key.as_str()))
+            .unwrap_or_else(|| panic!("no {key} in {text}"))
+            .parse()
+            .unwrap()
+    };
+    // two held, and the scrape's own statement opens the third and gives it back
+    let held = [
+        store.pool().acquire().await.unwrap(),
+        store.pool().acquire().await.unwrap(),
+    ];
+    let text = get(&router, "/metrics").await;
+    assert_eq!(gauge(&text, "open"), 3.0);
+    assert!(gauge(&text, "idle") <= 1.0, "two are held: {text}");
+    drop(held);
+    // LISTEN's connection is the process's too; the pool's three come back idle
+    let _listener = store.ready_listener().await.unwrap().expect("a direct URL");
+    trellis::testkit::wait_for(
+        "4 open, the pool's 3 idle",
+        std::time::Duration::from_secs(10),
+        || async {
+            let text = get(&router, "/metrics").await;
+            (gauge(&text, "open") == 4.0 && gauge(&text, "idle") >= 2.0).then_some(())
+        },
+    )
+    .await;
+}
