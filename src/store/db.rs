@@ -102,8 +102,8 @@ impl fmt::Debug for Db {
 }
 
 impl Db {
-    /// `local` are the settings each transaction makes with `SET LOCAL` (empty where the
-    /// sessions start with them); `hot_sessions`: every session starts with the settings of
+    /// `local`: the settings every transaction sets for itself with its `BEGIN` (empty where
+    /// the sessions start with them); `hot_sessions`: every session starts with
     /// [`super::HOT_SETTINGS`].
     pub(super) fn new(
         pool: PgPool,

@@ -139,6 +139,23 @@ impl Pooled {
         .await;
     }
 
+    /// The first open wait of `kind`, once there is one.
+    async fn wait_open(&self, kind: &str) -> String {
+        wait_for(
+            &format!("an open {kind} wait"),
+            Duration::from_secs(60),
+            || async {
+                let (_, v) = self
+                    .get(&format!("/api/v1/waits?status=open&kind={kind}"))
+                    .await;
+                v.as_array()
+                    .and_then(|a| a.first())
+                    .map(|w| w["wait_id"].as_str().unwrap().to_string())
+            },
+        )
+        .await
+    }
+
     /// No 5xx; no named prepared statement on any of the pooler's server sessions (one open
     /// transaction per server connection, so each is asked); PgBouncer logged no error.
     async fn assert_clean(&self, server_connections: u32) {
@@ -339,22 +356,8 @@ async fn everything_runs_through_a_transaction_pooler() {
         .submit(json!({"description": "approval", "plan": {"steps": [
             {"id": "ok", "tool": "approval", "parameters": {"prompt": "go?"}}]}}))
         .await;
-    let wait_id = wait_for("the approval to wait", Duration::from_secs(60), || async {
-        let (_, v) = p.get("/api/v1/waits?status=open&kind=approval").await;
-        v.as_array()
-            .and_then(|a| a.first())
-            .map(|w| w["wait_id"].as_str().unwrap().to_string())
-    })
-    .await;
-    wait_for(
-        "the event step to wait",
-        Duration::from_secs(60),
-        || async {
-            let (_, v) = p.get("/api/v1/waits?status=open&kind=event").await;
-            (!v.as_array().unwrap().is_empty()).then_some(())
-        },
-    )
-    .await;
+    let wait_id = p.wait_open("approval").await;
+    p.wait_open("event").await;
     let (s, v) = p
         .post(
             "/api/v1/events",
@@ -441,15 +444,7 @@ async fn without_listen_the_processes_poll_and_refuse_to_migrate_through_the_poo
             {"id": "w", "tool": "wait_event", "parameters": {"key": "poll-go"}}]}}))
         .await;
     p.wait_status(&one, "succeeded").await;
-    wait_for(
-        "the event step to wait",
-        Duration::from_secs(60),
-        || async {
-            let (_, v) = p.get("/api/v1/waits?status=open&kind=event").await;
-            (!v.as_array().unwrap().is_empty()).then_some(())
-        },
-    )
-    .await;
+    p.wait_open("event").await;
     let (s, _) = p
         .post("/api/v1/events", json!({"key": "poll-go", "payload": {}}))
         .await;
