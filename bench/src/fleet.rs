@@ -113,13 +113,7 @@ impl Peak {
         let task = tokio::spawn(async move {
             let mut peak = 0;
             while !s.load(Ordering::Acquire) {
-                if let Ok(n) = sqlx::query_scalar::<_, i64>(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = $1",
-                )
-                .bind(&db)
-                .fetch_one(admin.pool())
-                .await
-                {
+                if let Ok(n) = admin.sessions_on(&db).await {
                     peak = peak.max(n);
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;

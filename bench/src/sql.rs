@@ -22,6 +22,7 @@ pub(crate) trait BenchSql {
     async fn analyze_queue(&self) -> Result<()>;
     async fn drain_span(&self) -> Result<(i64, f64)>;
     async fn workers_alive(&self) -> Result<i64>;
+    async fn sessions_on(&self, db: &str) -> Result<i64>;
     async fn fleet_audit(&self) -> Result<(i64, i64, i64)>;
     async fn db_now(&self) -> Result<chrono::DateTime<chrono::Utc>>;
     async fn open_report(&self) -> Result<Report>;
@@ -262,6 +263,16 @@ impl BenchSql for Store {
         )
         .fetch_one(self.pool())
         .await?)
+    }
+
+    /// Server sessions on database `db`.
+    async fn sessions_on(&self, db: &str) -> Result<i64> {
+        Ok(
+            sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = $1")
+                .bind(db)
+                .fetch_one(self.pool())
+                .await?,
+        )
     }
 
     /// Workers registered and not stopped.
