@@ -284,7 +284,7 @@ pub const WORKER_POOL: u32 = 2;
 pub struct DatabaseSettings {
     /// Connection URL; `DATABASE_URL` wins over the file.
     pub url: Option<String>,
-    /// Pool size. Unset: 20 for the API; for a worker, sized from its concurrency
+    /// Pool size. Unset: 20 for the API; 2 for a worker, whatever its concurrency
     /// ([`DatabaseSettings::worker_pool_size`]).
     pub max_connections: Option<u32>,
     pub acquire_timeout_secs: u64,
@@ -314,8 +314,8 @@ impl DatabaseSettings {
 
     /// A worker's pool: [`WORKER_POOL`] connections whatever its concurrency (claims and
     /// completions are batched, every transaction is short), plus LISTEN's own: at most 3
-    /// server connections per worker. `concurrency` is kept for callers that size by it.
-    pub fn worker_pool_size(&self, _concurrency: u32) -> u32 {
+    /// server connections per worker.
+    pub fn worker_pool_size(&self) -> u32 {
         self.max_connections.unwrap_or(WORKER_POOL)
     }
 

@@ -74,7 +74,7 @@ impl Application {
         let d = &settings.database;
         let mut pool = d.api_pool_size();
         if with_worker {
-            pool += d.worker_pool_size(settings.worker.concurrency);
+            pool += d.worker_pool_size();
         }
         let store = open_store(&settings, pool, "trellis-api")
             .await
@@ -166,9 +166,7 @@ async fn check_auth(store: &Store, settings: &Settings) -> anyhow::Result<()> {
 /// Run a worker over `settings` until `stop` is cancelled; what `trellis-worker` does.
 pub async fn run_worker(settings: &Settings, stop: CancellationToken) -> anyhow::Result<()> {
     use anyhow::Context;
-    let pool = settings
-        .database
-        .worker_pool_size(settings.worker.concurrency);
+    let pool = settings.database.worker_pool_size();
     let store = open_store(settings, pool, "trellis-worker")
         .await
         .context("connecting to PostgreSQL and applying migrations")?;
