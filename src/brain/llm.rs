@@ -6,7 +6,7 @@
 //! are retried with exponential backoff. The API key is sent as a Bearer token and never appears
 //! in a log line, an error or a `Debug` output.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -186,9 +186,16 @@ pub struct JsonAnswer {
 pub struct LlmClient {
     cfg: LlmConfig,
     http: reqwest::Client,
-    /// Cleared the first time the server rejects `json_schema`; later calls use `json_object`.
-    json_schema: AtomicBool,
+    /// Which `response_format` the server takes: [`FORMAT_UNKNOWN`] until an answer settles it.
+    format: AtomicU8,
+    /// Held by the one request that finds the format out; the others wait for it, so a server
+    /// refusing `json_schema` sees one refused request however many tasks ask at once.
+    probe: tokio::sync::Mutex<()>,
 }
+
+const FORMAT_UNKNOWN: u8 = 0;
+const FORMAT_SCHEMA: u8 = 1;
+const FORMAT_OBJECT: u8 = 2;
 
 enum Sent {
     Content(String),
@@ -212,7 +219,8 @@ impl LlmClient {
         Self {
             cfg,
             http,
-            json_schema: AtomicBool::new(true),
+            format: AtomicU8::new(FORMAT_UNKNOWN),
+            probe: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -344,18 +352,34 @@ impl LlmClient {
     ) -> Result<String, LlmError> {
         let mut attempt = 0u32;
         loop {
-            let use_schema = self.json_schema.load(Ordering::Relaxed);
+            // until the format is known, one request at a time finds it out (held for one
+            // send, never across a backoff)
+            let probe = match self.format.load(Ordering::Acquire) {
+                FORMAT_UNKNOWN => Some(self.probe.lock().await),
+                _ => None,
+            };
+            let use_schema = self.format.load(Ordering::Acquire) != FORMAT_OBJECT;
             usage.requests += 1;
             match self
                 .send_once(target, name, schema, messages, use_schema, usage)
                 .await
             {
-                Ok(Sent::Content(c)) => return Ok(c),
+                Ok(Sent::Content(c)) => {
+                    if use_schema {
+                        let _ = self.format.compare_exchange(
+                            FORMAT_UNKNOWN,
+                            FORMAT_SCHEMA,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        );
+                    }
+                    return Ok(c);
+                }
                 Ok(Sent::SchemaRejected) => {
                     tracing::warn!(
                         "the LLM server rejected response_format json_schema; using json_object from now on"
                     );
-                    self.json_schema.store(false, Ordering::Relaxed);
+                    self.format.store(FORMAT_OBJECT, Ordering::Release);
                     continue; // not a retry: the same request in the other format
                 }
                 // a status: a rejection, not retried; none: transient, retried
@@ -377,6 +401,7 @@ impl LlmClient {
                     let backoff = self.cfg.backoff_base.saturating_mul(1 << attempt.min(10));
                     let asked = retry_after.unwrap_or_default().min(MAX_LLM_RETRY_AFTER);
                     let delay = backoff.max(asked);
+                    drop(probe);
                     tracing::warn!(attempt = attempt + 1, delay_ms = delay.as_millis() as u64, error = %message, "LLM request failed; retrying");
                     tokio::time::sleep(delay).await;
                     attempt += 1;
