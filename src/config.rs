@@ -377,6 +377,10 @@ pub struct WorkerSettings {
     pub circuit_failure_threshold: u32,
     /// How long an open circuit waits before its probe.
     pub circuit_cool_down_secs: f64,
+    /// How long a step may wait on its tool's open circuit or rate-limit hold, from its first
+    /// failure or first wait, when the tool's `retry.max_elapsed_secs` does not say; then it
+    /// fails without a call.
+    pub tool_wait_max_secs: f64,
     /// How often the maintenance loop looks for expired leases.
     pub rescue_interval_ms: u64,
     /// A step whose worker died this many times fails as poison.
@@ -613,6 +617,9 @@ impl WorkerSettings {
         if !(w.circuit_cool_down_secs.is_finite() && w.circuit_cool_down_secs > 0.0) {
             return bad("worker.circuit_cool_down_secs must be above 0");
         }
+        if !(w.tool_wait_max_secs.is_finite() && w.tool_wait_max_secs > 0.0) {
+            return bad("worker.tool_wait_max_secs must be above 0");
+        }
         if w.metrics_host.parse::<std::net::IpAddr>().is_err() {
             return bad("worker.metrics_host must be an IP address");
         }
@@ -636,6 +643,7 @@ impl Default for WorkerSettings {
             max_retry_after_secs: 300,
             circuit_failure_threshold: 5,
             circuit_cool_down_secs: 5.0,
+            tool_wait_max_secs: 300.0,
             rescue_interval_ms: 2000,
             max_rescues: 3,
             heartbeat_secs: None,

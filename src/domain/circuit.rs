@@ -5,7 +5,8 @@
 //! - **closed**: calls go through; each outage ([`super::failure::is_outage`]) counts, any
 //!   success resets the count.
 //! - **open**: `failure_threshold` outages in a row, fleet-wide, open it for `cool_down`:
-//!   steps of the tool wait (or switch to an alternative tool), no call is made.
+//!   steps of the tool wait (or switch to an alternative tool), no call is made, no attempt
+//!   is recorded; a step that has waited as long as its tool allows stops ([`after_wait`]).
 //! - **half open**: the cool-down is over; one step is let through as a probe (a lease of the
 //!   tool's timeout, so a lost probe is replaced); the others wait. The probe's success closes
 //!   the circuit, its outage opens it again.
@@ -193,6 +194,17 @@ impl Circuit {
     /// May a step call the tool now? A half-open circuit lets one probe through for
     /// `probe_lease_ms`; a hold that has passed is cleared.
     pub fn gate(&self, now: DateTime<Utc>, probe_lease_ms: i64) -> (Gate, Circuit) {
+        self.gate_for(now, probe_lease_ms, true)
+    }
+
+    /// [`Circuit::gate`] for a step that may or may not be the probe (`may_probe`: a step
+    /// that has waited as long as its tool allows may not: its call would come too late).
+    pub fn gate_for(
+        &self,
+        now: DateTime<Utc>,
+        probe_lease_ms: i64,
+        may_probe: bool,
+    ) -> (Gate, Circuit) {
         let mut c = self.clone();
         if let Some(h) = c.held_until {
             if h > now {
@@ -208,12 +220,44 @@ impl Circuit {
                     let soon = now + Duration::milliseconds(PROBE_RECHECK_MS);
                     (Gate::Wait(p.min(soon), Why::Probing), c)
                 }
+                _ if !may_probe => (Gate::Wait(now, Why::Probing), c),
                 _ => {
                     c.probe_until = Some(now + Duration::milliseconds(probe_lease_ms));
                     (Gate::Probe, c)
                 }
             },
         }
+    }
+}
+
+/// What a step that its tool's circuit or hold keeps from calling does next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AfterWait {
+    /// Given back until the time the gate named: no attempt, no retry spent, no tier.
+    Defer,
+    /// It has waited as long as its tool allows: the step fails, without a call.
+    Stop { reason: String },
+}
+
+/// A step told to wait for `tool` (`why`) has waited `waited_ms` since its first failure or its
+/// first wait, whichever came first; `limit_ms` is the tool's `retry.max_elapsed_secs`, or the
+/// workers' default. It defers while under the limit (so a dead tool ends its tasks within the
+/// limit and one cool-down), and stops at it.
+pub fn after_wait(tool: &str, why: Why, waited_ms: u64, limit_ms: u64) -> AfterWait {
+    if waited_ms < limit_ms {
+        return AfterWait::Defer;
+    }
+    let what = match why {
+        Why::Held => "held by the rate limit it answered",
+        Why::Open => "behind its open circuit",
+        Why::Probing => "behind its circuit's probe",
+    };
+    AfterWait::Stop {
+        reason: format!(
+            "tool {tool:?} is still {what} after {:.1} s (its limit is {:.1} s): no call was made",
+            waited_ms as f64 / 1000.0,
+            limit_ms as f64 / 1000.0
+        ),
     }
 }
 
@@ -309,6 +353,40 @@ mod tests {
         assert!(!after.gated(), "a passed hold is cleared");
         // a success keeps a hold that has not passed
         assert_eq!(c.after_success().held_until, Some(at(5_000)));
+    }
+
+    #[test]
+    fn a_step_that_may_not_probe_leaves_the_probe_to_another() {
+        let c = Circuit::default()
+            .after_failure(B, true, None, at(0))
+            .after_failure(B, true, None, at(1))
+            .after_failure(B, true, None, at(2));
+        let half_open = at(10_002);
+        let (g, same) = c.gate_for(half_open, 500, false);
+        assert_eq!(g, Gate::Wait(half_open, Why::Probing));
+        assert_eq!(same, c, "no probe was granted");
+        assert_eq!(c.gate_for(half_open, 500, true).0, Gate::Probe);
+        // open, or closed: the same answer either way
+        for now in [at(5), at(3)] {
+            assert_eq!(c.gate_for(now, 500, false), c.gate_for(now, 500, true));
+        }
+        let closed = Circuit::default();
+        assert_eq!(closed.gate_for(at(0), 500, false).0, Gate::Call);
+    }
+
+    #[test]
+    fn a_step_waits_until_its_limit_then_stops() {
+        for why in [Why::Held, Why::Open, Why::Probing] {
+            for (waited, limit) in [(0, 1), (999, 1_000), (0, 300_000)] {
+                assert_eq!(after_wait("t", why, waited, limit), AfterWait::Defer);
+            }
+            for (waited, limit) in [(1_000, 1_000), (5_000, 1_000), (0, 0)] {
+                let AfterWait::Stop { reason } = after_wait("t", why, waited, limit) else {
+                    panic!("{waited} of {limit} ms must stop");
+                };
+                assert!(reason.contains("\"t\"") && reason.contains("no call was made"));
+            }
+        }
     }
 
     #[test]

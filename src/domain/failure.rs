@@ -17,8 +17,8 @@ pub mod category {
     pub const EXTERNAL_ERROR: &str = "external_error";
     /// The tool itself is unusable (404, 405, 410, 501): an alternative tool, or stop.
     pub const TOOL_UNAVAILABLE: &str = "tool_unavailable";
-    /// The tool's fleet-wide circuit breaker is open and the step has an alternative tool: no
-    /// call was made; recovery switches tools.
+    /// A step waited on its tool's open circuit as long as the tool allows: it failed without a
+    /// call (no attempt is recorded for it).
     pub const CIRCUIT_OPEN: &str = "circuit_open";
 }
 

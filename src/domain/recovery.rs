@@ -182,6 +182,9 @@ pub struct FailurePolicy {
     pub max_rescues: i32,
     /// Lease length of decisions this worker creates and runs at once.
     pub lease_secs: f64,
+    /// How long a step may wait on its tool's circuit or hold when the tool's retry policy
+    /// names no `max_elapsed` ([`super::circuit::after_wait`]).
+    pub max_wait_ms: u64,
 }
 
 impl FailurePolicy {
@@ -203,6 +206,7 @@ impl FailurePolicy {
             },
             max_rescues,
             lease_secs,
+            max_wait_ms: 300_000,
         }
     }
 }

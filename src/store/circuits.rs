@@ -156,19 +156,20 @@ pub(crate) async fn record_failure(
 impl Store {
     /// May a step call `tool` now? Only asked for a tool whose circuit is not closed or that a
     /// `Retry-After` holds (the worker's tool cache knows which): a half-open circuit grants
-    /// one probe (for `probe_lease_ms`), a passed hold is cleared.
-    /// Returns the gate and the database's `now()`.
+    /// one probe (for `probe_lease_ms`; not to a step that `may_probe` no longer), a passed
+    /// hold is cleared. Returns the gate and the database's `now()`.
     pub async fn gate_tool(
         &self,
         tool: &str,
         probe_lease_ms: i64,
+        may_probe: bool,
     ) -> Result<(Gate, DateTime<Utc>)> {
         in_tx!(self.pool, |tx| {
             let Some((c, now)) = lock(tx, tool).await? else {
                 // no row: closed (the time goes with a call and is never compared)
                 return Ok((Gate::Call, DateTime::<Utc>::MIN_UTC));
             };
-            let (gate, next) = c.gate(now, probe_lease_ms);
+            let (gate, next) = c.gate_for(now, probe_lease_ms, may_probe);
             if next != c {
                 write(tx, tool, &next).await?;
             }

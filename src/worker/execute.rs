@@ -3,20 +3,18 @@
 
 use std::collections::{HashMap, HashSet};
 
-use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use serde_json::{Map, Value, json};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::{Runtime, with_retries};
-use crate::domain::circuit::{Gate, Why};
-use crate::domain::failure;
+use crate::domain::circuit::{AfterWait, Gate, Why};
 use crate::domain::params::{self, Scope};
 use crate::domain::plan::{self, Reference};
 use crate::domain::{ActionSpec, ToolFailure};
 use crate::store::StoreError;
 use crate::store::decision_queue::ClaimedDecision;
-use crate::store::step_queue::{ClaimedStep, StepContext, StepFailure, StepSuccess};
+use crate::store::step_queue::{ClaimedStep, StepContext, StepFailure, StepSuccess, ToolWait};
 use crate::tools::{Invocation, ToolDef, ToolOutput, ToolRunner};
 
 /// Outcome of running a step's tool(s).
@@ -49,12 +47,18 @@ pub(super) async fn execute(
     let ran = match run_step(rt, &step).await {
         Ok(ran) => ran,
         Err(Hold::Parked) => return (None, Some(permit)),
-        Err(Hold::Defer(Waits { until, why })) => {
+        Err(Hold::Defer(wait)) => {
             let fence = step.fence();
-            let defer = || Box::pin(store.defer_step(&fence, cfg.id, until, why.as_str()));
-            if let Err(e) = with_retries(defer).await {
-                tracing::warn!(step = %step.step_key, task = %step.task_id, error = %e,
-                    "could not defer the step; its lease will expire and it be rescued");
+            let defer = || Box::pin(store.defer_step(&fence, cfg.id, &wait, &cfg.policy));
+            match with_retries(defer).await {
+                Ok(AfterWait::Defer) => {}
+                Ok(AfterWait::Stop { reason }) => {
+                    tracing::info!(step = %step.step_key, task = %step.task_id, %reason, "the step stopped waiting for its tool");
+                }
+                Err(e) => {
+                    tracing::warn!(step = %step.step_key, task = %step.task_id, error = %e,
+                        "could not defer the step; its lease will expire and it be rescued");
+                }
             }
             return (None, Some(permit));
         }
@@ -122,23 +126,16 @@ pub(super) async fn execute(
     }
 }
 
-/// A step that must not call its tool yet (a `Retry-After` holds it): given back until then,
-/// without an attempt.
-pub(super) struct Waits {
-    until: DateTime<Utc>,
-    why: Why,
-}
-
 /// A step that records no attempt now.
 pub(super) enum Hold {
-    /// Given back until a time ([`Waits`]).
-    Defer(Waits),
+    /// Given back until a time: its tool's circuit is open or a rate limit holds it.
+    Defer(ToolWait),
     /// Parked on its wait (or its lease was lost meanwhile): nothing more to do here.
     Parked,
 }
 
-impl From<Waits> for Hold {
-    fn from(w: Waits) -> Self {
+impl From<ToolWait> for Hold {
+    fn from(w: ToolWait) -> Self {
         Hold::Defer(w)
     }
 }
@@ -147,13 +144,12 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Hold> {
     let mut parameters = step.parameters.clone();
     params::merge_overrides(&mut parameters, &step.param_overrides);
     let actions: &[ActionSpec] = &step.actions.0;
-    let ctx = match load_context(rt, step, &parameters, actions).await {
+    let mut ctx = match load_context(rt, step, &parameters, actions).await {
         Ok(c) => c,
         Err(f) => return Ok(Ran::failed(&step.tool, parameters, f)),
     };
-    if let Err(f) = gate(rt, &ctx).await? {
-        return Ok(Ran::failed(&step.tool, parameters, f));
-    }
+    let instead = gate(rt, step, &mut ctx).await?;
+    let main_tool = instead.as_deref().unwrap_or(&step.tool);
     let env = Env {
         runner: &rt.runner,
         step,
@@ -189,7 +185,7 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Hold> {
         actions: Some(&action_outputs),
     };
     let call = Call {
-        tool: &step.tool,
+        tool: main_tool,
         key: &step.step_key,
         parameters: &parameters,
     };
@@ -202,48 +198,79 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Hold> {
 }
 
 /// Before any call: ask the database about each of the step's tools whose circuit is not
-/// closed or that a `Retry-After` holds (the tool cache knows which; the others cost nothing).
-/// A half-open circuit lets this step through as its probe. A hold makes the step wait,
-/// without an attempt, until the time the tool asked for. An open circuit (or another step's
-/// probe in flight) fails the step without a call (`circuit_open`, retryable, its
-/// `retry_after_ms` the rest of the cool-down): recovery switches to an alternative tool, or
-/// retries after its backoff, and the step's limits keep counting, so a tool that never comes
-/// back ends its tasks as a dead tool would.
-async fn gate(rt: &Runtime, ctx: &StepContext) -> Result<Result<(), ToolFailure>, Waits> {
-    for def in ctx.tools.values().filter(|d| d.gated) {
-        let probe_lease_ms = i64::from(def.timeout_ms) + PROBE_MARGIN_MS;
-        let (until, why, now) = match rt.store.gate_tool(&def.id, probe_lease_ms).await {
+/// closed or that a rate limit holds (the tool cache knows which; the others cost nothing).
+/// A half-open circuit lets this step through as its probe. Otherwise the step waits
+/// ([`ToolWait`]): no call, no attempt, no retry spent, no tier escalated; only real calls
+/// count. When the step's own tool is open and it has a registered alternative that may be
+/// called now, the step takes it at once: the alternative's id is returned (and its
+/// definition added to `ctx`).
+async fn gate(
+    rt: &Runtime,
+    step: &ClaimedStep,
+    ctx: &mut StepContext,
+) -> Result<Option<String>, ToolWait> {
+    let gated: Vec<(String, i64)> = ctx
+        .tools
+        .values()
+        .filter(|d| d.gated)
+        .map(|d| (d.id.clone(), probe_lease_ms(d)))
+        .collect();
+    for (tool, lease_ms) in gated {
+        // a step that has waited as long as its tool allows is not the probe: it stops
+        let may_probe = match rt.store.wait_used_up(step, &tool, &rt.cfg.policy).await {
+            Ok(used_up) => !used_up,
+            Err(_) => true,
+        };
+        let (until, why) = match rt.store.gate_tool(&tool, lease_ms, may_probe).await {
             Ok((Gate::Call | Gate::Probe, _)) => continue,
-            Ok((Gate::Wait(until, why), now)) => (until, why, now),
+            Ok((Gate::Wait(until, why), _)) => (until, why),
             Err(e) => {
                 // the database is what decides; without it the call goes ahead as before
-                tracing::warn!(tool = %def.id, error = %e, "could not read the tool's circuit");
+                tracing::warn!(%tool, error = %e, "could not read the tool's circuit");
                 continue;
             }
         };
-        if why == Why::Held {
-            return Err(Waits { until, why });
+        if why != Why::Held && tool == step.tool {
+            if let Some(alt) = open_alternative(rt, step, ctx).await {
+                tracing::debug!(step = %step.step_key, task = %step.task_id, %tool, alternative = %alt,
+                    "the tool's circuit is open: calling its alternative");
+                return Ok(Some(alt));
+            }
         }
-        let mut f = ToolFailure::new(
-            failure::category::CIRCUIT_OPEN,
-            format!(
-                "the circuit of tool {:?} is {} until {until}: no call was made",
-                def.id,
-                if why == Why::Open {
-                    "open"
-                } else {
-                    "being probed"
-                }
-            ),
-            true,
-        );
-        let ms = (until - now)
-            .num_milliseconds()
-            .clamp(0, i64::from(u32::MAX));
-        f.retry_after_ms = Some(ms as u32);
-        return Ok(Err(f));
+        return Err(ToolWait { tool, until, why });
     }
-    Ok(Ok(()))
+    Ok(None)
+}
+
+/// The first registered alternative of the step's tool that may be called now (its circuit
+/// closed, or this step its probe), added to `ctx`.
+async fn open_alternative(
+    rt: &Runtime,
+    step: &ClaimedStep,
+    ctx: &mut StepContext,
+) -> Option<String> {
+    let alternatives = ctx.tools.get(&step.tool)?.alternatives.clone();
+    for alt in alternatives {
+        let Ok(mut found) = rt.tools.get(&rt.store, step.tools_version, &[&alt]).await else {
+            continue;
+        };
+        let Some(def) = found.remove(&alt) else {
+            continue;
+        };
+        if def.gated {
+            match rt.store.gate_tool(&alt, probe_lease_ms(&def), true).await {
+                Ok((Gate::Call | Gate::Probe, _)) => {}
+                _ => continue,
+            }
+        }
+        ctx.tools.insert(alt.clone(), def);
+        return Some(alt);
+    }
+    None
+}
+
+fn probe_lease_ms(def: &ToolDef) -> i64 {
+    i64::from(def.timeout_ms) + PROBE_MARGIN_MS
 }
 
 /// A probe's lease: the tool's timeout and this much more.

@@ -121,6 +121,7 @@ impl WorkerConfig {
                 },
                 max_rescues: w.max_rescues as i32,
                 lease_secs: w.lease_secs as f64,
+                max_wait_ms: (w.tool_wait_max_secs * 1000.0) as u64,
             },
             brain: brain::from_settings(s),
             retention: Retention {

@@ -107,13 +107,17 @@ async fn every_stored_event_reads_back_as_its_variant() {
         .release_step(&claimed[0].fence(), ghost)
         .await
         .unwrap();
-    let until = chrono::Utc::now() + chrono::Duration::seconds(1);
+    let policy = trellis::store::step_queue::FailurePolicy::fixed(0, 3, 30.0);
+    let wait = trellis::store::step_queue::ToolWait {
+        tool: claimed[1].tool.clone(),
+        until: chrono::Utc::now() + chrono::Duration::seconds(1),
+        why: trellis::domain::circuit::Why::Held,
+    };
     store
-        .defer_step(&claimed[1].fence(), ghost, until, "retry_after")
+        .defer_step(&claimed[1].fence(), ghost, &wait, &policy)
         .await
         .unwrap();
     store.expire_lease(claimed[2].id).await.unwrap();
-    let policy = trellis::store::step_queue::FailurePolicy::fixed(0, 3, 30.0);
     assert_eq!(store.rescue_expired(10, policy).await.unwrap(), 1);
     let _ = by_hand;
 

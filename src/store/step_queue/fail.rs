@@ -333,3 +333,55 @@ pub(crate) async fn fail_running(tx: &mut Tx, f: &FailedRun<'_>) -> Result<()> {
     }
     Ok(())
 }
+
+/// A step that has waited on its tool's circuit or rate limit as long as the tool allows: it
+/// fails without an attempt (none was made: its counters stay), and its task fails with the
+/// reason, when the task still runs the step's plan.
+pub(super) async fn stop_waiting(
+    tx: &mut Tx,
+    task: &TaskRow,
+    fence: &StepLease,
+    step: &LockedStep,
+    wait: &super::ToolWait,
+    reason: &str,
+) -> Result<()> {
+    let category = match wait.why {
+        crate::domain::circuit::Why::Held => crate::domain::failure::category::TOOL_ERROR,
+        _ => crate::domain::failure::category::CIRCUIT_OPEN,
+    };
+    let failure = ToolFailure::new(category, reason, false);
+    let error = serde_json::to_value(&failure).expect("failure serializes");
+    fail_running(
+        tx,
+        &FailedRun {
+            step_id: fence.step_id,
+            step_move: StepMove::Fail,
+            error: &error,
+            attempts: step.attempts,
+            retry_count: step.retry_count,
+            rescue_count: step.rescue_count,
+            delay_ms: 0.0,
+        },
+    )
+    .await?;
+    let mut events = vec![NewEvent::new(
+        task.id,
+        Event::StepFailed(event::StepFailed {
+            step_key: step.step_key.clone(),
+            attempt: step.attempts,
+            error: error.clone(),
+            retry_count: step.retry_count,
+            rescue_count: step.rescue_count,
+            consecutive_failures: task.consecutive_failures,
+        }),
+    )];
+    if task.status == TaskStatus::Running && step.plan_version == task.plan_version {
+        let error = TaskError {
+            last_error: Some(error),
+            ..TaskError::at_step(Some(&step.step_key), reason)
+        };
+        fail_task(tx, task.id, error, &mut events).await?;
+    }
+    claim_queue::sync(tx, &[task.id]).await?;
+    append_events(tx, &events).await
+}

@@ -15,6 +15,7 @@ use uuid::Uuid;
 use super::claim_queue;
 use super::steps::moved_one;
 use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task, notify_ready};
+use crate::domain::circuit::{self, AfterWait, Why};
 use crate::domain::event::{self, Event};
 use crate::domain::model::ToolFailure;
 use crate::domain::tool::ToolDef;
@@ -183,31 +184,104 @@ impl Store {
     }
 
     /// Give a step back before its call, without an attempt, not to be claimed again before
-    /// `until`: its tool's circuit is open, another step is its probe, or a `Retry-After`
-    /// holds the tool (`why`). Fenced.
+    /// `wait.until`: its tool's circuit is open, another step is its probe, or a rate limit
+    /// holds the tool. A step that has waited as long as the tool allows (its
+    /// `retry.max_elapsed_secs`, else `policy.max_wait_ms`, from its first failure or first
+    /// wait) fails instead, still without an attempt, and so does its task
+    /// ([`circuit::after_wait`]). Fenced.
     pub async fn defer_step(
         &self,
         fence: &StepLease,
         worker_id: Uuid,
-        until: DateTime<Utc>,
-        why: &str,
-    ) -> Result<()> {
+        wait: &ToolWait,
+        policy: &FailurePolicy,
+    ) -> Result<AfterWait> {
         in_tx!(self.pool, |tx| {
-            lock_task(tx, fence.task_id).await?;
+            let task = lock_task(tx, fence.task_id).await?;
             let step = lock_running_step(tx, fence, false).await?;
-            release_running(tx, fence.step_id, Some(until)).await?;
-            claim_queue::sync(tx, &[fence.task_id]).await?;
-            let deferred = event::StepDeferred {
-                step_key: step.step_key,
-                worker_id,
-                until,
-                reason: why.into(),
-                tool: step.tool,
-            };
-            let event = NewEvent::new(fence.task_id, Event::StepDeferred(deferred));
-            append_events(tx, &[event]).await
+            let at = (fence.task_id, fence.step_id, step.step_key.as_str());
+            let (waited, limit) = waited(tx, at, &wait.tool, policy, true).await?;
+            let next = circuit::after_wait(&wait.tool, wait.why, waited, limit);
+            match &next {
+                AfterWait::Defer => {
+                    release_running(tx, fence.step_id, Some(wait.until)).await?;
+                    claim_queue::sync(tx, &[fence.task_id]).await?;
+                    let deferred = event::StepDeferred {
+                        step_key: step.step_key,
+                        worker_id,
+                        until: wait.until,
+                        reason: wait.why.as_str().into(),
+                        tool: wait.tool.clone(),
+                    };
+                    let event = NewEvent::new(fence.task_id, Event::StepDeferred(deferred));
+                    append_events(tx, &[event]).await?;
+                }
+                AfterWait::Stop { reason } => {
+                    fail::stop_waiting(tx, &task, fence, &step, wait, reason).await?;
+                }
+            }
+            Ok(next)
         })
     }
+}
+
+/// How long the step `(task id, step id, step key)` has been kept from `tool` — since its
+/// streak's first failure or its first wait, whichever came first — and how long it may be:
+/// the tool's `retry.max_elapsed_secs`, else `policy.max_wait_ms`. `mark`: this is a wait
+/// (its first is kept on the row).
+async fn waited(
+    tx: &mut Tx,
+    (task_id, step_id, step_key): (Uuid, Uuid, &str),
+    tool: &str,
+    policy: &FailurePolicy,
+    mark: bool,
+) -> Result<(u64, u64)> {
+    let retry = super::circuits::retry_context(tx, task_id, step_key, tool, policy, false).await?;
+    let waiting_ms: Option<i64> = sqlx::query_scalar(if mark {
+        sql!("step/waiting_since")
+    } else {
+        "SELECT (extract(epoch FROM now() - waiting_since) * 1000)::bigint FROM steps WHERE id = $1"
+    })
+    .bind(step_id)
+    .fetch_optional(&mut **tx)
+    .await?
+    .flatten();
+    let since_failure = if retry.streak.failures > 0 {
+        retry.streak.elapsed_ms
+    } else {
+        0
+    };
+    let waited = since_failure.max(waiting_ms.unwrap_or(0).max(0) as u64);
+    Ok((
+        waited,
+        retry.policy.max_elapsed_ms.unwrap_or(policy.max_wait_ms),
+    ))
+}
+
+impl Store {
+    /// Whether a claimed step has waited on `tool` as long as the tool allows (see
+    /// [`Store::defer_step`]): such a step is not given a half-open circuit's probe.
+    pub async fn wait_used_up(
+        &self,
+        step: &ClaimedStep,
+        tool: &str,
+        policy: &FailurePolicy,
+    ) -> Result<bool> {
+        in_tx!(self.pool, |tx| {
+            let at = (step.task_id, step.id, step.step_key.as_str());
+            let (waited, limit) = waited(tx, at, tool, policy, false).await?;
+            Ok(waited >= limit)
+        })
+    }
+}
+
+/// What keeps a step from calling its tool now ([`Store::defer_step`]).
+#[derive(Debug, Clone)]
+pub struct ToolWait {
+    /// The tool that may not be called (the step's, or one of its actions').
+    pub tool: String,
+    pub until: DateTime<Utc>,
+    pub why: Why,
 }
 
 /// Lock the running step that carries this lease ([`StoreError::Fenced`] when it does not).
