@@ -230,12 +230,13 @@ async fn gate(
                 continue;
             }
         };
-        if why != Why::Held && tool == step.tool {
-            if let Some(alt) = open_alternative(rt, step, ctx).await {
-                tracing::debug!(step = %step.step_key, task = %step.task_id, %tool, alternative = %alt,
-                    "the tool's circuit is open: calling its alternative");
-                return Ok(Some(alt));
-            }
+        if why != Why::Held
+            && tool == step.tool
+            && let Some(alt) = open_alternative(rt, step, ctx).await
+        {
+            tracing::debug!(step = %step.step_key, task = %step.task_id, %tool, alternative = %alt,
+                "the tool's circuit is open: calling its alternative");
+            return Ok(Some(alt));
         }
         return Err(ToolWait { tool, until, why });
     }
