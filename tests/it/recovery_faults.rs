@@ -669,3 +669,43 @@ async fn a_dead_tool_ends_its_tasks_within_its_time_and_one_cool_down() {
         "no task stopped waiting: the case proves nothing"
     );
 }
+
+/// A step whose tool's circuit is open takes a registered alternative at once: no call of the
+/// open tool, no wait, one attempt (with the alternative).
+#[tokio::test]
+async fn an_open_circuit_hands_the_step_to_its_alternative_at_once() {
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    faults.route("down", |_| Reply::status(503));
+    faults.route("backup", Reply::echo);
+    register_tool(&app, "backup", &faults.endpoint("backup"), json!({})).await;
+    register_tool(
+        &app,
+        "down",
+        &faults.endpoint("down"),
+        json!({"alternatives": ["backup"],
+               "circuit_breaker": {"failure_threshold": 2, "cool_down_secs": 600}}),
+    )
+    .await;
+    let w = app.worker(|_| {});
+    for _ in 0..2 {
+        let id = app.submit(one_step("down", json!({}))).await;
+        app.wait_done(id, LIMIT).await;
+    }
+    let (_, t) = app.get("/api/v1/tools/down").await;
+    assert_eq!(t["circuit"]["state"], "open", "{t}");
+    let id = app.submit(one_step("down", json!({"n": 3}))).await;
+    let t = app.wait_done(id, LIMIT).await;
+    w.stop().await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    let made = attempts(&app, id).await;
+    assert_eq!(made.len(), 1, "{made:?}");
+    assert_eq!(made[0]["tool"], "backup", "{made:?}");
+    let called_down = faults
+        .calls("down")
+        .iter()
+        .filter(|c| c.task_id == id.to_string())
+        .count();
+    assert_eq!(called_down, 0, "the open tool was called");
+    assert_eq!(step_deferrals(&app, id, "circuit_open").await, 0);
+}
