@@ -2,7 +2,12 @@
 //! change what the schema makes unambiguous and nothing else.
 //!
 //! - a lossless coercion between string and number, integer or boolean (`"5"` → `5`,
-//!   `7` → `"7"`, `"true"` → `true`), only when the value reads back exactly;
+//!   `7` → `"7"`, `"true"` → `true`), only when the value reads back exactly; a string in any
+//!   of JSON's number forms is read exactly (`"5.0"`, `"5e0"`, `"0.5E1"` → `5` for an integer,
+//!   `"2.50"` → `2.5` for a number), and `"TRUE"` / `"False"` are booleans;
+//! - a whole number written as a float (`5.0`, `5e0` in the JSON) where the schema asks for an
+//!   integer is written as the integer before any call ([`integers_as_integers`]): JSON Schema
+//!   calls it an integer, a strict server does not;
 //! - a missing required property whose schema gives a `default`, a `const`, or a single-valued
 //!   `enum`;
 //! - a scalar where an array is asked for becomes a one-item array.
@@ -139,30 +144,119 @@ fn fits(schema: &Value, v: &Value) -> bool {
     }
 }
 
-/// `s` as an integer, when it is written exactly as one (`"5"`, `"-12"`; not `"05"`, `"5.0"`,
-/// `" 5"`).
-fn exact_integer(s: &str) -> Option<Value> {
-    let digits = s.strip_prefix('-').unwrap_or(s);
-    let canonical = !digits.is_empty()
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && (digits == "0" || !digits.starts_with('0'));
-    if !canonical {
+/// A string in JSON's number grammar, read exactly: `(negative, significant digits, exponent)`
+/// with value `±digits × 10^exponent`, the digits without leading or trailing zeros (empty:
+/// zero). None: not JSON's grammar (`"05"`, `" 5"`, `"+5"`, `"5."`, `"NaN"`).
+fn json_decimal(s: &str) -> Option<(bool, String, i64)> {
+    let (negative, rest) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let (mantissa, exp) = match rest.find(['e', 'E']) {
+        Some(i) => {
+            let e = &rest[i + 1..];
+            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            (&rest[..i], e.parse::<i64>().ok()?)
+        }
+        None => (rest, 0),
+    };
+    let (int, frac) = match mantissa.split_once('.') {
+        Some((i, f)) if !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()) => (i, f),
+        Some(_) => return None,
+        None => (mantissa, ""),
+    };
+    let int_ok = int == "0"
+        || (!int.is_empty() && !int.starts_with('0') && int.bytes().all(|b| b.is_ascii_digit()));
+    if !int_ok {
         return None;
     }
-    s.parse::<i64>()
-        .ok()
-        .map(Value::from)
-        .or_else(|| s.parse::<u64>().ok().map(Value::from))
+    let all = format!("{int}{frac}");
+    let mut exp = exp.checked_sub(frac.len() as i64)?;
+    let trimmed = all.trim_start_matches('0');
+    let digits = trimmed.trim_end_matches('0');
+    exp = exp.checked_add((trimmed.len() - digits.len()) as i64)?;
+    Some((negative && !digits.is_empty(), digits.to_string(), exp))
 }
 
-/// `s` as a number, when reading it and writing it back gives `s` again.
-fn exact_number(s: &str) -> Option<Value> {
-    if let Some(i) = exact_integer(s) {
+/// A string in any of JSON's number forms whose value is a whole number that fits an `i64` or
+/// a `u64`, as that integer (`"5.0"`, `"5e0"`, `"50E-1"`).
+fn json_integer(s: &str) -> Option<Value> {
+    let (negative, digits, exp) = json_decimal(s)?;
+    if digits.is_empty() {
+        return Some(Value::from(0));
+    }
+    if exp < 0 || exp > 20 {
+        return None;
+    }
+    let written = format!(
+        "{}{digits}{}",
+        if negative { "-" } else { "" },
+        "0".repeat(exp as usize)
+    );
+    written
+        .parse::<i64>()
+        .ok()
+        .map(Value::from)
+        .or_else(|| written.parse::<u64>().ok().map(Value::from))
+}
+
+/// A string in any of JSON's number forms, as the number it is exactly: an integer when whole,
+/// else the float whose shortest form has the same value (`"2.50"` → `2.5`, `"1e-1"` → `0.1`).
+fn json_number(s: &str) -> Option<Value> {
+    if let Some(i) = json_integer(s) {
         return Some(i);
     }
-    let f: f64 = s.parse().ok()?;
-    let n = serde_json::Number::from_f64(f)?;
-    (n.to_string() == s).then_some(Value::Number(n))
+    let exact = json_decimal(s)?;
+    let n = serde_json::Number::from_f64(s.parse().ok()?)?;
+    (json_decimal(&n.to_string()) == Some(exact)).then_some(Value::Number(n))
+}
+
+/// Write every whole number that is a float in the JSON (`5.0`, `5e0`) as the integer it is
+/// where `schema` asks for an integer; returns whether anything changed. Lossless, and what a
+/// strict server needs: JSON Schema accepts `5.0` as an integer, a typed server may not.
+pub fn integers_as_integers(schema: &Value, v: &mut Value) -> bool {
+    let Some(s) = schema.as_object() else {
+        return false;
+    };
+    let mut changed = false;
+    if single_type(schema) == Some("integer")
+        && v.as_i64().is_none()
+        && v.as_u64().is_none()
+        && let Some(f) = v.as_f64().filter(|f| f.is_finite() && f.fract() == 0.0)
+    {
+        if f >= i64::MIN as f64 && f < i64::MAX as f64 {
+            *v = Value::from(f as i64);
+            return true;
+        }
+        if f >= 0.0 && f < u64::MAX as f64 {
+            *v = Value::from(f as u64);
+            return true;
+        }
+        return false;
+    }
+    match v {
+        Value::Object(m) => {
+            if let Some(props) = s.get("properties").and_then(Value::as_object) {
+                for (name, ps) in props {
+                    if let Some(x) = m.get_mut(name) {
+                        changed |= integers_as_integers(ps, x);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = s.get("items") {
+                for item in items {
+                    changed |= integers_as_integers(item_schema, item);
+                }
+            }
+        }
+        _ => {}
+    }
+    changed
 }
 
 enum Coerced {
@@ -175,16 +269,16 @@ enum Coerced {
 
 fn coerce(ty: &str, v: &Value, items: Option<&Value>) -> Coerced {
     match (ty, v) {
-        ("integer", Value::String(s)) => match exact_integer(s) {
+        ("integer", Value::String(s)) => match json_integer(s) {
             Some(i) => Coerced::To(i),
             None => Coerced::Lossy(format!("{v} is not exactly an integer")),
         },
         ("integer", Value::Number(_)) => Coerced::Lossy(format!("{v} is not a whole number")),
-        ("number", Value::String(s)) => match exact_number(s) {
+        ("number", Value::String(s)) => match json_number(s) {
             Some(n) => Coerced::To(n),
             None => Coerced::Lossy(format!("{v} is not exactly a number")),
         },
-        ("boolean", Value::String(s)) => match s.as_str() {
+        ("boolean", Value::String(s)) => match s.to_ascii_lowercase().as_str() {
             "true" => Coerced::To(Value::Bool(true)),
             "false" => Coerced::To(Value::Bool(false)),
             _ => Coerced::Lossy(format!("{v} is not \"true\" or \"false\"")),
@@ -391,7 +485,9 @@ mod tests {
             ("count", json!("05")),
             ("count", json!(" 5")),
             ("ratio", json!("abc")),
-            ("ratio", json!("1e3")),
+            ("count", json!("5.5e0")),
+            ("count", json!("1e400")),
+            ("ratio", json!("0.1000000000000000000001")),
             ("on", json!("yes")),
             ("ids", json!("x")),
         ] {
@@ -431,13 +527,67 @@ mod tests {
 
     #[test]
     fn exact_numbers() {
-        assert_eq!(exact_integer("0"), Some(json!(0)));
-        assert_eq!(exact_integer("-0"), Some(json!(0)));
-        assert_eq!(exact_integer("18446744073709551615"), Some(json!(u64::MAX)));
-        assert_eq!(exact_integer("18446744073709551616"), None);
-        assert_eq!(exact_number("2.5"), Some(json!(2.5)));
-        assert_eq!(exact_number("2.50"), None);
-        assert_eq!(exact_number("NaN"), None);
-        assert_eq!(exact_number("inf"), None);
+        assert_eq!(json_integer("0"), Some(json!(0)));
+        assert_eq!(json_integer("-0"), Some(json!(0)));
+        assert_eq!(json_integer("18446744073709551615"), Some(json!(u64::MAX)));
+        assert_eq!(json_integer("18446744073709551616"), None);
+        assert_eq!(json_number("2.5"), Some(json!(2.5)));
+        assert_eq!(json_number("NaN"), None);
+        assert_eq!(json_number("inf"), None);
+        // every form of JSON's number grammar, read exactly (the recovery issue's second part:
+        // `"2.50"` was refused before it)
+        for (s, n) in [
+            ("5.0", json!(5)),
+            ("5e0", json!(5)),
+            ("5E+0", json!(5)),
+            ("0.5e1", json!(5)),
+            ("50e-1", json!(5)),
+            ("-1.20e2", json!(-120)),
+            ("0e5", json!(0)),
+            ("1e19", json!(10_000_000_000_000_000_000u64)),
+        ] {
+            assert_eq!(json_integer(s), Some(n.clone()), "{s}");
+            assert_eq!(json_number(s), Some(n), "{s}");
+        }
+        for (s, n) in [("2.50", 2.5), ("1e-1", 0.1), ("-2.5E-3", -0.0025)] {
+            assert_eq!(json_integer(s), None, "{s}");
+            assert_eq!(json_number(s), Some(json!(n)), "{s}");
+        }
+        for s in [
+            "5.5", "0.5", "1e400", "1e-400", "1e20", "05", " 5", "+5", "5.", ".5", "5e", "5e+",
+            "0x10", "1_000", "", "-",
+        ] {
+            assert_eq!(json_integer(s), None, "{s}");
+        }
+        for s in ["0.1000000000000000000001", "1e400", "05", "5.", "abc"] {
+            assert_eq!(json_number(s), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn whole_floats_are_written_as_integers_where_the_schema_asks() {
+        let schema = schema();
+        let mut p = json!({"count": 5.0, "ratio": 5.0, "ids": [1.0, 2],
+                           "nested": {"n": -3e0}, "label": "x"});
+        assert!(integers_as_integers(&schema, &mut p));
+        assert_eq!(
+            serde_json::to_string(&p).unwrap(),
+            r#"{"count":5,"ids":[1,2],"label":"x","nested":{"n":-3},"ratio":5.0}"#
+        );
+        assert!(!integers_as_integers(&schema, &mut p), "nothing left");
+        let mut fraction = json!({"count": 5.5});
+        assert!(!integers_as_integers(&schema, &mut fraction));
+        assert_eq!(fraction, json!({"count": 5.5}));
+    }
+
+    #[test]
+    fn booleans_in_any_case() {
+        let base = json!({"count": 1, "mode": "m", "version": 2, "unit": "ms"});
+        for (s, b) in [("TRUE", true), ("False", false), ("true", true)] {
+            let mut p = base.clone();
+            p["on"] = json!(s);
+            let (p, _) = repaired(p);
+            assert_eq!(p["on"], json!(b), "{s}");
+        }
     }
 }

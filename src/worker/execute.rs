@@ -484,6 +484,9 @@ fn prepare<'e>(
         }
     };
     params::fill_from_metadata(&mut resolved, &def.input_schema, &ctx.metadata);
+    // `5.0` where the schema asks for an integer is sent as `5` (lossless; strict servers
+    // refuse the float)
+    crate::domain::schema_repair::integers_as_integers(&def.input_schema, &mut resolved);
     let wrong = def.checks.input.violations(&resolved);
     if !wrong.is_empty() {
         // no call: recovery repairs the parameters (tier 1) or the step

@@ -366,6 +366,71 @@ async fn schema_repairs_heal_with_no_wasted_call() {
     assert!(stats.to_string().contains("schema_repair"), "{stats}");
 }
 
+/// Every lossless form (recovery issue, second part): numbers in any of JSON's forms in a
+/// string, booleans in any case, a one-value `enum` filled in, and a whole number written as a
+/// float. The tool is strict the way typed servers are: an integer must be written as one.
+#[tokio::test]
+async fn every_lossless_form_reaches_a_strict_server_as_its_type() {
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    faults.route("typed", |s| {
+        let p = &s.parameters;
+        if p["count"].as_i64().is_some() && p["size"].as_i64().is_some() && p["on"].is_boolean() {
+            Reply::echo(s)
+        } else {
+            Reply::json(
+                400,
+                json!({"error": {"message": "count and size must be integers"}}),
+            )
+        }
+    });
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer"},
+            "size": {"type": "integer"},
+            "ratio": {"type": "number"},
+            "on": {"type": "boolean"},
+            "unit": {"enum": ["ms"]}
+        },
+        "required": ["count", "size", "on", "unit"]
+    });
+    register_tool(
+        &app,
+        "typed",
+        &faults.endpoint("typed"),
+        json!({"input_schema": schema}),
+    )
+    .await;
+    let task = json!({"description": "lossless forms", "plan": {"steps": [
+        {"id": "step_1", "tool": "echo", "parameters": {"n": "5e0", "size": 12.0}},
+        {"id": "step_2", "tool": "typed", "dependencies": ["step_1"],
+         "parameters": {"count": "${step_1.output.n}", "size": "${step_1.output.size}",
+                        "ratio": "2.50", "on": "TRUE"}}
+    ]}});
+    let (id, calls, t) = run(&app, &faults, "typed", task).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(
+        calls.len(),
+        1,
+        "no call with the broken parameters: {calls:?}"
+    );
+    assert_eq!(
+        calls[0].parameters,
+        json!({"count": 5, "size": 12, "ratio": 2.5, "on": true, "unit": "ms"})
+    );
+    let r = reflections(&app, id).await;
+    let analysis = r[0]["body"]["analysis"].as_str().unwrap_or_default();
+    for change in [
+        "/count: \"5e0\" → 5",
+        "/ratio: \"2.50\" → 2.5",
+        "/on: \"TRUE\" → true",
+        "/unit: missing → \"ms\"",
+    ] {
+        assert!(analysis.contains(change), "{change:?} not in {analysis:?}");
+    }
+}
+
 /// A coercion that would lose information is refused: no call, and the task stops for a
 /// person instead of guessing.
 #[tokio::test]
