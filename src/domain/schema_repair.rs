@@ -188,7 +188,7 @@ fn json_integer(s: &str) -> Option<Value> {
     if digits.is_empty() {
         return Some(Value::from(0));
     }
-    if exp < 0 || exp > 20 {
+    if !(0..=20).contains(&exp) {
         return None;
     }
     let written = format!(
