@@ -129,5 +129,6 @@ pub async fn call(
     Ok(ToolOutput {
         output,
         output_params: Map::new(),
+        hold_ms: None,
     })
 }

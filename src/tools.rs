@@ -46,6 +46,9 @@ pub struct ToolOutput {
     pub output: Value,
     /// Values to copy into the task's runtime metadata.
     pub output_params: Map<String, Value>,
+    /// A successful answer that also says nothing is left of the caller's rate limit: no call
+    /// of the tool, fleet-wide, for this long (ms).
+    pub hold_ms: Option<u32>,
 }
 
 /// Runs tools; cheap to clone (shares one HTTP connection pool). Every HTTP request goes
@@ -150,6 +153,7 @@ impl ToolRunner {
             Ok(ToolOutput {
                 output,
                 output_params: Map::new(),
+                hold_ms: None,
             })
         };
         match tool.id.as_str() {
@@ -236,6 +240,7 @@ impl ToolRunner {
         Ok(ToolOutput {
             output: json!({"status": status.as_u16(), "body": body}),
             output_params: Map::new(),
+            hold_ms: None,
         })
     }
 
@@ -337,7 +342,8 @@ impl ToolRunner {
 
 /// What of an answer's headers recovery reads.
 struct Head {
-    /// `Retry-After`, in milliseconds from the answer.
+    /// When to come back, in milliseconds from the answer: `Retry-After` or a rate limit's
+    /// reset, by any convention ([`failure::come_back_ms`]).
     retry_after_ms: Option<u32>,
     /// `Content-Type` says JSON (`application/json` or `…+json`).
     json: bool,
@@ -347,6 +353,9 @@ impl Head {
     fn of(resp: &reqwest::Response) -> Head {
         let h = resp.headers();
         let text = |name| h.get(name).and_then(|v| v.to_str().ok());
+        // a 429 says it is limited; any other answer only when a header says nothing is left
+        let limited = resp.status().as_u16() == 429;
+        let lookup = |name: &str| h.get(name).and_then(|v| v.to_str().ok());
         let json = text(reqwest::header::CONTENT_TYPE).is_some_and(|ct| {
             let essence = ct
                 .split(';')
@@ -357,10 +366,7 @@ impl Head {
             essence == "application/json" || essence.ends_with("+json")
         });
         Head {
-            retry_after_ms: text(reqwest::header::RETRY_AFTER)
-                .and_then(|v| {
-                    failure::retry_after_ms(v, text(reqwest::header::DATE), SystemTime::now())
-                })
+            retry_after_ms: failure::come_back_ms(lookup, limited, SystemTime::now())
                 .map(|ms| ms.min(u64::from(u32::MAX)) as u32),
             json,
         }
@@ -396,6 +402,7 @@ fn success(head: &Head, text: String) -> Result<ToolOutput, ToolFailure> {
     Ok(ToolOutput {
         output,
         output_params,
+        hold_ms: head.retry_after_ms.filter(|ms| *ms > 0),
     })
 }
 
@@ -407,7 +414,13 @@ const MAX_DETAIL_BYTES: usize = 8 * 1024;
 /// from the status ([`failure::http_class`]). A body that is not JSON gives the message its
 /// first 200 characters and is kept, up to 8 KB, in `detail`.
 fn answer_failure(status: u16, head: &Head, text: &str) -> ToolFailure {
-    let (category, retryable) = failure::http_class(status);
+    let (category, retryable) = match failure::http_class(status) {
+        // GitHub's rate limits answer 403 with a reset or a Retry-After: a wait, not a refusal
+        _ if status == 403 && head.retry_after_ms.is_some() => {
+            (failure::category::TOOL_ERROR, true)
+        }
+        class => class,
+    };
     let parsed = serde_json::from_str::<Value>(text).ok();
     let mut f = match parsed.as_ref().and_then(|b| b.get("error")) {
         Some(e) if e.is_object() => {

@@ -174,7 +174,17 @@ impl Circuit {
                 c.probe_until = None;
             }
         }
-        if let Some(ms) = retry_after_ms.filter(|ms| *ms > 0) {
+        if let Some(ms) = retry_after_ms {
+            c = c.hold(ms, now);
+        }
+        c
+    }
+
+    /// No call before `ms` from `now` (a `Retry-After`, a rate limit's reset); a longer hold
+    /// already in place stays.
+    pub fn hold(&self, ms: u64, now: DateTime<Utc>) -> Circuit {
+        let mut c = self.clone();
+        if ms > 0 {
             let until = now + Duration::milliseconds(ms.min(i64::MAX as u64) as i64);
             c.held_until = Some(c.held_until.map_or(until, |h| h.max(until)));
         }

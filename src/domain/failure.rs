@@ -63,16 +63,242 @@ pub fn retry_after_ms(value: &str, date: Option<&str>, now: SystemTime) -> Optio
 }
 
 /// A failure that says the tool or its service is down for now (a timeout, a refused or reset
-/// connection, a 5xx): what a circuit breaker counts. A 429 is the service asking to slow
-/// down, which `Retry-After` handles; it does not count.
+/// connection, a 5xx): what a circuit breaker counts. A 429 (or a rate-limited 403) is the
+/// service asking to slow down, which its rate-limit headers handle; it does not count.
 pub fn is_outage(f: &ToolFailure) -> bool {
-    f.retryable && f.category == category::TOOL_ERROR && f.http_status != Some(429)
+    f.retryable && f.category == category::TOOL_ERROR && !matches!(f.http_status, Some(429 | 403))
+}
+
+/// An epoch-seconds reset this small is a delta in seconds (servers use both in
+/// `X-RateLimit-Reset`): 10^9 s is 2001.
+const EPOCH_SECONDS_FROM: u64 = 1_000_000_000;
+
+/// When an answer says to come back, in milliseconds from the answer, by every convention
+/// public APIs use (headers by lower-case name through `get`):
+///
+/// - `Retry-After` (seconds or an HTTP date), which wins when present;
+/// - the IETF `RateLimit` field, structured (`"default";r=0;t=30`: the policies with no
+///   requests left, the longest reset) or as a dictionary (`remaining=0, reset=30`);
+/// - `RateLimit-Remaining: 0` with `RateLimit-Reset` (seconds);
+/// - `X-RateLimit-Remaining: 0` with `X-RateLimit-Reset` (epoch seconds, GitHub's form, or
+///   seconds when small) or `X-RateLimit-Reset-After` (seconds, fractions allowed).
+///
+/// `limited`: the answer itself says the caller is over its limit (a 429, a rate-limited 403),
+/// so a reset counts even without a `Remaining: 0`. Dates and epochs are measured against the
+/// answer's own `Date` when it has one (the server's clock), else `now`. None: no convention
+/// says to wait.
+pub fn come_back_ms<'a>(
+    get: impl Fn(&str) -> Option<&'a str>,
+    limited: bool,
+    now: SystemTime,
+) -> Option<u64> {
+    let date = get("date");
+    if let Some(ms) = get("retry-after").and_then(|v| retry_after_ms(v, date, now)) {
+        return Some(ms);
+    }
+    let server_now = date
+        .and_then(|d| httpdate::parse_http_date(d.trim()).ok())
+        .unwrap_or(now);
+    let exhausted = |remaining: Option<&str>| {
+        limited || remaining.is_some_and(|r| r.trim().parse::<f64>().is_ok_and(|n| n <= 0.0))
+    };
+    let mut waits = Vec::new();
+    if let Some(field) = get("ratelimit") {
+        waits.extend(structured_reset_ms(field, limited));
+    }
+    if exhausted(get("ratelimit-remaining"))
+        && let Some(s) = get("ratelimit-reset").and_then(seconds)
+    {
+        waits.push(reset_ms(s, server_now));
+    }
+    if exhausted(get("x-ratelimit-remaining")) {
+        if let Some(s) = get("x-ratelimit-reset").and_then(seconds) {
+            waits.push(reset_ms(s, server_now));
+        }
+        if let Some(s) = get("x-ratelimit-reset-after").and_then(seconds) {
+            waits.push((s * 1000.0).ceil() as u64);
+        }
+    }
+    waits.into_iter().max()
+}
+
+/// A non-negative number of seconds (fractions allowed).
+fn seconds(v: &str) -> Option<f64> {
+    v.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+}
+
+/// A reset in seconds: epoch seconds when large (measured from `now`), else a delta.
+fn reset_ms(s: f64, now: SystemTime) -> u64 {
+    if s >= EPOCH_SECONDS_FROM as f64 {
+        let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs_f64(s);
+        return at
+            .duration_since(now)
+            .map(|d| d.as_millis().min(u128::from(u64::MAX)) as u64)
+            .unwrap_or(0);
+    }
+    (s * 1000.0).ceil() as u64
+}
+
+/// The IETF `RateLimit` field: a list of policies (`"default";r=0;t=30`, the current draft), or
+/// a dictionary (`limit=10, remaining=0, reset=30`, an earlier one). The resets of the policies
+/// with nothing remaining (all of them when `limited`), in ms.
+fn structured_reset_ms(field: &str, limited: bool) -> Vec<u64> {
+    use sfv::{BareItem, ListEntry, Parser};
+    let int = |b: Option<&BareItem>| match b {
+        Some(BareItem::Integer(i)) => Some(i64::from(*i)),
+        Some(BareItem::Decimal(d)) => Some(f64::from(*d) as i64),
+        _ => None,
+    };
+    let pick = |remaining: Option<i64>, reset: Option<i64>| match reset {
+        Some(t) if t >= 0 && (limited || remaining.is_some_and(|r| r <= 0)) => {
+            Some(t as u64 * 1000)
+        }
+        _ => None,
+    };
+    if let Ok(list) = Parser::new(field).parse::<sfv::List>() {
+        let found: Vec<u64> = list
+            .iter()
+            .filter_map(|e| match e {
+                ListEntry::Item(i) => pick(int(i.params.get("r")), int(i.params.get("t"))),
+                ListEntry::InnerList(l) => pick(int(l.params.get("r")), int(l.params.get("t"))),
+            })
+            .collect();
+        if !found.is_empty() {
+            return found;
+        }
+    }
+    if let Ok(dict) = Parser::new(field).parse::<sfv::Dictionary>() {
+        let member = |k: &str| match dict.get(k) {
+            Some(ListEntry::Item(i)) => int(Some(&i.bare_item)),
+            _ => None,
+        };
+        return pick(member("remaining"), member("reset"))
+            .into_iter()
+            .collect();
+    }
+    Vec::new()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// Every rate-limit convention says when to come back; Retry-After wins; a reset without
+    /// `Remaining: 0` counts only on an answer that says it is limited.
+    #[test]
+    fn every_rate_limit_convention_says_when_to_come_back() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let at = |h: &[(&'static str, &'static str)], limited: bool| {
+            let h = h.to_vec();
+            come_back_ms(
+                move |name| h.iter().find(|(k, _)| *k == name).map(|(_, v)| *v),
+                limited,
+                now,
+            )
+        };
+        // GitHub: epoch seconds with Remaining 0, on a 403 or a 200
+        let gh = [
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", "1700000030"),
+        ];
+        assert_eq!(at(&gh, false), Some(30_000));
+        // measured against the answer's Date (the server's clock), not ours
+        let gh_dated = [
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", "1700000030"),
+            ("date", "Tue, 14 Nov 2023 22:13:40 GMT"), // 1_700_000_020
+        ];
+        assert_eq!(at(&gh_dated, false), Some(10_000));
+        // a small reset is a delta
+        assert_eq!(
+            at(
+                &[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "7")],
+                false
+            ),
+            Some(7_000)
+        );
+        assert_eq!(
+            at(
+                &[
+                    ("x-ratelimit-remaining", "0"),
+                    ("x-ratelimit-reset-after", "1.25")
+                ],
+                false
+            ),
+            Some(1_250)
+        );
+        // requests left: nothing to wait for, unless the answer is a 429
+        let left = [("x-ratelimit-remaining", "3"), ("x-ratelimit-reset", "9")];
+        assert_eq!(at(&left, false), None);
+        assert_eq!(at(&left, true), Some(9_000));
+        assert_eq!(at(&[("x-ratelimit-reset", "9")], true), Some(9_000));
+        // IETF fields, separate (older drafts)
+        assert_eq!(
+            at(
+                &[("ratelimit-remaining", "0"), ("ratelimit-reset", "12")],
+                false
+            ),
+            Some(12_000)
+        );
+        // IETF structured: the policies with nothing left, the longest reset
+        assert_eq!(
+            at(
+                &[(
+                    "ratelimit",
+                    r#""burst";r=0;t=4, "day";r=0;t=60, "hour";r=5;t=600"#
+                )],
+                false
+            ),
+            Some(60_000)
+        );
+        assert_eq!(at(&[("ratelimit", r#""default";r=3;t=30"#)], false), None);
+        assert_eq!(
+            at(&[("ratelimit", r#""default";r=3;t=30"#)], true),
+            Some(30_000)
+        );
+        // IETF as a dictionary (an earlier draft)
+        assert_eq!(
+            at(&[("ratelimit", "limit=100, remaining=0, reset=50")], false),
+            Some(50_000)
+        );
+        // Retry-After wins over the rest
+        let both = [
+            ("retry-after", "2"),
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", "1700000030"),
+        ];
+        assert_eq!(at(&both, false), Some(2_000));
+        // a reset in the past: come back now; nonsense: nothing
+        assert_eq!(
+            at(
+                &[
+                    ("x-ratelimit-remaining", "0"),
+                    ("x-ratelimit-reset", "1600000000")
+                ],
+                false
+            ),
+            Some(0)
+        );
+        for junk in ["soon", "-3", "NaN", ""] {
+            let h = [("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", junk)];
+            assert_eq!(at(&h, false), None, "{junk:?}");
+        }
+        assert_eq!(at(&[("ratelimit", "((((")], true), None);
+        assert_eq!(at(&[], true), None);
+    }
+
+    #[test]
+    fn rate_limits_are_not_outages() {
+        for status in [429, 403] {
+            let mut f = ToolFailure::new(category::TOOL_ERROR, "slow down", true);
+            f.http_status = Some(status);
+            assert!(!is_outage(&f), "{status}");
+        }
+    }
 
     #[test]
     fn every_status_has_its_class() {

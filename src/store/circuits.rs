@@ -177,6 +177,33 @@ impl Store {
         })
     }
 
+    /// Hold `tool` fleet-wide for `ms` (a successful answer that used up its rate limit): no
+    /// step calls it before then. Only HTTP tools have a circuit; for others nothing changes.
+    pub async fn hold_tool(&self, tool: &str, ms: u64) -> Result<()> {
+        in_tx!(self.pool, |tx| {
+            let http: Option<bool> =
+                sqlx::query_scalar("SELECT kind = 'http' FROM tools WHERE id = $1")
+                    .bind(tool)
+                    .fetch_optional(&mut **tx)
+                    .await?;
+            if http != Some(true) {
+                return Ok(());
+            }
+            sqlx::query(sql!("circuit/ensure"))
+                .bind(tool)
+                .execute(&mut **tx)
+                .await?;
+            let Some((c, now)) = lock(tx, tool).await? else {
+                return Ok(());
+            };
+            let next = c.hold(ms, now);
+            if next != c {
+                write(tx, tool, &next).await?;
+            }
+            Ok(())
+        })
+    }
+
     /// A tool's circuit as of the database's `now()` (None: it never failed with an outage
     /// nor asked to wait).
     pub async fn tool_circuit(&self, tool: &str) -> Result<Option<(Circuit, DateTime<Utc>)>> {

@@ -193,3 +193,175 @@ async fn handle(
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (status, headers, reply.body).into_response()
 }
+
+/// A way a service says "over your rate limit, come back at …" (recovery issue, second part).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateForm {
+    /// 429 with `Retry-After: <seconds>`.
+    RetryAfter,
+    /// 429 with `X-RateLimit-Remaining: 0` and `X-RateLimit-Reset: <epoch seconds>`.
+    XRateLimitEpoch,
+    /// 429 with `X-RateLimit-Remaining: 0` and `X-RateLimit-Reset: <seconds>`.
+    XRateLimitDelta,
+    /// 429 with the IETF draft's separate `RateLimit-Remaining: 0` and `RateLimit-Reset`.
+    IetfFields,
+    /// 429 with the structured `RateLimit: "default";r=0;t=<seconds>` and `RateLimit-Policy`.
+    IetfStructured,
+    /// 429 with `RateLimit: limit=1, remaining=0, reset=<seconds>` (an earlier draft).
+    IetfDictionary,
+    /// GitHub's primary limit: 403 with `X-RateLimit-Remaining: 0` and an epoch reset.
+    Github403Reset,
+    /// GitHub's secondary limit: 403 with `Retry-After`.
+    Github403RetryAfter,
+    /// A 200 whose headers say nothing is left (`X-RateLimit-Remaining: 0`, epoch reset); the
+    /// calls after it are refused with a 429 until the reset.
+    OkRemainingZero,
+}
+
+impl RateForm {
+    pub const ALL: [RateForm; 9] = [
+        RateForm::RetryAfter,
+        RateForm::XRateLimitEpoch,
+        RateForm::XRateLimitDelta,
+        RateForm::IetfFields,
+        RateForm::IetfStructured,
+        RateForm::IetfDictionary,
+        RateForm::Github403Reset,
+        RateForm::Github403RetryAfter,
+        RateForm::OkRemainingZero,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RateForm::RetryAfter => "rate_retry_after",
+            RateForm::XRateLimitEpoch => "rate_x_ratelimit_epoch",
+            RateForm::XRateLimitDelta => "rate_x_ratelimit_delta",
+            RateForm::IetfFields => "rate_ietf_fields",
+            RateForm::IetfStructured => "rate_ietf_structured",
+            RateForm::IetfDictionary => "rate_ietf_dictionary",
+            RateForm::Github403Reset => "rate_github_403_reset",
+            RateForm::Github403RetryAfter => "rate_github_403_retry_after",
+            RateForm::OkRemainingZero => "rate_ok_remaining_zero",
+        }
+    }
+
+    /// The answer of a call over the limit, the window ending at `reset` (`secs` from now).
+    fn limited(self, reset: std::time::SystemTime, secs: u64) -> Reply {
+        let epoch = reset
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+            .to_string();
+        let secs = secs.to_string();
+        let too_many = || Reply::json(429, json!({"message": "rate limit exceeded"}));
+        let github = || {
+            Reply::json(
+                403,
+                json!({"message": "API rate limit exceeded",
+                       "documentation_url": "https://docs.github.com/rest/rate-limit"}),
+            )
+        };
+        match self {
+            RateForm::RetryAfter => too_many().header("retry-after", secs),
+            RateForm::XRateLimitEpoch | RateForm::OkRemainingZero => too_many()
+                .header("x-ratelimit-remaining", "0")
+                .header("x-ratelimit-reset", epoch),
+            RateForm::XRateLimitDelta => too_many()
+                .header("x-ratelimit-remaining", "0")
+                .header("x-ratelimit-reset", secs),
+            RateForm::IetfFields => too_many()
+                .header("ratelimit-limit", "1")
+                .header("ratelimit-remaining", "0")
+                .header("ratelimit-reset", secs),
+            RateForm::IetfStructured => too_many()
+                .header("ratelimit-policy", format!("\"default\";q=1;w={secs}"))
+                .header("ratelimit", format!("\"default\";r=0;t={secs}")),
+            RateForm::IetfDictionary => {
+                too_many().header("ratelimit", format!("limit=1, remaining=0, reset={secs}"))
+            }
+            RateForm::Github403Reset => github()
+                .header("x-ratelimit-limit", "1")
+                .header("x-ratelimit-remaining", "0")
+                .header("x-ratelimit-reset", epoch),
+            RateForm::Github403RetryAfter => github().header("retry-after", secs),
+        }
+    }
+}
+
+/// A fleet-wide rate limit of one window, in one of the [`RateForm`]s: the first call opens a
+/// window of `window` (whole seconds) and is refused (or, for [`RateForm::OkRemainingZero`],
+/// answered with nothing left); every call before the window ends is refused the same way, and
+/// counted as **early** when it came more than [`RateWindow::GRACE`] after the window opened
+/// (calls already in flight when the limit was announced could not know of it). After the
+/// window, every call is answered.
+pub struct RateWindow {
+    form: RateForm,
+    window: Duration,
+    /// When the window opened and when it ends.
+    open: Mutex<Option<(Instant, std::time::SystemTime, Instant)>>,
+    early: std::sync::atomic::AtomicUsize,
+}
+
+impl RateWindow {
+    /// Calls this soon after the window opened were already on their way.
+    pub const GRACE: Duration = Duration::from_millis(250);
+
+    pub fn new(form: RateForm, window: Duration) -> Arc<RateWindow> {
+        Arc::new(RateWindow {
+            form,
+            window,
+            open: Mutex::new(None),
+            early: Default::default(),
+        })
+    }
+
+    /// Calls made after the limit was announced and before its reset.
+    pub fn early(&self) -> usize {
+        self.early.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    pub fn answer(&self, s: &Seen) -> Reply {
+        let now = Instant::now();
+        let mut open = self.open.lock().expect("rate window");
+        match *open {
+            None => {
+                // the reset on a whole second, so that epoch forms say it exactly
+                let wall = std::time::SystemTime::now();
+                let since = wall
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                let to_next = Duration::from_secs(since.as_secs() + 1) - since;
+                let secs = self.window.as_secs().max(1);
+                let (reset, ends) = match self.form {
+                    RateForm::XRateLimitEpoch
+                    | RateForm::Github403Reset
+                    | RateForm::OkRemainingZero => (
+                        wall + to_next + Duration::from_secs(secs - 1),
+                        now + to_next + Duration::from_secs(secs - 1),
+                    ),
+                    _ => (
+                        wall + Duration::from_secs(secs),
+                        now + Duration::from_secs(secs),
+                    ),
+                };
+                *open = Some((now, reset, ends));
+                let left = ends.saturating_duration_since(now).as_secs_f64().ceil() as u64;
+                if self.form == RateForm::OkRemainingZero {
+                    let mut ok = Reply::echo(s);
+                    ok.headers
+                        .extend(self.form.limited(reset, left).headers.into_iter().skip(1));
+                    return ok;
+                }
+                self.form.limited(reset, left)
+            }
+            Some((opened, reset, ends)) if now < ends => {
+                if now.duration_since(opened) > Self::GRACE {
+                    self.early.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                let left = ends.saturating_duration_since(now).as_secs_f64().ceil() as u64;
+                self.form.limited(reset, left)
+            }
+            Some(_) => Reply::echo(s),
+        }
+    }
+}

@@ -76,6 +76,13 @@ pub(super) async fn execute(
     let mut permit = Some(permit);
     let outcome = match ran.result {
         Ok(out) => {
+            if let Some(ms) = out.hold_ms {
+                // the answer used up the rate limit: no call before its reset, fleet-wide
+                let ms = u64::from(ms).min(cfg.policy.retry.max_retry_after_ms);
+                if let Err(e) = with_retries(|| Box::pin(store.hold_tool(&ran.tool, ms))).await {
+                    tracing::warn!(tool = %ran.tool, error = %e, "could not hold the rate-limited tool");
+                }
+            }
             let s = StepSuccess {
                 fence,
                 worker_id: cfg.id,
@@ -173,6 +180,7 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Hold> {
                 result: Ok(ToolOutput {
                     output: Value::Object(done.outputs.into_iter().collect()),
                     output_params,
+                    hold_ms: None,
                 }),
             });
         }

@@ -39,6 +39,7 @@ fn output(v: Value) -> Result<ToolOutput, ToolFailure> {
     Ok(ToolOutput {
         output: v,
         output_params: Default::default(),
+        hold_ms: None,
     })
 }
 

@@ -774,3 +774,72 @@ async fn an_open_circuit_hands_the_step_to_its_alternative_at_once() {
     assert_eq!(called_down, 0, "the open tool was called");
     assert_eq!(step_deferrals(&app, id, "circuit_open").await, 0);
 }
+
+/// Every rate-limit convention holds the tool fleet-wide until its reset (recovery issue,
+/// second part). Per form, one task meets the limit; two more are submitted once its answer is
+/// recorded, while the window is open: they wait (`step_deferred`, no attempt) and no call
+/// comes before the reset; every task heals, and every attempt is a call the server saw.
+#[tokio::test]
+async fn every_rate_limit_convention_holds_the_tool_until_its_reset() {
+    use trellis::testkit::faults::{RateForm, RateWindow};
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    let mut windows = Vec::new();
+    for form in RateForm::ALL {
+        let w = RateWindow::new(form, Duration::from_secs(3));
+        let answer = w.clone();
+        faults.route(form.name(), move |s| answer.answer(s));
+        register_tool(&app, form.name(), &faults.endpoint(form.name()), json!({})).await;
+        windows.push((form, w));
+    }
+    let w = app.worker(|_| {});
+    let mut tasks = Vec::new();
+    for (form, _) in &windows {
+        tasks.push((
+            *form,
+            app.submit(one_step(form.name(), json!({"i": 0}))).await,
+        ));
+    }
+    for (form, id) in tasks.clone() {
+        // its first answer is recorded (and with it the hold)
+        wait_for("the first answer", LIMIT, || async {
+            (!attempts(&app, id).await.is_empty()).then_some(())
+        })
+        .await;
+        for i in 1..3 {
+            tasks.push((
+                form,
+                app.submit(one_step(form.name(), json!({"i": i}))).await,
+            ));
+        }
+    }
+    for (form, id) in &tasks {
+        let t = app.wait_done(*id, LIMIT).await;
+        assert_eq!(t["status"], "succeeded", "{}: {t}", form.name());
+        let calls = faults
+            .calls(form.name())
+            .into_iter()
+            .filter(|c| c.task_id == id.to_string())
+            .count();
+        let made = attempts(&app, *id).await;
+        assert_eq!(
+            made.len(),
+            calls,
+            "{}: an attempt without a call: {made:?}",
+            form.name()
+        );
+    }
+    w.stop().await;
+    for (form, window) in &windows {
+        assert_eq!(window.early(), 0, "{}: calls before the reset", form.name());
+        let mut deferred = 0;
+        for (_, id) in tasks.iter().filter(|(f, _)| f == form).skip(1) {
+            deferred += step_deferrals(&app, *id, "retry_after").await;
+        }
+        assert!(
+            deferred > 0,
+            "{}: no later step waited for the reset",
+            form.name()
+        );
+    }
+}
