@@ -39,6 +39,9 @@ pub struct Invocation<'a> {
     pub callback_url: Option<&'a str>,
     /// The tool's headers, secrets filled in (HTTP tools).
     pub headers: &'a [(String, String)],
+    /// Why the step runs again: a later step failed on this step's output (HTTP tools get it as
+    /// the body's `feedback`).
+    pub feedback: Option<&'a Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -316,6 +319,9 @@ impl ToolRunner {
         });
         if let Some(url) = inv.callback_url {
             body["callback_url"] = json!(url);
+        }
+        if let Some(feedback) = inv.feedback {
+            body["feedback"] = feedback.clone();
         }
         let mut req = self.http.post(endpoint.clone()).header(
             "Idempotency-Key",
@@ -625,6 +631,7 @@ mod tests {
             parameters: p,
             callback_url: None,
             headers: &[],
+            feedback: None,
         }
     }
 

@@ -29,7 +29,7 @@ use crate::domain::model::{PlanSpec, StepSpec, ToolFailure};
 use crate::domain::recovery::{
     Dimensions, Evaluation, OverallReflection, StepAction, StepReflection, Strategy, Trigger,
 };
-use crate::domain::schema_repair;
+use crate::domain::{schema_repair, upstream};
 
 #[derive(Debug, Clone, Default)]
 pub struct RulesBrain;
@@ -159,6 +159,15 @@ impl RulesBrain {
                 r.is_recoverable = false;
                 r.suggested_action =
                     StepAction::TriggerOverallReflection(format!("parameter_error: {}", f.message));
+                // the value came from an earlier step: that step can do better, this one cannot
+                if let Some(up) = Self::upstream(ctx, f) {
+                    r.root_cause_category = "upstream_output".into();
+                    r.analysis = format!(
+                        "{}; the value at {} came from step {}'s output ({}): that step runs again, told why",
+                        r.analysis, up.parameter, up.producer, up.placeholder
+                    );
+                    r.alternative_solutions = vec![format!("re-run step {}", up.producer)];
+                }
             }
         }
         r
@@ -215,6 +224,12 @@ impl RulesBrain {
         )))
     }
 
+    /// The earlier step whose output put the failing step's bad parameter there, if any.
+    fn upstream(ctx: &DecisionContext, f: &ToolFailure) -> Option<upstream::Upstream> {
+        let step = ctx.step.as_ref()?;
+        upstream::upstream_of(&step.effective_spec().parameters, f)
+    }
+
     pub fn overall(ctx: &DecisionContext) -> OverallReflection {
         let mut o = OverallReflection {
             should_replan: false,
@@ -248,6 +263,37 @@ impl RulesBrain {
             .unwrap_or(false);
         let retryable = failure.is_some_and(|f| f.retryable);
         let replans_left = ctx.counters.task_replan_count < ctx.counters.max_task_replans;
+        let upstream = failure.and_then(|f| Self::upstream(ctx, f));
+        if let (Some(up), false) = (&upstream, optional) {
+            let why = format!(
+                "step {key}'s parameter {} came from step {}'s output ({})",
+                up.parameter, up.producer, up.placeholder
+            );
+            o.root_causes.push(why.clone());
+            if replans_left {
+                o.should_replan = true;
+                o.lessons_learned.push(format!(
+                    "a bad value is healed where it is made: step {} runs again, told why",
+                    up.producer
+                ));
+                o.replanning_strategy = Some(Strategy::ReplanFromStep {
+                    step_id: up.producer.clone(),
+                    reason: format!(
+                        "{why}, which step {key}'s tool rejects: {}",
+                        failure.map(|f| f.message.as_str()).unwrap_or_default()
+                    ),
+                });
+            } else {
+                let n = ctx.counters.task_replan_count;
+                o.stop_reason = format!(
+                    "{why}, and it is still wrong after {n} re-run{} of step {}: {}",
+                    if n == 1 { "" } else { "s" },
+                    up.producer,
+                    failure.map(|f| f.message.as_str()).unwrap_or_default()
+                );
+            }
+            return o;
+        }
         if optional {
             o.should_replan = true;
             o.replanning_strategy = Some(Strategy::SkipSteps {

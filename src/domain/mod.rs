@@ -39,6 +39,7 @@ pub mod status;
 pub mod template;
 pub mod tool;
 pub mod transitions;
+pub mod upstream;
 pub mod wait;
 
 pub use limits::{Limits, MAX_TASK_TIMEOUT_SECS};

@@ -23,6 +23,8 @@ pub struct Call {
     pub step_key: String,
     pub attempt: i64,
     pub parameters: Value,
+    /// The call's `feedback`: why its step runs again (null for a plain run).
+    pub feedback: Value,
     pub at: Instant,
 }
 
@@ -36,6 +38,8 @@ pub struct Seen {
     /// Since the first call of any step on this route (an outage every caller sees).
     pub since_route: Duration,
     pub parameters: Value,
+    /// Why the step runs again (a later step failed on its output); null for a plain run.
+    pub feedback: Value,
 }
 
 /// An answer.
@@ -162,6 +166,7 @@ async fn handle(
         step_key: text("step_id"),
         attempt: body["attempt"].as_i64().unwrap_or(-1),
         parameters: body["parameters"].clone(),
+        feedback: body["feedback"].clone(),
         at: Instant::now(),
     };
     let (script, seen) = {
@@ -175,6 +180,7 @@ async fn handle(
             since_first: call.at - first.0,
             since_route: call.at - route_first,
             parameters: call.parameters.clone(),
+            feedback: call.feedback.clone(),
         };
         inner.calls.push(call);
         (inner.routes.get(&route).cloned(), seen)

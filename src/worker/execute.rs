@@ -530,6 +530,7 @@ pub(super) async fn call_tool(
         parameters: &resolved,
         callback_url,
         headers: &headers,
+        feedback: step.feedback.as_ref(),
     };
     let mut result = runner.run(def, &invocation).await;
     if !values.is_empty() {

@@ -843,3 +843,87 @@ async fn every_rate_limit_convention_holds_the_tool_until_its_reset() {
         );
     }
 }
+
+fn upstream_task(producer: &str) -> Value {
+    json!({"description": "a value made upstream", "plan": {"steps": [
+        {"id": "make", "tool": producer, "parameters": {"what": "a count"}},
+        {"id": "use", "tool": "typed_count", "dependencies": ["make"],
+         "parameters": {"count": "${make.output.n}"}}
+    ]}})
+}
+
+async fn upstream_app() -> (TestApp, FaultServer) {
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    faults.route("typed_count", Reply::echo);
+    let schema = json!({"type": "object", "properties": {"count": {"type": "integer"}},
+                        "required": ["count"]});
+    register_tool(
+        &app,
+        "typed_count",
+        &faults.endpoint("typed_count"),
+        json!({"input_schema": schema}),
+    )
+    .await;
+    (app, faults)
+}
+
+/// Healing upstream (recovery issue, acceptance 4): a step's parameter comes from an earlier
+/// step's output, `"five"` for an integer. Recovery names the producer, which runs again with
+/// the failure as its `feedback`, and the consumer runs on its new output.
+#[tokio::test]
+async fn a_bad_value_made_upstream_is_healed_where_it_is_made() {
+    let (app, faults) = upstream_app().await;
+    // a producer that does better when told why
+    faults.route("maker", |s| {
+        if s.feedback.is_null() {
+            Reply::json(200, json!({"output": {"n": "five"}}))
+        } else {
+            Reply::json(200, json!({"output": {"n": 5}}))
+        }
+    });
+    register_tool(&app, "maker", &faults.endpoint("maker"), json!({})).await;
+    let (id, used, t) = run(&app, &faults, "typed_count", upstream_task("maker")).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    let made = faults.calls("maker");
+    assert_eq!(made.len(), 2, "{made:?}");
+    assert!(made[0].feedback.is_null());
+    let feedback = &made[1].feedback;
+    assert_eq!(feedback["step_id"], "use", "{feedback}");
+    assert_eq!(
+        feedback["error"]["category"], "parameter_error",
+        "{feedback}"
+    );
+    assert!(
+        feedback["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("/count"),
+        "{feedback}"
+    );
+    assert_eq!(used.len(), 1, "the consumer called once, on the new output");
+    assert_eq!(used[0].parameters, json!({"count": 5}));
+    let r = reflections(&app, id).await;
+    let said = serde_json::to_string(&r).unwrap();
+    assert!(said.contains("step make's output"), "{said}");
+    assert!(said.contains("replan_from_step"), "{said}");
+}
+
+/// A producer that cannot do better: the task ends within the replan limit, the stop reason
+/// naming the producer, and the consumer never calls its tool with the bad value.
+#[tokio::test]
+async fn a_producer_that_cannot_do_better_ends_bounded_and_named() {
+    let (app, faults) = upstream_app().await;
+    faults.route("stubborn", |_| {
+        Reply::json(200, json!({"output": {"n": "five"}}))
+    });
+    register_tool(&app, "stubborn", &faults.endpoint("stubborn"), json!({})).await;
+    let (_, used, t) = run(&app, &faults, "typed_count", upstream_task("stubborn")).await;
+    assert_ne!(t["status"], "succeeded", "{t}");
+    assert!(used.is_empty(), "{used:?}");
+    // the first run and one re-run per replan (`max_task_replans`, 1 by default)
+    assert_eq!(faults.calls("stubborn").len(), 2);
+    assert_eq!(t["status"], "needs_intervention", "{t}");
+    let reason = t["stop_reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("step make's output"), "{t}");
+}

@@ -121,6 +121,7 @@ pub(super) async fn apply_replan(
     };
     let origin = format!("replan:{}", strategy.name());
     let next = replace_plan(tx, task, &plan, &strategy, &origin, Some(lease), events).await?;
+    tell_the_producer(tx, task, input, &strategy).await?;
     if trigger == Trigger::StepFailure {
         keep_backing_off(tx, c, task.plan_version + 1).await?;
     }
@@ -145,6 +146,41 @@ pub(super) async fn apply_replan(
     let action = RecoveryAction::Replan(strategy.name());
     record_recovery(tx, input.attempt_id, action, category).await?;
     Ok(next)
+}
+
+/// A replan that restarts from an earlier step than the one that failed (healing upstream: the
+/// failing step's parameter came from that step's output) tells that step why: the failed
+/// step, the strategy's reason and the failure, as its `feedback` (sent to its tool).
+async fn tell_the_producer(
+    tx: &mut Tx,
+    task: &TaskRow,
+    input: &DecisionInput,
+    strategy: &Strategy,
+) -> Result<()> {
+    let (Strategy::ReplanFromStep { step_id, reason }, Some(failed)) =
+        (strategy, input.step_key.as_deref())
+    else {
+        return Ok(());
+    };
+    if step_id == failed {
+        return Ok(());
+    }
+    let feedback = json!({
+        "step_id": failed,
+        "reason": reason,
+        "error": input.failure,
+    });
+    sqlx::query(
+        "UPDATE steps SET feedback = $4
+         WHERE task_id = $1 AND plan_version = $2 AND step_key = $3 AND status IN ('ready', 'blocked')",
+    )
+    .bind(task.id)
+    .bind(task.plan_version + 1)
+    .bind(step_id)
+    .bind(feedback)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 /// The brain's plan if it is valid against the tool registry as it stands in this

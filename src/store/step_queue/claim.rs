@@ -40,6 +40,9 @@ pub struct ClaimedStep {
     pub outputs: Value,
     /// `tool_registry.version` as of the claim (tool definitions newer than a worker's cache).
     pub tools_version: i64,
+    /// Why the step runs again: a later step failed on what this one produced (set by a replan
+    /// from this step; sent to the tool as `feedback`).
+    pub feedback: Option<Value>,
 }
 
 /// Who claims, how many, for how long.

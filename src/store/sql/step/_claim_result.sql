@@ -2,7 +2,7 @@
 )
 SELECT c.id, c.task_id, c.plan_version, c.step_key, c.tool, c.parameters, c.param_overrides,
        c.actions, c.attempt, c.lease_token, c.started_at, c.run_after AS due_at, b.metadata,
-       b.context,
+       b.context, c.feedback,
        CASE WHEN cardinality(c.dependencies) = 0 THEN '{}'::jsonb ELSE
        (SELECT coalesce(jsonb_object_agg(d.step_key, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb)
         FROM steps d
