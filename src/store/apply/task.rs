@@ -170,16 +170,13 @@ async fn tell_the_producer(
         "reason": reason,
         "error": input.failure,
     });
-    sqlx::query(
-        "UPDATE steps SET feedback = $4
-         WHERE task_id = $1 AND plan_version = $2 AND step_key = $3 AND status IN ('ready', 'blocked')",
-    )
-    .bind(task.id)
-    .bind(task.plan_version + 1)
-    .bind(step_id)
-    .bind(feedback)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(sql!("plan/feedback"))
+        .bind(task.id)
+        .bind(task.plan_version + 1)
+        .bind(step_id)
+        .bind(feedback)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 
