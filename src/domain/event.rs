@@ -151,7 +151,8 @@ pub struct StepReleased {
     pub reason: String,
 }
 
-/// A step was given back before its call while a `Retry-After` holds its tool (no attempt).
+/// A step was given back before its call (no attempt): a rate limit holds its tool, its tool's
+/// circuit is open, or another step is the half-open circuit's probe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StepDeferred {
@@ -159,6 +160,7 @@ pub struct StepDeferred {
     pub step_key: String,
     pub worker_id: Uuid,
     pub until: chrono::DateTime<chrono::Utc>,
+    /// `retry_after`, `circuit_open` or `circuit_probe`.
     pub reason: String,
     pub tool: String,
 }
