@@ -976,7 +976,7 @@ fn print_recovery(run: usize, r: &recovery::Run) {
         }
     };
     println!(
-        "run {run}: {:<26} {:>6} {:>8} {:>9} {:>9} {:>7} | {:>6} {:>8} {:>9} {:>9} {:>7}",
+        "run {run}: {:<34} {:>6} {:>8} {:>9} {:>9} {:>7} | {:>6} {:>8} {:>9} {:>9} {:>7}",
         "case",
         "healed",
         "extra/h",
@@ -1006,26 +1006,48 @@ fn print_recovery(run: usize, r: &recovery::Run) {
         } else {
             " (unrecoverable: bounded)"
         };
-        println!("run {run}: {:<26} {} | {}{kind}", a.case, line(a), line(b));
+        let early = if a.early_calls + b.early_calls > 0 {
+            format!(" early calls {} | {}", a.early_calls, b.early_calls)
+        } else {
+            String::new()
+        };
+        let case = format!("{} ×{}", a.case, a.at_once);
+        println!("run {run}: {case:<34} {} | {}{kind}{early}", line(a), line(b));
     }
     for (mode, figs) in [("rules brain", &r.rules), ("plain retry", &r.plain)] {
-        let rec: Vec<&recovery::Figures> = figs.iter().filter(|f| f.recoverable).collect();
-        let unrec: Vec<&recovery::Figures> = figs.iter().filter(|f| !f.recoverable).collect();
-        let tasks: usize = rec.iter().map(|f| f.tasks).sum();
-        let healed: usize = rec.iter().map(|f| f.healed).sum();
-        let extra: i64 = rec.iter().map(|f| f.extra_calls).sum();
-        let times: Vec<f64> = rec.iter().flat_map(|f| f.times_ms.clone()).collect();
-        let runaway: usize = figs.iter().map(|f| f.runaway).sum();
-        let unrec_tasks: usize = unrec.iter().map(|f| f.tasks).sum();
-        let bounded: usize = unrec.iter().map(|f| f.bounded).sum();
-        println!(
-            "run {run}: {mode}: healed {:.1}% of recoverable ({healed}/{tasks}), {:.2} calls beyond the minimum per healed task, heal p50 {:.2} s p99 {:.2} s, {runaway} runaway, {:.0}% of unrecoverable bounded ({bounded}/{unrec_tasks})",
-            100.0 * healed as f64 / tasks.max(1) as f64,
-            extra as f64 / healed.max(1) as f64,
-            pct(times.clone(), 50.0),
-            pct(times, 99.0),
-            100.0 * bounded as f64 / unrec_tasks.max(1) as f64,
-        );
+        for at_once in recovery::AT_ONCE {
+            let sized: Vec<&recovery::Figures> =
+                figs.iter().filter(|f| f.at_once == at_once).collect();
+            let rec: Vec<&&recovery::Figures> = sized.iter().filter(|f| f.recoverable).collect();
+            let unrec: Vec<&&recovery::Figures> =
+                sized.iter().filter(|f| !f.recoverable).collect();
+            let tasks: usize = rec.iter().map(|f| f.tasks).sum();
+            let healed: usize = rec.iter().map(|f| f.healed).sum();
+            let extra: i64 = rec.iter().map(|f| f.extra_calls).sum();
+            let times: Vec<f64> = rec.iter().flat_map(|f| f.times_ms.clone()).collect();
+            let runaway: usize = sized.iter().map(|f| f.runaway).sum();
+            let early: usize = sized.iter().map(|f| f.early_calls).sum();
+            let unrec_tasks: usize = unrec.iter().map(|f| f.tasks).sum();
+            let bounded: usize = unrec.iter().map(|f| f.bounded).sum();
+            let missed: Vec<String> = rec
+                .iter()
+                .filter(|f| f.healed < f.tasks)
+                .map(|f| format!("{} {}/{}", f.case, f.healed, f.tasks))
+                .collect();
+            println!(
+                "run {run}: {mode}, {at_once} at once: healed {:.1}% of recoverable ({healed}/{tasks}), {:.2} calls beyond the minimum per healed task, heal p50 {:.2} s p99 {:.2} s, {early} calls before a reset, {runaway} runaway, {:.0}% of unrecoverable bounded ({bounded}/{unrec_tasks}){}",
+                100.0 * healed as f64 / tasks.max(1) as f64,
+                extra as f64 / healed.max(1) as f64,
+                pct(times.clone(), 50.0),
+                pct(times, 99.0),
+                100.0 * bounded as f64 / unrec_tasks.max(1) as f64,
+                if missed.is_empty() {
+                    String::new()
+                } else {
+                    format!("; not healed: {}", missed.join(", "))
+                }
+            );
+        }
     }
 }
 

@@ -1,10 +1,12 @@
 //! `--recovery` (scenario 12): a fault server of our own fails the way public services fail;
 //! every case runs with the rules brain's three tiers and with plain retries (step reflection
-//! off), on the same server, in the same run. Per case: the share of tasks that healed, tool
-//! calls beyond what a perfect client would need, time to heal (p50 / p99), and runaways (not
-//! ended in bounded time, or more calls than a bound).
+//! off), each with 1 task and with 10 tasks at once on its tool, each of the four on a fresh
+//! database. Per case: the share of tasks that healed, tool calls beyond what a perfect client
+//! would need, time to heal (p50 / p99), runaways (not ended in bounded time, or more calls
+//! than a bound), and for the rate limits the calls that came before an announced reset.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
@@ -13,14 +15,14 @@ use trellis::config::Settings;
 
 use trellis::store::Store;
 use trellis::store::tools::NewTool;
-use trellis::testkit::faults::{FaultServer, Reply, Seen};
+use trellis::testkit::faults::{FaultServer, RateForm, RateWindow, Reply, Seen};
 use trellis::worker::{self, WorkerConfig};
 use uuid::Uuid;
 
 use crate::sql::BenchSql;
 
-/// Tasks per case and mode.
-const TASKS_PER_CASE: usize = 10;
+/// Tasks at once per case: one alone, then many on one tool.
+pub const AT_ONCE: [usize; 2] = [1, 10];
 /// A task not ended after this is a runaway.
 const BOUND: Duration = Duration::from_secs(240);
 /// A task that made more calls than this is a runaway.
@@ -34,10 +36,15 @@ struct Case {
     /// Calls a perfect client makes per task (it cannot avoid the failures the server scripts
     /// per call, nor the alternative's call).
     min_calls: i64,
-    /// Extra fields of the tool (alternatives, schema, timeout, endpoint).
+    /// Extra fields of the tool (alternatives, schema, timeout, endpoint, breaker).
     tool: Value,
     parameters: Value,
     script: Script,
+    /// A step before the case's own whose output its parameters read (route, script): the
+    /// task is `make` → the case's step; its calls count too.
+    producer: Option<(String, Script)>,
+    /// A rate limit's window: the calls before its announced reset are counted.
+    window: Option<Arc<RateWindow>>,
 }
 
 fn http_date(t: SystemTime) -> String {
@@ -60,8 +67,9 @@ fn heals(
     min_calls: i64,
     tool: Value,
     parameters: Value,
-    script: Script,
+    answer: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
 ) -> Case {
+    let script = script(answer);
     Case {
         name,
         recoverable: true,
@@ -69,6 +77,8 @@ fn heals(
         tool,
         parameters,
         script,
+        producer: None,
+        window: None,
     }
 }
 
@@ -78,16 +88,20 @@ fn stops(
     min_calls: i64,
     tool: Value,
     parameters: Value,
-    script: Script,
+    answer: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
 ) -> Case {
     Case {
         recoverable: false,
-        ..heals(name, min_calls, tool, parameters, script)
+        ..heals(name, min_calls, tool, parameters, answer)
     }
 }
 
 /// How a case's route answers.
-type Script = fn(&Seen) -> Reply;
+type Script = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
+
+fn script(f: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Script {
+    Arc::new(f)
+}
 
 /// The first `n` calls of each step answered by `fail`, the rest echoed.
 macro_rules! first {
@@ -127,7 +141,7 @@ fn cases() -> Vec<Case> {
             )
         }
     };
-    vec![
+    let mut cases = vec![
         heals(
             "429_retry_after",
             3,
@@ -247,14 +261,132 @@ fn cases() -> Vec<Case> {
             Reply::status(429).header("retry-after", "1")
         }),
         stops("503_forever", 1, none(), none(), |_| Reply::status(503)),
-    ]
+    ];
+    cases.extend(generalised());
+    cases
+}
+
+/// The classes of the recovery issue's second part: many steps on one flaky service (the open
+/// circuit must not spend their attempts), every rate-limit convention, the lossless coercions,
+/// and a bad value made by an earlier step.
+fn generalised() -> Vec<Case> {
+    let typed = json!({"type": "object",
+        "properties": {"count": {"type": "integer"}, "on": {"type": "boolean"},
+                       "unit": {"enum": ["ms"]}},
+        "required": ["count"]});
+    let schema = || json!({"input_schema": typed.clone()});
+    // a typed server: an integer must be written as one
+    let strict = |s: &Seen| {
+        let p = &s.parameters;
+        let count_ok = p["count"].as_i64().is_some();
+        let on_ok = p.get("on").is_none_or(Value::is_boolean);
+        if count_ok && on_ok {
+            Reply::echo(s)
+        } else {
+            Reply::json(400, json!({"error": {"message": "count must be an integer"}}))
+        }
+    };
+    let mut out = vec![
+        heals(
+            "five_503s_per_step",
+            6,
+            json!({}),
+            json!({}),
+            first!(5, |_| Reply::status(503)),
+        ),
+        heals(
+            "schema_exponent",
+            1,
+            schema(),
+            json!({"count": "5e0"}),
+            strict,
+        ),
+        heals(
+            "schema_trailing_zero",
+            1,
+            schema(),
+            json!({"count": "5.0"}),
+            strict,
+        ),
+        heals(
+            "schema_whole_float",
+            1,
+            schema(),
+            json!({"count": 5.0}),
+            strict,
+        ),
+        heals(
+            "schema_boolean_case",
+            1,
+            schema(),
+            json!({"count": 5, "on": "TRUE"}),
+            strict,
+        ),
+        heals(
+            "schema_one_value_enum",
+            1,
+            json!({"input_schema": {"type": "object",
+                "properties": {"count": {"type": "integer"}, "unit": {"enum": ["ms"]},
+                               "v": {"const": 2}},
+                "required": ["count", "unit", "v"]}}),
+            json!({"count": 5}),
+            strict,
+        ),
+        stops(
+            "schema_lossy_exponent",
+            0,
+            schema(),
+            json!({"count": "5.5e0"}),
+            strict,
+        ),
+    ];
+    for form in RateForm::ALL {
+        let window = RateWindow::new(form, Duration::from_secs(2));
+        let answer = window.clone();
+        let mut c = heals(form.name(), 2, json!({}), json!({}), move |s| answer.answer(s));
+        c.window = Some(window);
+        out.push(c);
+    }
+    // a producer that does better when told why, and one that cannot
+    let mut up = heals(
+        "upstream_heals",
+        3,
+        schema(),
+        json!({"count": "${make.output.n}"}),
+        strict,
+    );
+    up.producer = Some((
+        "upstream_heals_make".into(),
+        script(|s: &Seen| {
+            let n = if s.feedback.is_null() { json!("five") } else { json!(5) };
+            Reply::json(200, json!({"output": {"n": n}}))
+        }),
+    ));
+    out.push(up);
+    let mut stuck = stops(
+        "upstream_stuck",
+        1,
+        schema(),
+        json!({"count": "${make.output.n}"}),
+        strict,
+    );
+    stuck.producer = Some((
+        "upstream_stuck_make".into(),
+        script(|_| Reply::json(200, json!({"output": {"n": "five"}}))),
+    ));
+    out.push(stuck);
+    out
 }
 
 /// One case's figures in one mode.
 #[derive(Debug, Clone, Default)]
 pub struct Figures {
     pub case: &'static str,
+    /// Tasks at once on the case's tool.
+    pub at_once: usize,
     pub recoverable: bool,
+    /// Calls that came before a rate limit's announced reset (rate-limit cases).
+    pub early_calls: usize,
     pub tasks: usize,
     pub healed: usize,
     /// Ended (any terminal status) within the bound and the call cap.
@@ -272,24 +404,25 @@ pub struct Run {
     pub plain: Vec<Figures>,
 }
 
-/// Run every case in both modes, each on a fresh database and fault server.
+/// Run every case in both modes, with 1 task and with 10 at once, each on a fresh database and
+/// fault server.
 pub async fn run(fresh: impl AsyncFn(&str) -> Result<(Store, String)>) -> Result<Run> {
     let mut out = Vec::new();
     for reflect in [true, false] {
-        let (store, url) = fresh(if reflect {
-            "recovery_rules"
-        } else {
-            "recovery_plain"
-        })
-        .await?;
-        out.push(one_mode(&store, &url, reflect).await?);
+        let mut figs = Vec::new();
+        for at_once in AT_ONCE {
+            let mode = if reflect { "rules" } else { "plain" };
+            let (store, url) = fresh(&format!("recovery_{mode}_{at_once}")).await?;
+            figs.extend(one_mode(&store, &url, reflect, at_once).await?);
+        }
+        out.push(figs);
     }
     let plain = out.pop().expect("two modes");
     let rules = out.pop().expect("two modes");
     Ok(Run { rules, plain })
 }
 
-async fn one_mode(store: &Store, url: &str, reflect: bool) -> Result<Vec<Figures>> {
+async fn one_mode(store: &Store, url: &str, reflect: bool, at_once: usize) -> Result<Vec<Figures>> {
     let faults = FaultServer::start().await;
     let cases = cases();
     faults.route("backup", Reply::echo);
@@ -298,16 +431,24 @@ async fn one_mode(store: &Store, url: &str, reflect: bool) -> Result<Vec<Figures
         .await?;
     let closed = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
     for c in &cases {
-        faults.route(c.name, c.script);
+        let answer = c.script.clone();
+        faults.route(c.name, move |s| answer(s));
         let endpoint = match c.tool.get("refused") {
             Some(_) => format!("http://{closed}/refused"),
             None => faults.endpoint(c.name),
         };
         store.create_tool(&tool(c.name, endpoint, &c.tool)).await?;
+        if let Some((route, answer)) = &c.producer {
+            let answer = answer.clone();
+            faults.route(route, move |s| answer(s));
+            store
+                .create_tool(&tool(route, faults.endpoint(route), &json!({})))
+                .await?;
+        }
     }
     let mut of_case: HashMap<Uuid, usize> = HashMap::new();
     for (i, c) in cases.iter().enumerate() {
-        for _ in 0..TASKS_PER_CASE {
+        for _ in 0..at_once {
             of_case.insert(submit(store, c, reflect).await?, i);
         }
     }
@@ -320,7 +461,7 @@ async fn one_mode(store: &Store, url: &str, reflect: bool) -> Result<Vec<Figures
     for h in workers.1 {
         let _ = h.await;
     }
-    figures(store, &faults, &cases, &of_case).await
+    figures(store, &faults, &cases, &of_case, at_once).await
 }
 
 fn tool(id: &str, endpoint: String, extra: &Value) -> NewTool {
@@ -338,9 +479,13 @@ fn tool(id: &str, endpoint: String, extra: &Value) -> NewTool {
 }
 
 async fn submit(store: &Store, c: &Case, reflect: bool) -> Result<Uuid> {
-    let mut task = trellis::testkit::new_task(json!([
-        {"id": "call", "tool": c.name, "parameters": c.parameters}
-    ]));
+    let mut task = trellis::testkit::new_task(match &c.producer {
+        None => json!([{"id": "call", "tool": c.name, "parameters": c.parameters}]),
+        Some((route, _)) => json!([
+            {"id": "make", "tool": route, "parameters": {}},
+            {"id": "call", "tool": c.name, "parameters": c.parameters, "dependencies": ["make"]}
+        ]),
+    });
     task.description = format!("fault case {}", c.name);
     task.limits.step_reflection = reflect;
     Ok(store.submit_task(&task).await?.task_id)
@@ -376,12 +521,15 @@ async fn figures(
     faults: &FaultServer,
     cases: &[Case],
     of_case: &HashMap<Uuid, usize>,
+    at_once: usize,
 ) -> Result<Vec<Figures>> {
     let mut out: Vec<Figures> = cases
         .iter()
         .map(|c| Figures {
             case: c.name,
+            at_once,
             recoverable: c.recoverable,
+            early_calls: c.window.as_ref().map_or(0, |w| w.early()),
             ..Default::default()
         })
         .collect();
@@ -391,6 +539,13 @@ async fn figures(
         for call in faults.calls(c.name) {
             if let Ok(id) = call.task_id.parse() {
                 *calls.entry(id).or_default() += 1;
+            }
+        }
+        if let Some((route, _)) = &c.producer {
+            for call in faults.calls(route) {
+                if let Ok(id) = call.task_id.parse() {
+                    *calls.entry(id).or_default() += 1;
+                }
             }
         }
         if c.tool.get("refused").is_some() {
