@@ -1012,15 +1012,18 @@ fn print_recovery(run: usize, r: &recovery::Run) {
             String::new()
         };
         let case = format!("{} ×{}", a.case, a.at_once);
-        println!("run {run}: {case:<34} {} | {}{kind}{early}", line(a), line(b));
+        println!(
+            "run {run}: {case:<34} {} | {}{kind}{early}",
+            line(a),
+            line(b)
+        );
     }
     for (mode, figs) in [("rules brain", &r.rules), ("plain retry", &r.plain)] {
         for at_once in recovery::AT_ONCE {
             let sized: Vec<&recovery::Figures> =
                 figs.iter().filter(|f| f.at_once == at_once).collect();
             let rec: Vec<&&recovery::Figures> = sized.iter().filter(|f| f.recoverable).collect();
-            let unrec: Vec<&&recovery::Figures> =
-                sized.iter().filter(|f| !f.recoverable).collect();
+            let unrec: Vec<&&recovery::Figures> = sized.iter().filter(|f| !f.recoverable).collect();
             let tasks: usize = rec.iter().map(|f| f.tasks).sum();
             let healed: usize = rec.iter().map(|f| f.healed).sum();
             let extra: i64 = rec.iter().map(|f| f.extra_calls).sum();
