@@ -79,6 +79,7 @@ impl Store {
                 .execute(&mut **tx)
                 .await?;
             install_version(tx, &task, &plan, &carry, "rerun", false, None).await?;
+            super::step_queue::restart_wait_clocks(tx, task.id).await?;
             super::claim_queue::sync(tx, &[id]).await?;
             append_events(tx, &events).await?;
             task_status(tx, id).await

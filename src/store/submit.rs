@@ -249,6 +249,7 @@ impl Store {
                 apply_overrides(tx, &task, &r.step_overrides).await?;
                 rerun_failed_steps(tx, &task).await?;
             }
+            super::step_queue::restart_wait_clocks(tx, id).await?;
             super::claim_queue::sync(tx, &[id]).await?;
             append_events(tx, &events).await?;
             task_status(tx, id).await

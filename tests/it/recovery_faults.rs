@@ -927,3 +927,63 @@ async fn a_producer_that_cannot_do_better_ends_bounded_and_named() {
     let reason = t["stop_reason"].as_str().unwrap_or_default();
     assert!(reason.contains("step make's output"), "{t}");
 }
+
+/// A step waits no longer than its tool allows, however long the cool-down: it is given back
+/// until its limit, not until the circuit's end. A person's rerun starts its clock again: the
+/// rerun step waits its whole limit once more before it stops (without a call either time).
+#[tokio::test]
+async fn a_wait_ends_at_its_limit_and_a_rerun_starts_the_clock_again() {
+    const LIMIT_SECS: f64 = 2.0;
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    faults.route("long_open", |_| Reply::status(503));
+    register_tool(
+        &app,
+        "long_open",
+        &faults.endpoint("long_open"),
+        json!({"circuit_breaker": {"failure_threshold": 1, "cool_down_secs": 600},
+               "retry": {"max_elapsed_secs": LIMIT_SECS, "initial_interval_ms": 100}}),
+    )
+    .await;
+    let w = app.worker(|_| {});
+    let id = app.submit(one_step("long_open", json!({}))).await;
+    let t = app.wait_done(id, LIMIT).await;
+    assert_eq!(t["status"], "failed", "{t}");
+    let reason = t["error"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("no call was made"), "{t}");
+    let took = |t: &Value, from: chrono::DateTime<chrono::Utc>| {
+        let to: chrono::DateTime<chrono::Utc> = t["finished_at"].as_str().unwrap().parse().unwrap();
+        (to - from).as_seconds_f64()
+    };
+    let first = took(&t, t["created_at"].as_str().unwrap().parse().unwrap());
+    assert!(
+        first < 30.0,
+        "waited {first:.1} s, past its limit, toward the 600 s cool-down"
+    );
+    let calls = faults.calls("long_open").len();
+    // rerun while the circuit is still open: the step waits its limit again, then stops
+    let rerun_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(app.store().pool())
+        .await
+        .unwrap();
+    let (status, body) = app
+        .post(
+            &format!("/api/v1/tasks/{id}/rerun"),
+            &json!({"from_step": "step_1"}),
+        )
+        .await;
+    assert!(status.is_success(), "{status} {body}");
+    let t = app.wait_done(id, LIMIT).await;
+    w.stop().await;
+    assert_eq!(t["status"], "failed", "{t}");
+    let second = took(&t, rerun_at);
+    assert!(
+        second >= LIMIT_SECS * 0.9,
+        "the rerun stopped {second:.2} s after it started: its clock did not start again"
+    );
+    assert_eq!(
+        faults.calls("long_open").len(),
+        calls,
+        "the open tool was called"
+    );
+}

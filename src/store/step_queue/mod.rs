@@ -200,16 +200,19 @@ impl Store {
             let task = lock_task(tx, fence.task_id).await?;
             let step = lock_running_step(tx, fence, false).await?;
             let at = (fence.task_id, fence.step_id, step.step_key.as_str());
-            let (waited, limit) = waited(tx, at, &wait.tool, policy, true).await?;
+            let (waited, limit, now) = waited(tx, at, &wait.tool, policy, true).await?;
             let next = circuit::after_wait(&wait.tool, wait.why, waited, limit);
             match &next {
                 AfterWait::Defer => {
-                    release_running(tx, fence.step_id, Some(wait.until)).await?;
+                    // back at the end of the wait, or at the step's limit if that comes first
+                    let left = i64::try_from(limit - waited).unwrap_or(i64::MAX);
+                    let until = wait.until.min(now + chrono::Duration::milliseconds(left));
+                    release_running(tx, fence.step_id, Some(until)).await?;
                     claim_queue::sync(tx, &[fence.task_id]).await?;
                     let deferred = event::StepDeferred {
                         step_key: step.step_key,
                         worker_id,
-                        until: wait.until,
+                        until,
                         reason: wait.why.as_str().into(),
                         tool: wait.tool.clone(),
                     };
@@ -226,36 +229,43 @@ impl Store {
 }
 
 /// How long the step `(task id, step id, step key)` has been kept from `tool` — since its
-/// streak's first failure or its first wait, whichever came first — and how long it may be:
-/// the tool's `retry.max_elapsed_secs`, else `policy.max_wait_ms`. `mark`: this is a wait
-/// (its first is kept on the row).
+/// streak's first failure or its first wait, whichever came first, or since a person resumed
+/// or reran its task — how long it may be (the tool's `retry.max_elapsed_secs`, else
+/// `policy.max_wait_ms`), and the database's `now()`. `mark`: this is a wait (its start is kept
+/// on the row).
 async fn waited(
     tx: &mut Tx,
     (task_id, step_id, step_key): (Uuid, Uuid, &str),
     tool: &str,
     policy: &FailurePolicy,
     mark: bool,
-) -> Result<(u64, u64)> {
+) -> Result<(u64, u64, DateTime<Utc>)> {
     let retry = super::circuits::retry_context(tx, task_id, step_key, tool, policy, false).await?;
-    let waiting_ms: Option<i64> = sqlx::query_scalar(if mark {
-        sql!("step/waiting_since")
-    } else {
-        "SELECT (extract(epoch FROM now() - waiting_since) * 1000)::bigint FROM steps WHERE id = $1"
-    })
-    .bind(step_id)
-    .fetch_optional(&mut **tx)
-    .await?
-    .flatten();
     let since_failure = if retry.streak.failures > 0 {
         retry.streak.elapsed_ms
     } else {
         0
     };
-    let waited = since_failure.max(waiting_ms.unwrap_or(0).max(0) as u64);
-    Ok((
-        waited,
-        retry.policy.max_elapsed_ms.unwrap_or(policy.max_wait_ms),
-    ))
+    let (waited, now): (Option<i64>, DateTime<Utc>) = sqlx::query_as(if mark {
+        sql!("step/waiting_since")
+    } else {
+        sql!("step/waited")
+    })
+    .bind(step_id)
+    .bind(since_failure as f64)
+    .fetch_one(&mut **tx)
+    .await?;
+    let limit = retry.policy.max_elapsed_ms.unwrap_or(policy.max_wait_ms);
+    Ok((waited.unwrap_or(0).max(0) as u64, limit, now))
+}
+
+/// A person resumed or reran the task: the time its open steps wait on a tool counts from now.
+pub(crate) async fn restart_wait_clocks(tx: &mut Tx, task_id: Uuid) -> Result<()> {
+    sqlx::query(sql!("step/restart_wait_clocks"))
+        .bind(task_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 impl Store {
@@ -269,7 +279,7 @@ impl Store {
     ) -> Result<bool> {
         in_tx!(self.pool, |tx| {
             let at = (step.task_id, step.id, step.step_key.as_str());
-            let (waited, limit) = waited(tx, at, tool, policy, false).await?;
+            let (waited, limit, _) = waited(tx, at, tool, policy, false).await?;
             Ok(waited >= limit)
         })
     }
