@@ -24,6 +24,7 @@ use trellis::worker::{self, WorkerConfig};
 use uuid::Uuid;
 
 mod fleet;
+mod peers;
 mod recovery;
 mod sql;
 mod waits;
@@ -1233,6 +1234,11 @@ async fn main() -> Result<()> {
         let limit = Duration::from_secs(env_usize("BENCH_DEPTH_LIMIT_SECS", 1800) as u64);
         let show_plans = std::env::var("BENCH_SHOW_PLANS").is_ok();
         let configs = std::env::var("BENCH_DEPTH_CONFIGS").map_or(true, |v| v != "0");
+        // graphile-worker beside it (BENCH_PEERS=0 leaves it out)
+        let graphile = match std::env::var("BENCH_PEERS").map_or(true, |v| v != "0") {
+            true => peers::graphile()?,
+            false => None,
+        };
         for run in 1..=env_usize("BENCH_DEPTH_RUNS", 1) {
             let (_, pgb_url) = b.fresh("pgbench").await?;
             let ceiling = b.pgbench(&pgb_url)?;
@@ -1260,6 +1266,17 @@ async fn main() -> Result<()> {
                 }
                 if configs {
                     fleet::depth_configs(&b, run, d).await?;
+                }
+                if let Some(dir) = &graphile {
+                    for mode in ["default", "batched"] {
+                        eprintln!("[depth] graphile-worker {mode}, {d} jobs…");
+                        let rate = peers::graphile_drain(&b, dir, d, 2, mode).await?;
+                        println!(
+                            "run {run}: depth {d:>8}: graphile-worker {mode:<7} (2 processes) {rate:>7.0} jobs/s = {:.2} × ceiling; Trellis's first drain is {:.2} × it",
+                            rate / ceiling,
+                            r.rate / rate
+                        );
+                    }
                 }
             }
         }

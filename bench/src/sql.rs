@@ -11,6 +11,7 @@ pub(crate) trait BenchSql {
     async fn task_durations_ms(&self) -> Result<Vec<f64>>;
     async fn count_all_steps(&self) -> Result<i64>;
     async fn apalis_done(&self) -> Result<i64>;
+    async fn graphile_left(&self) -> Result<i64>;
     async fn enable_statement_stats(&self) -> Result<()>;
     async fn statement_stats(&self, limit: i64) -> Result<Vec<(i64, f64, String)>>;
     async fn count_unfinished_tasks(&self) -> Result<i64>;
@@ -144,6 +145,15 @@ impl BenchSql for Store {
         Ok(sqlx::query_scalar("SELECT count(*) FROM steps")
             .fetch_one(self.pool())
             .await?)
+    }
+
+    /// Jobs graphile-worker still holds (a peer; its own schema): done jobs are deleted.
+    async fn graphile_left(&self) -> Result<i64> {
+        Ok(
+            sqlx::query_scalar("SELECT count(*) FROM graphile_worker._private_jobs")
+                .fetch_one(self.pool())
+                .await?,
+        )
     }
 
     /// Jobs apalis-postgres has finished (the benchmark's peer; its own schema).
