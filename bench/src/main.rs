@@ -1192,6 +1192,18 @@ async fn main() -> Result<()> {
             b.sizes.tasks * b.sizes.steps
         );
         print_statements(&store, 25).await?;
+        // the hot-path issue's HOT ratio: which updates had to touch an index
+        let steps = (b.sizes.tasks * b.sizes.steps).max(1) as f64;
+        for t in store.table_writes().await? {
+            println!(
+                "writes {:<24} {:>8.3} inserts {:>8.3} updates ({:>5.1} % HOT) {:>8.3} deletes per step",
+                t.relation,
+                t.inserted as f64 / steps,
+                t.updated as f64 / steps,
+                100.0 * t.hot as f64 / (t.updated.max(1)) as f64,
+                t.deleted as f64 / steps,
+            );
+        }
         return Ok(());
     }
     if args.iter().any(|a| a == "--latency") {

@@ -12,6 +12,7 @@ pub(crate) trait BenchSql {
     async fn count_all_steps(&self) -> Result<i64>;
     async fn apalis_done(&self) -> Result<i64>;
     async fn graphile_left(&self) -> Result<i64>;
+    async fn table_writes(&self) -> Result<Vec<TableWrites>>;
     async fn enable_statement_stats(&self) -> Result<()>;
     async fn statement_stats(&self, limit: i64) -> Result<Vec<(i64, f64, String)>>;
     async fn count_unfinished_tasks(&self) -> Result<i64>;
@@ -145,6 +146,23 @@ impl BenchSql for Store {
         Ok(sqlx::query_scalar("SELECT count(*) FROM steps")
             .fetch_one(self.pool())
             .await?)
+    }
+
+    /// Rows written per table of this database since it was made (`pg_stat_user_tables`, after
+    /// the backends' statistics are flushed): inserts, updates, how many of those were HOT
+    /// (touching no index), deletes. The tables with any write, most updated first.
+    async fn table_writes(&self) -> Result<Vec<TableWrites>> {
+        // backends flush their counters at most once a second
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        Ok(sqlx::query_as(
+            "SELECT relname::text AS relation, n_tup_ins AS inserted, n_tup_upd AS updated,
+                    n_tup_hot_upd AS hot, n_tup_del AS deleted
+             FROM pg_stat_user_tables
+             WHERE n_tup_ins + n_tup_upd + n_tup_del > 0
+             ORDER BY n_tup_upd DESC, n_tup_ins DESC",
+        )
+        .fetch_all(self.pool())
+        .await?)
     }
 
     /// Jobs graphile-worker still holds (a peer; its own schema): done jobs are deleted.
@@ -395,4 +413,15 @@ async fn load_tasks(store: &Store, tasks: i64, sql: &'static str) -> Result<()> 
     sqlx::query(sql).bind(tasks).execute(store.pool()).await?;
     sqlx::query("ANALYZE tasks").execute(store.pool()).await?;
     Ok(())
+}
+
+/// One table's writes ([`BenchSql::table_writes`]).
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct TableWrites {
+    pub relation: String,
+    pub inserted: i64,
+    pub updated: i64,
+    /// Updates that touched no index (heap-only tuples).
+    pub hot: i64,
+    pub deleted: i64,
 }
