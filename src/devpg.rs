@@ -328,7 +328,7 @@ pub(crate) fn spawn_watchdog(pid: u32, sig: &str, dir: &Path) -> Result<Child, D
 }
 
 /// Send `sig` to `child`, give it `grace` to exit, then kill it; reaped either way.
-pub(crate) fn stop_child(child: &mut Child, sig: i32, grace: Duration) {
+pub fn stop_child(child: &mut Child, sig: i32, grace: Duration) {
     // SAFETY: plain kill(2) on our own child.
     unsafe {
         libc::kill(child.id() as libc::pid_t, sig);

@@ -39,19 +39,7 @@ struct Workers(Vec<Child>);
 impl Drop for Workers {
     fn drop(&mut self) {
         for c in &mut self.0 {
-            // SAFETY: signalling a child this process started and has not reaped
-            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        for c in &mut self.0 {
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = c.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
+            trellis::devpg::stop_child(c, libc::SIGTERM, Duration::from_secs(10));
         }
     }
 }

@@ -139,14 +139,27 @@ pub(crate) async fn record_failure(
     if !outage && asked.is_none() {
         return Ok(());
     }
+    change(tx, tool, |c, now| {
+        c.after_failure(ctx.breaker, outage, asked, now)
+    })
+    .await
+}
+
+/// Make `tool`'s circuit row if it has none, lock it, and write what `next` makes of it (with
+/// the database's `now()`) when that differs. A tool deleted meanwhile changes nothing.
+async fn change(
+    tx: &mut Tx,
+    tool: &str,
+    next: impl FnOnce(&Circuit, DateTime<Utc>) -> Circuit,
+) -> Result<()> {
     sqlx::query(sql!("circuit/ensure"))
         .bind(tool)
         .execute(&mut **tx)
         .await?;
     let Some((c, now)) = lock(tx, tool).await? else {
-        return Ok(()); // the tool was deleted meanwhile
+        return Ok(());
     };
-    let next = c.after_failure(ctx.breaker, outage, asked, now);
+    let next = next(&c, now);
     if next != c {
         write(tx, tool, &next).await?;
     }
@@ -189,18 +202,7 @@ impl Store {
             if http != Some(true) {
                 return Ok(());
             }
-            sqlx::query(sql!("circuit/ensure"))
-                .bind(tool)
-                .execute(&mut **tx)
-                .await?;
-            let Some((c, now)) = lock(tx, tool).await? else {
-                return Ok(());
-            };
-            let next = c.hold(ms, now);
-            if next != c {
-                write(tx, tool, &next).await?;
-            }
-            Ok(())
+            change(tx, tool, |c, now| c.hold(ms, now)).await
         })
     }
 
