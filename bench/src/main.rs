@@ -68,6 +68,8 @@ struct Bench {
     admin: String,
     bindir: Option<PathBuf>,
     sizes: Sizes,
+    /// the last throughput run's WAL range (start, end), for `--profile`'s WAL by relation
+    wal_range: std::sync::Mutex<Option<(String, String)>>,
 }
 
 /// An RFC 3339 time halfway through [`BenchSql::load_task_list`]'s tasks.
@@ -391,10 +393,11 @@ impl Bench {
             Self::watch_unfinished(store, unfinished_before, Duration::from_secs(300)).await?;
         w.stop().await;
         // the run's WAL, for `pg_waldump -s … -e …` (a breakdown by table and index)
-        eprintln!(
-            "      WAL of the run: {lsn_before} … {}",
-            store.wal_lsn().await?
-        );
+        let lsn_after = store.wal_lsn().await?;
+        eprintln!("      WAL of the run: {lsn_before} … {lsn_after}");
+        if let Ok(mut range) = self.wal_range.lock() {
+            *range = Some((lsn_before, lsn_after));
+        }
         let steps = (self.sizes.tasks * self.sizes.steps) as f64;
         let per_step = match cost_before {
             Some(b) => {
@@ -1055,6 +1058,77 @@ fn print_recovery(run: usize, r: &recovery::Run) {
     }
 }
 
+impl Bench {
+    /// The last throughput run's WAL by relation, in bytes per step: `pg_waldump` over its LSN
+    /// range, each record counted whole against the first relation it names (a record without
+    /// one, such as a commit, against its resource manager). Needs the server's files on this
+    /// host (the throwaway cluster); elsewhere it says why it printed nothing.
+    async fn print_wal_by_relation(&self, store: &Store, steps: f64) -> Result<()> {
+        let range = self.wal_range.lock().ok().and_then(|r| r.clone());
+        let (Some((start, end)), Some(bindir)) = (range, self.bindir.clone()) else {
+            println!("wal by relation: no WAL range or no pg_waldump");
+            return Ok(());
+        };
+        let wal = PathBuf::from(store.data_directory().await?).join("pg_wal");
+        let out = tokio::process::Command::new(bindir.join("pg_waldump"))
+            .arg("-p")
+            .arg(&wal)
+            .args(["-s", &start, "-e", &end])
+            .output()
+            .await?;
+        if !out.status.success() && out.stdout.is_empty() {
+            println!(
+                "wal by relation: pg_waldump failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return Ok(());
+        }
+        let mut by: std::collections::HashMap<String, u64> = Default::default();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let total = line
+                .split("len (rec/tot):")
+                .nth(1)
+                .and_then(|r| r.split(',').next())
+                .and_then(|r| r.split('/').nth(1))
+                .and_then(|t| t.trim().parse::<u64>().ok());
+            let Some(total) = total else { continue };
+            let key = match line.split(" rel ").nth(1) {
+                Some(r) => r.split_whitespace().next().unwrap_or("?").to_string(),
+                None => format!(
+                    "({})",
+                    line.split_whitespace().nth(1).unwrap_or("?").to_lowercase()
+                ),
+            };
+            *by.entry(key).or_default() += total;
+        }
+        // file nodes to names, summed (a relation may have been rewritten during the run)
+        let mut named: std::collections::HashMap<String, u64> = Default::default();
+        for (key, bytes) in by {
+            let name = match key.rsplit('/').next().and_then(|n| n.parse::<i64>().ok()) {
+                Some(node) if key.contains('/') => store
+                    .relation_of_filenode(node)
+                    .await
+                    .ok()
+                    .flatten()
+                    .unwrap_or(key),
+                _ => key,
+            };
+            *named.entry(name).or_default() += bytes;
+        }
+        let mut rows: Vec<_> = named.into_iter().collect();
+        rows.sort_by(|a, b| b.1.cmp(&a.1));
+        let total: u64 = rows.iter().map(|r| r.1).sum();
+        println!(
+            "wal by relation: {:.0} B per step in all",
+            total as f64 / steps
+        );
+        for (name, bytes) in rows.into_iter().take(30) {
+            println!("wal {name:<40} {:>8.1} B per step", bytes as f64 / steps);
+        }
+        Ok(())
+    }
+}
+
 /// The statements that took the database's time, one line each (pg_stat_statements).
 async fn print_statements(store: &Store, n: i64) -> Result<()> {
     for (calls, total_ms, query) in store.statement_stats(n).await? {
@@ -1176,6 +1250,7 @@ async fn main() -> Result<()> {
         admin,
         bindir: find_bindir().ok(),
         sizes,
+        wal_range: std::sync::Mutex::new(None),
     };
     if args.iter().any(|a| a == "--profile") {
         // scenario 1 only, then the statements that took the database's time
@@ -1204,6 +1279,7 @@ async fn main() -> Result<()> {
                 t.deleted as f64 / steps,
             );
         }
+        b.print_wal_by_relation(&store, steps).await?;
         return Ok(());
     }
     if args.iter().any(|a| a == "--latency") {

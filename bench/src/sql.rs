@@ -34,6 +34,8 @@ pub(crate) trait BenchSql {
         marks: &[chrono::DateTime<chrono::Utc>],
     ) -> Result<Vec<(f64, f64, f64)>>;
     async fn wal_lsn(&self) -> Result<String>;
+    async fn data_directory(&self) -> Result<String>;
+    async fn relation_of_filenode(&self, filenode: i64) -> Result<Option<String>>;
     async fn delivery_span(
         &self,
     ) -> Result<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)>;
@@ -82,6 +84,25 @@ impl BenchSql for Store {
         Ok(sqlx::query_scalar("SELECT pg_current_wal_lsn()::text")
             .fetch_one(self.pool())
             .await?)
+    }
+
+    /// The server's data directory (a superuser may read it): where `pg_waldump` finds the WAL.
+    async fn data_directory(&self) -> Result<String> {
+        Ok(
+            sqlx::query_scalar("SELECT current_setting('data_directory')")
+                .fetch_one(self.pool())
+                .await?,
+        )
+    }
+
+    /// The table or index a file node of this database belongs to (the default tablespace).
+    async fn relation_of_filenode(&self, filenode: i64) -> Result<Option<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT pg_filenode_relation(0, $1::oid)::regclass::text")
+                .bind(filenode)
+                .fetch_one(self.pool())
+                .await?,
+        )
     }
 
     /// Every task's status and how long it took from submit to its end, or to now when it has

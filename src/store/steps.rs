@@ -2,9 +2,9 @@
 //! fail, release — live in [`super::step_queue`]): a tier 1 retry, a resume, supersede and skip,
 //! and failing a task's running steps. One named statement each in `sql/step/`.
 //!
-//! Statuses stay literals in the statements, so the planner still sees the partial indexes'
-//! predicates (`status = 'ready'`, `'running'`); a move of one step by id checks its status
-//! through an expression no index matches (see [`super::tasks`] for why).
+//! No index of `steps` reads its status (so a claim and a completion are HOT updates; the
+//! running steps are listed in `running_steps`, kept by triggers); a move of one step by id
+//! checks its status through an expression no index matches (see [`super::tasks`] for why).
 
 use serde_json::Value;
 use uuid::Uuid;

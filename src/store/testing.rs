@@ -70,6 +70,16 @@ impl Store {
         .await?)
     }
 
+    /// Steps on which `steps.status` and `running_steps` disagree (0 at any instant: the
+    /// triggers that keep the index change it in the status change's own transaction).
+    pub async fn running_index_disagreements(&self) -> Result<i64> {
+        Ok(
+            sqlx::query_scalar(sql!("testing/running_index_disagreements"))
+                .fetch_one(&self.pool)
+                .await?,
+        )
+    }
+
     /// Steps in a status, over all tasks.
     pub async fn count_steps(&self, status: &str) -> Result<i64> {
         self.count_where("SELECT count(*) FROM steps WHERE status = $1", status)

@@ -481,3 +481,132 @@ async fn one_batch_evaluates_its_finished_tasks_each_to_its_own_outcome() {
         assert_eq!(successes, json!(["ran"]));
     }
 }
+
+/// Hot-path issue, fourth step: claims and completions are HOT updates because no index of
+/// `steps` reads a column they change; the running steps are listed in `running_steps`, which
+/// follows every move into and out of `running` (claim, completion, failure, release, defer,
+/// rescue, cancel) in the move's own transaction.
+#[tokio::test]
+async fn the_running_index_follows_every_move_and_steps_indexes_stay_still() {
+    let db = fresh_db().await;
+    let store = &db.store;
+    // the columns a claim, a heartbeat, a completion or a failure writes
+    let moving = [
+        "status",
+        "lease_owner",
+        "lease_token",
+        "lease_expires_at",
+        "started_at",
+        "updated_at",
+        "output",
+        "error",
+        "attempts",
+        "retry_count",
+        "finished_at",
+        "run_after",
+    ];
+    let defs: Vec<String> = sqlx::query_scalar(
+        "SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'steps'::regclass",
+    )
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    assert!(defs.len() >= 3, "{defs:?}");
+    for def in &defs {
+        let words: Vec<&str> = def
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .collect();
+        for col in moving {
+            assert!(!words.contains(&col), "{def} reads {col}");
+        }
+    }
+
+    let agree = |when: &'static str| async move {
+        assert_eq!(
+            store.running_index_disagreements().await.unwrap(),
+            0,
+            "running_steps disagrees with steps.status {when}"
+        );
+    };
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        tasks.push(
+            store
+                .submit_task(&common::new_task(json!([{"id": "s", "tool": "echo"}])))
+                .await
+                .unwrap()
+                .task_id,
+        );
+    }
+    let w = Uuid::now_v7();
+    let held = store.claim_steps(&claim(w, 6)).await.unwrap();
+    assert_eq!(held.len(), 6);
+    agree("after a claim").await;
+    let running = |n: i64| async move {
+        let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM running_steps")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(rows, n);
+    };
+    running(6).await;
+
+    let ok = StepSuccess {
+        fence: held[0].fence(),
+        worker_id: w,
+        tool: "echo".into(),
+        parameters: json!({}),
+        output: json!({"ok": true}),
+        output_params: Default::default(),
+    };
+    let _ = store.complete_step(&ok, 30.0).await;
+    agree("after a completion").await;
+    let failure = trellis::domain::ToolFailure::new("tool_error", "boom", true);
+    store
+        .fail_step(
+            &trellis::store::step_queue::StepFailure {
+                fence: held[1].fence(),
+                worker_id: w,
+                tool: "echo".into(),
+                parameters: json!({}),
+                failure,
+            },
+            POLICY,
+        )
+        .await
+        .unwrap();
+    agree("after a failure").await;
+    store.release_step(&held[2].fence(), w).await.unwrap();
+    agree("after a release").await;
+    let wait = trellis::store::step_queue::ToolWait {
+        tool: held[3].tool.clone(),
+        until: chrono::Utc::now() + chrono::Duration::seconds(30),
+        why: trellis::domain::circuit::Why::Held,
+    };
+    store
+        .defer_step(&held[3].fence(), w, &wait, &POLICY)
+        .await
+        .unwrap();
+    agree("after a defer").await;
+    store.expire_lease(held[4].id).await.unwrap();
+    assert_eq!(store.rescue_expired(10, POLICY).await.unwrap(), 1);
+    agree("after a rescue").await;
+    store.cancel_task(held[5].task_id).await.unwrap();
+    agree("after a cancel").await;
+    // a cancelled task's running step runs on until its worker reports
+    running(1).await;
+    let late = StepSuccess {
+        fence: held[5].fence(),
+        ..ok
+    };
+    let _ = store.complete_step(&late, 30.0).await;
+    agree("after a cancelled task's step reported").await;
+    running(0).await;
+
+    // a claim of what is ready again is listed again
+    let again = store.claim_steps(&claim(w, 6)).await.unwrap();
+    assert!(!again.is_empty());
+    agree("after a second claim").await;
+    running(again.len() as i64).await;
+    let _ = tasks;
+}

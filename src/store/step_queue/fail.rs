@@ -52,9 +52,9 @@ impl Store {
     /// on the expired lease. Returns how many steps were rescued.
     pub async fn rescue_expired(&self, limit: i64, policy: FailurePolicy) -> Result<u64> {
         let expired: Vec<(Uuid, Uuid, i64)> = sqlx::query_as(
-            "SELECT id, task_id, lease_token FROM steps
-             WHERE status = 'running' AND lease_expires_at < now()
-             ORDER BY lease_expires_at LIMIT $1",
+            "SELECT s.id, s.task_id, s.lease_token FROM running_steps r JOIN steps s ON s.id = r.step_id
+             WHERE s.status = 'running' AND s.lease_expires_at < now()
+             ORDER BY s.lease_expires_at LIMIT $1",
         )
         .bind(limit)
         .fetch_all(&self.pool)

@@ -100,6 +100,11 @@ async fn restarts_and_terminated_sessions_lose_nothing() {
             },
         )
         .await;
+        assert_eq!(
+            store.running_index_disagreements().await.unwrap(),
+            0,
+            "running_steps lists exactly the running steps, mid-run (before disruption {round})"
+        );
         match disruption {
             Disruption::Restart(mode) => {
                 tokio::task::block_in_place(|| pg.restart(*mode)).expect("restart postgres")
@@ -122,6 +127,11 @@ async fn restarts_and_terminated_sessions_lose_nothing() {
     )
     .await;
     assert_eq!(double_successes(&store).await, 0, "no step succeeded twice");
+    assert_eq!(
+        store.running_index_disagreements().await.unwrap(),
+        0,
+        "running_steps is empty when nothing runs"
+    );
     let lost = store
         .count_attempts_in_category("worker_lost")
         .await

@@ -5,12 +5,15 @@ WHERE status IN ('pending', 'planning', 'running', 'reflecting', 'replanning',
                  'evaluating', 'needs_intervention')
 GROUP BY status
 UNION ALL
-SELECT 'steps', 'ready', coalesce(tool_override, tool), count(*),
-       coalesce(extract(epoch FROM max(now() - run_after)), 0)::float8
-FROM steps WHERE status = 'ready' GROUP BY 3
+-- ready steps belong to running tasks (read through the tasks' status index and each task's
+-- steps, never the finished history); running steps are listed in running_steps
+SELECT 'steps', 'ready', coalesce(s.tool_override, s.tool), count(*),
+       coalesce(extract(epoch FROM max(now() - s.run_after)), 0)::float8
+FROM tasks t JOIN steps s ON s.task_id = t.id
+WHERE t.status = 'running' AND s.status = 'ready' GROUP BY 3
 UNION ALL
-SELECT 'steps', 'running', coalesce(tool_override, tool), count(*), 0
-FROM steps WHERE status = 'running' GROUP BY 3
+SELECT 'steps', 'running', coalesce(s.tool_override, s.tool), count(*), 0
+FROM running_steps r JOIN steps s ON s.id = r.step_id WHERE s.status = 'running' GROUP BY 3
 UNION ALL
 SELECT 'workers', '', '', count(*), coalesce(sum(in_flight), 0)::float8
 FROM workers

@@ -1,7 +1,7 @@
 -- part: step/_claim_lease (of step/claim_plain and step/claim_checked)
 -- move: StepMove::Claim
 ), claimed AS (
-    -- by primary key: an id list, not a join the planner might drive from the ready index
+    -- by primary key: an id list, not a join the planner might drive from another index
     UPDATE steps s
     SET status = 'running', lease_owner = $3, lease_token = s.lease_token + 1,
         lease_expires_at = now() + make_interval(secs => $4), started_at = clock_timestamp(), updated_at = now()

@@ -6,8 +6,7 @@ WITH admit AS MATERIALIZED (
     -- tasks without running steps this claim may start (-1: no cap); counted after the
     -- admission lock was taken ($4), by an earlier statement
     SELECT CASE WHEN $3 <= 0 THEN -1 WHEN NOT $4 THEN 0
-                ELSE greatest($3 - (SELECT count(DISTINCT task_id) FROM steps
-                                    WHERE status = 'running'), 0) END AS n
+                ELSE greatest($3 - (SELECT count(DISTINCT task_id) FROM running_steps), 0) END AS n
 ), lanes AS MATERIALIZED (
     -- the limited tools with claimable entries, locked so that the claim's count of their
     -- running steps (the next statement, a later snapshot) is exact; a tool another claim
@@ -48,7 +47,7 @@ WITH admit AS MATERIALIZED (
     -- under a task cap, the entries of tasks already running steps (they need no admission),
     -- however far behind the head they are
     SELECT x.step_id, x.task_id
-    FROM (SELECT DISTINCT task_id FROM steps WHERE status = 'running' AND $3 > 0) r
+    FROM (SELECT DISTINCT task_id FROM running_steps WHERE $3 > 0) r
     CROSS JOIN LATERAL (
         SELECT q.step_id, q.task_id FROM claim_queue q
         WHERE q.task_id = r.task_id AND (NOT q.delayed OR q.run_after <= now())
