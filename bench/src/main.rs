@@ -1116,7 +1116,7 @@ impl Bench {
             *named.entry(name).or_default() += bytes;
         }
         let mut rows: Vec<_> = named.into_iter().collect();
-        rows.sort_by(|a, b| b.1.cmp(&a.1));
+        rows.sort_by_key(|r| std::cmp::Reverse(r.1));
         let total: u64 = rows.iter().map(|r| r.1).sum();
         println!(
             "wal by relation: {:.0} B per step in all",
