@@ -169,7 +169,7 @@ const NAMED_ENUMS: &[(&str, &[&str])] = &[
     ("Role", &["admin", "operator", "reader"]),
     ("ScheduleOverlap", &["allow", "skip"]),
     ("ToolMode", &["sync", "async"]),
-    ("ToolKind", &["builtin", "http"]),
+    ("ToolKind", &crate::domain::tool::ToolKind::NAMES),
     ("CircuitState", &["closed", "open", "half_open"]),
     ("WaitKind", &["approval", "event", "callback", "sleep"]),
     ("WaitStatus", &["open", "resolved", "expired", "cancelled"]),
@@ -374,7 +374,7 @@ pub(super) fn template_plan() -> Object {
 pub(super) fn tool_kind() -> Object {
     ObjectBuilder::new()
         .schema_type(Type::String)
-        .enum_values(Some(["builtin", "http"]))
+        .enum_values(Some(crate::domain::tool::ToolKind::NAMES))
         .build()
 }
 

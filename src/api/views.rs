@@ -409,7 +409,7 @@ pub struct ToolView {
     pub id: String,
     pub name: String,
     pub description: String,
-    /// `builtin` or `http`.
+    /// `builtin`, `http` or `mcp` (a tool of a registered MCP server).
     #[schema(schema_with = super::openapi::tool_kind)]
     pub kind: String,
     /// Credentials in the URL are redacted; null for a built-in.

@@ -7,6 +7,35 @@ use super::circuit::BreakerSpec;
 use super::recovery::RetrySpec;
 use super::schema::{InvalidSchema, Schema};
 
+/// A tool's kind (`tools.kind`): how a worker calls it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolKind {
+    /// Runs inside the worker (`echo`, `sleep`, `approval`, …).
+    Builtin,
+    /// An HTTP endpoint.
+    Http,
+    /// A tool of a registered MCP server.
+    Mcp,
+}
+
+impl ToolKind {
+    pub const ALL: [ToolKind; 3] = [ToolKind::Builtin, ToolKind::Http, ToolKind::Mcp];
+    /// The values, in the order of [`ToolKind::ALL`] (for the OpenAPI document's enumeration).
+    pub const NAMES: [&'static str; 3] = ["builtin", "http", "mcp"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolKind::Builtin => Self::NAMES[0],
+            ToolKind::Http => Self::NAMES[1],
+            ToolKind::Mcp => Self::NAMES[2],
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
 /// A tool's schemas, compiled once per registry version (by the worker's tool cache).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolChecks {

@@ -2,8 +2,9 @@
 //! about what it takes, whatever the depth (migration `20261125000018_claim_queue.sql`).
 //!
 //! Architecture invariant: for every task, its entries plus its running steps never exceed
-//! its `max_concurrent_steps`. Entries are the task's first ready steps in plan order, as many
-//! as it has room for; `sync` rewrites them under the task's row lock wherever a step becomes
+//! its `max_concurrent_steps`. Entries are the task's first ready steps of its current plan
+//! version, in plan order (a step of a replaced plan is never started anew), as many as it has
+//! room for; `sync` rewrites them under the task's row lock wherever a step becomes
 //! ready, stops running or leaves `ready`, or the task's status changes. A claim turns entries
 //! into running steps one for one, so it needs no count to keep the per-task cap.
 //!
@@ -18,9 +19,9 @@ use uuid::Uuid;
 use super::{Result, Tx};
 
 /// Rewrite the claim queue entries of these tasks (their rows locked by the caller) from
-/// their steps: a running task gets its first ready steps in plan order, as many as its
-/// `max_concurrent_steps` minus its running steps; any other task gets none. Entries that are
-/// already right are left as they are. One statement; per task, its cost is bounded by its
+/// their steps: a running task gets its first ready steps of its current plan version, in plan
+/// order, as many as its `max_concurrent_steps` minus its running steps; any other task gets
+/// none. Entries that are already right are left as they are. One statement; per task, its cost is bounded by its
 /// room, not by its number of steps.
 pub(crate) async fn sync(tx: &mut Tx, task_ids: &[Uuid]) -> Result<()> {
     if task_ids.is_empty() {

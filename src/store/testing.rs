@@ -80,6 +80,15 @@ impl Store {
         )
     }
 
+    /// Where the claim queue differs from its definition (`queue/sync`'s, recomputed for every
+    /// task): `(task, step, "missing" | "extra")`. Empty at any instant, since every move that
+    /// changes what a task may have queued re-syncs it in the move's transaction.
+    pub async fn claim_queue_disagreements(&self) -> Result<Vec<(Uuid, Uuid, String)>> {
+        Ok(sqlx::query_as(sql!("testing/claim_queue_disagreements"))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
     /// Steps in a status, over all tasks.
     pub async fn count_steps(&self, status: &str) -> Result<i64> {
         self.count_where("SELECT count(*) FROM steps WHERE status = $1", status)

@@ -181,3 +181,15 @@ impl DevApi {
         logs
     }
 }
+
+/// An API a test did not stop (it failed, or it only needed the API while it ran) dies with
+/// the test: it would otherwise outlive the test binary, listening.
+impl Drop for DevApi {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -11,6 +11,7 @@ mod depth;
 mod durability;
 mod events;
 mod execution;
+mod invariants;
 mod llm_brain;
 mod llm_client;
 mod mcp;

@@ -89,6 +89,21 @@ async fn an_mcp_servers_tools_run_as_trellis_tools() {
     );
     let (_, forecast) = app.get("/api/v1/tools/py.forecast").await;
     assert_eq!(forecast["kind"], "mcp");
+    // every kind the tool list answers is one the served document names (a generated client
+    // decodes the list with it: the Python client's Tool.from_dict raised on "mcp")
+    let (_, doc) = app.get("/docs/openapi.json").await;
+    let kinds = doc["components"]["schemas"]["ToolKind"]["enum"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no ToolKind enumeration: {}", doc["components"]["schemas"]))
+        .clone();
+    let (_, list) = app.get("/api/v1/tools").await;
+    for t in list.as_array().unwrap() {
+        assert!(
+            kinds.contains(&t["kind"]),
+            "{} is not in {kinds:?}",
+            t["kind"]
+        );
+    }
     assert!(
         forecast["output_schema"]["properties"]["celsius"].is_object(),
         "{forecast}"

@@ -96,3 +96,13 @@ def test_an_error_is_a_typed_error(t):
         t.get(str(uuid.uuid4()))
     assert e.value.status == 404
     assert e.value.code == "not_found"
+
+
+@pytest.mark.skipif(not os.environ.get("TRELLIS_MCP_TOOL"), reason="clients/test.sh registers an MCP server")
+def test_a_tool_list_with_an_mcp_tool_parses(t):
+    from trellis_client.generated.models import ToolKind
+
+    tools = t.tools()
+    kinds = {tool.id: tool.kind for tool in tools}
+    assert kinds[os.environ["TRELLIS_MCP_TOOL"]] == ToolKind.MCP, kinds
+    assert kinds["echo"] == ToolKind.BUILTIN, kinds

@@ -25,8 +25,8 @@ from .generated.api.tasks import (
     task_result,
     task_status,
 )
-from .generated.api.tools import create_tool
-from .generated.models import Error, SubmitTask, TaskStatusView, ToolInput
+from .generated.api.tools import create_tool, list_tools
+from .generated.models import Error, SubmitTask, TaskStatusView, Tool, ToolInput
 
 __all__ = ["Trellis", "TrellisError", "TERMINAL"]
 
@@ -142,6 +142,10 @@ class Trellis:
             time.sleep(0.2)
 
     # ---- registries
+
+    def tools(self) -> list[Tool]:
+        """The tool registry, typed: built-in, HTTP and MCP tools (`kind`)."""
+        return _raise_for(list_tools.sync_detailed(client=self.api))
 
     def register_tool(self, tool: dict[str, Any]) -> dict[str, Any]:
         """Register an HTTP tool (admin key); the registry's record."""

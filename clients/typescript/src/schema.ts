@@ -2056,7 +2056,7 @@ export interface components {
             timeout_ms?: number | null;
         };
         /** @enum {string} */
-        ToolKind: "builtin" | "http";
+        ToolKind: "builtin" | "http" | "mcp";
         /** @enum {string} */
         ToolMode: "sync" | "async";
         /** @description `POST /schedules/{id}/trigger`: the task a tick submits. */

@@ -84,3 +84,12 @@ test("an error is a typed error", async () => {
   );
   await assert.rejects(t.get(randomUUID()), (e: unknown) => e instanceof TrellisError && e.status === 404 && e.code === "not_found");
 });
+
+test("a tool list with an MCP tool is typed", { skip: !process.env.TRELLIS_MCP_TOOL }, async () => {
+  const { data, error } = await t.api.GET("/api/v1/tools");
+  assert.equal(error, undefined);
+  const tools = data ?? [];
+  // `kind` is the document's ToolKind: "mcp" must be one of its values for this to compile
+  const mcp = tools.filter((tool) => tool.kind === "mcp").map((tool) => tool.id);
+  assert.ok(mcp.includes(process.env.TRELLIS_MCP_TOOL ?? ""), JSON.stringify(tools.map((tool) => [tool.id, tool.kind])));
+});

@@ -1,6 +1,6 @@
 -- name: queue/sync
 WITH t AS MATERIALIZED (
-    SELECT t.id, t.priority, t.created_at, t.status,
+    SELECT t.id, t.priority, t.created_at, t.status, t.plan_version,
            greatest(t.max_concurrent_steps
                     - (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running'), 0) AS room
     FROM tasks t WHERE t.id = ANY($1)
@@ -8,7 +8,7 @@ WITH t AS MATERIALIZED (
     SELECT s.id AS step_id, t.id AS task_id, t.priority, t.created_at, s.position, s.tool, s.run_after
     FROM t CROSS JOIN LATERAL (
         SELECT s.id, s.position, s.run_after, coalesce(s.tool_override, s.tool) AS tool
-        FROM steps s WHERE s.task_id = t.id AND s.status = 'ready'
+        FROM steps s WHERE s.task_id = t.id AND s.plan_version = t.plan_version AND s.status = 'ready'
         ORDER BY s.position LIMIT t.room) s
     WHERE t.status = 'running'
 ), have AS MATERIALIZED (

@@ -1,0 +1,228 @@
+//! The claim queue's invariant and the running index, held in the real system: random
+//! operations by 4 workers (claims, completions, failures, releases, defers, lost leases and
+//! rescues, cancels, whole workers killed), and after each one the claim queue equals its
+//! definition (`queue/sync`'s, recomputed for every task) and `running_steps` lists exactly
+//! the running steps.
+
+use trellis::testkit as common;
+
+use serde_json::json;
+use trellis::store::step_queue::{
+    Claim, ClaimedStep, FailurePolicy, StepFailure, StepSuccess, ToolWait,
+};
+use trellis::testkit::fresh_db;
+use trellis::worker::WorkerConfig;
+use uuid::Uuid;
+
+const POLICY: FailurePolicy = common::TEST_POLICY;
+
+/// A small deterministic generator (xorshift64*): a failing seed replays.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// One of the steps a worker holds, at random (it no longer holds it).
+fn take_one(held: &mut Vec<ClaimedStep>, rng: &mut Rng) -> ClaimedStep {
+    let i = rng.below(held.len());
+    held.swap_remove(i)
+}
+
+/// A task of 1–5 steps, each depending on some earlier ones, at most 1–3 of them at once.
+fn random_task(rng: &mut Rng) -> trellis::store::submit::NewTask {
+    let n = 1 + rng.below(5);
+    let steps: Vec<_> = (0..n)
+        .map(|i| {
+            let deps: Vec<String> = (0..i)
+                .filter(|_| rng.below(3) == 0)
+                .map(|d| format!("s{d}"))
+                .collect();
+            json!({"id": format!("s{i}"), "tool": "echo", "dependencies": deps})
+        })
+        .collect();
+    let mut t = common::new_task(json!(steps));
+    t.limits.max_concurrent_steps = 1 + rng.below(3) as i32;
+    t.limits.max_task_replans = 1;
+    t
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_operations_keep_the_claim_queue_and_the_running_index() {
+    let ops: usize = std::env::var("TRELLIS_INVARIANT_OPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let seed: u64 = std::env::var("TRELLIS_INVARIANT_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x5eed_1234_abcd_0001);
+    let db = fresh_db().await;
+    let store = &db.store;
+    let cfg = WorkerConfig::from_settings(&common::test_settings());
+    let mut rng = Rng(seed);
+    let workers: Vec<Uuid> = (0..4).map(|_| Uuid::now_v7()).collect();
+    let mut held: Vec<Vec<ClaimedStep>> = vec![Vec::new(); workers.len()];
+    let mut tasks: Vec<Uuid> = Vec::new();
+    let mut counts = [0usize; 9];
+
+    for op in 0..ops {
+        let w = rng.below(workers.len());
+        let me = workers[w];
+        let kind = match rng.below(20) {
+            0..=2 => 0,   // submit
+            3..=7 => 1,   // claim
+            8..=12 => 2,  // complete
+            13..=14 => 3, // fail
+            15 => 4,      // release
+            16 => 5,      // defer
+            17 => 6,      // a lease lost, then rescued
+            18 => 7,      // cancel a task
+            _ => 8,       // a worker killed: every lease it holds lost, then rescued
+        };
+        // an operation that needs a held step falls back to a claim when there is none
+        let kind = if (2..=6).contains(&kind) && held[w].is_empty() {
+            1
+        } else {
+            kind
+        };
+        counts[kind] += 1;
+        let what = match kind {
+            0 => {
+                let t = store.submit_task(&random_task(&mut rng)).await.unwrap();
+                tasks.push(t.task_id);
+                "submit"
+            }
+            1 => {
+                let c = Claim {
+                    worker_id: me,
+                    limit: 1 + rng.below(4) as i64,
+                    lease_secs: 60.0,
+                    max_running_tasks: 0,
+                };
+                held[w].extend(store.claim_steps(&c).await.unwrap());
+                "claim"
+            }
+            2 => {
+                let s = take_one(&mut held[w], &mut rng);
+                let ok = StepSuccess {
+                    fence: s.fence(),
+                    worker_id: me,
+                    tool: s.tool.clone(),
+                    parameters: json!({}),
+                    output: json!({"op": op}),
+                    output_params: Default::default(),
+                };
+                if let Ok(Some(d)) = store.complete_step(&ok, 60.0).await {
+                    trellis::worker::run_decision_chain(store, &cfg, Some(d)).await;
+                }
+                "complete"
+            }
+            3 => {
+                let s = take_one(&mut held[w], &mut rng);
+                let failure = trellis::domain::ToolFailure::new(
+                    "tool_error",
+                    "random failure",
+                    rng.below(2) == 0,
+                );
+                let f = StepFailure {
+                    fence: s.fence(),
+                    worker_id: me,
+                    tool: s.tool.clone(),
+                    parameters: json!({}),
+                    failure,
+                };
+                if let Ok(out) = store.fail_step(&f, POLICY).await
+                    && let Some(d) = out.decision
+                {
+                    trellis::worker::run_decision_chain(store, &cfg, Some(d)).await;
+                }
+                "fail"
+            }
+            4 => {
+                let s = take_one(&mut held[w], &mut rng);
+                let _ = store.release_step(&s.fence(), me).await;
+                "release"
+            }
+            5 => {
+                let s = take_one(&mut held[w], &mut rng);
+                let wait = ToolWait {
+                    tool: s.tool.clone(),
+                    until: chrono::Utc::now() + chrono::Duration::milliseconds(50),
+                    why: trellis::domain::circuit::Why::Held,
+                };
+                let _ = store.defer_step(&s.fence(), me, &wait, &POLICY).await;
+                "defer"
+            }
+            6 => {
+                let s = take_one(&mut held[w], &mut rng);
+                store.expire_lease(s.id).await.unwrap();
+                store.rescue_expired(100, POLICY).await.unwrap();
+                "lease lost"
+            }
+            7 => {
+                if !tasks.is_empty() {
+                    let _ = store.cancel_task(tasks[rng.below(tasks.len())]).await;
+                }
+                "cancel"
+            }
+            _ => {
+                for s in std::mem::take(&mut held[w]) {
+                    store.expire_lease(s.id).await.unwrap();
+                }
+                store.rescue_expired(1000, POLICY).await.unwrap();
+                "worker killed"
+            }
+        };
+        let queue = store.claim_queue_disagreements().await.unwrap();
+        if let Some((task, _, _)) = queue.first() {
+            let rows: Vec<(String, String, i32, i32, Option<String>)> = sqlx::query_as(
+                "SELECT step_key, status, position, plan_version, tool_override FROM steps
+                 WHERE task_id = $1 ORDER BY plan_version, position",
+            )
+            .bind(task)
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+            let t: (String, i32, i32) = sqlx::query_as(
+                "SELECT status, max_concurrent_steps, plan_version FROM tasks WHERE id = $1",
+            )
+            .bind(task)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+            let q: Vec<(uuid::Uuid,)> =
+                sqlx::query_as("SELECT step_id FROM claim_queue WHERE task_id = $1")
+                    .bind(task)
+                    .fetch_all(store.pool())
+                    .await
+                    .unwrap();
+            eprintln!("task {t:?}\nsteps {rows:#?}\nqueue {q:?}");
+        }
+        assert!(
+            queue.is_empty(),
+            "after operation {op} ({what}, seed {seed:#x}), the claim queue differs from its definition: {queue:?}"
+        );
+        assert_eq!(
+            store.running_index_disagreements().await.unwrap(),
+            0,
+            "after operation {op} ({what}, seed {seed:#x}), running_steps differs from the running steps"
+        );
+    }
+    // the run exercised every operation, and work went through to the end
+    assert!(counts.iter().all(|&n| n > 0), "{counts:?}");
+    let succeeded = store.count_tasks("succeeded").await.unwrap();
+    assert!(succeeded > 0, "no task succeeded in {ops} operations");
+    eprintln!(
+        "invariants: {ops} operations {counts:?}, {} tasks, {succeeded} succeeded",
+        tasks.len()
+    );
+}
