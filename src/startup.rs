@@ -119,12 +119,22 @@ impl Application {
 
     /// Serve until `stop` is cancelled (then drain the in-process worker, if any).
     pub async fn run_until_stopped(self, stop: CancellationToken) -> anyhow::Result<()> {
+        self.run_until_stopped_with(stop, |r| r).await
+    }
+
+    /// [`Application::run_until_stopped`] with the router wrapped first (the test harness
+    /// checks every answer against the OpenAPI document this way).
+    pub async fn run_until_stopped_with(
+        self,
+        stop: CancellationToken,
+        wrap: impl FnOnce(axum::Router) -> axum::Router,
+    ) -> anyhow::Result<()> {
         use anyhow::Context;
         let worker_task: Option<JoinHandle<Result<(), StoreError>>> = self.with_worker.then(|| {
             let cfg = WorkerConfig::from_settings(&self.settings);
             tokio::spawn(worker::run(self.store.clone(), cfg, stop.clone()))
         });
-        let router = app(AppState::new(self.store.clone(), self.settings));
+        let router = wrap(app(AppState::new(self.store.clone(), self.settings)));
         let shutdown = stop.clone();
         let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(async move { shutdown.cancelled().await })

@@ -429,6 +429,17 @@ pub(super) fn optional_json_schema() -> Object {
         .build()
 }
 
+/// A step's or an attempt's output: whatever JSON the tool answered (any value, or null when
+/// there is none yet).
+pub(super) fn any_output() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::AnyValue)
+        .description(Some(
+            "the tool's output: any JSON value (null while there is none)",
+        ))
+        .build()
+}
+
 // ---- error answers --------------------------------------------------------------------------
 
 fn error(description: &str) -> RefOr<Response> {

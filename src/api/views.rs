@@ -217,7 +217,7 @@ pub struct PlanStepView {
     pub status: StepStatus,
     pub retry_count: i32,
     pub attempts: i32,
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = super::openapi::any_output)]
     pub output: Option<Value>,
     #[schema(value_type = Option<Object>)]
     pub error: Option<Value>,
@@ -295,7 +295,7 @@ pub struct AttemptView {
     #[schema(value_type = Object)]
     pub parameters: Value,
     pub status: AttemptStatus,
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = super::openapi::any_output)]
     pub output: Option<Value>,
     #[schema(value_type = Option<Object>)]
     pub error: Option<Value>,
@@ -370,11 +370,11 @@ pub struct EvaluationView {
     pub efficiency: f64,
     pub reliability: f64,
     pub is_successful: bool,
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<String>)]
     pub successes: Value,
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<String>)]
     pub failures: Value,
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<String>)]
     pub improvement_suggestions: Value,
     pub created_at: DateTime<Utc>,
 }

@@ -45,6 +45,8 @@ pub struct TestApp {
     pub settings: Settings,
     pub http: reqwest::Client,
     server: CancellationToken,
+    /// Every answer checked against the served OpenAPI document ([`super::answers`]).
+    pub answers: Arc<super::answers::AnswerCheck>,
 }
 
 impl TestApp {
@@ -112,6 +114,13 @@ impl TestApp {
 impl Drop for TestApp {
     fn drop(&mut self) {
         self.server.cancel();
+        let mismatches = self.answers.take();
+        if !mismatches.is_empty() && !std::thread::panicking() {
+            panic!(
+                "answers that differ from the OpenAPI document:\n{}",
+                mismatches.join("\n")
+            );
+        }
     }
 }
 
@@ -132,13 +141,26 @@ pub async fn spawn_app_with(settings: Settings) -> TestApp {
     let addr = application.addr();
     let server = CancellationToken::new();
     let stop = server.clone();
-    tokio::spawn(async move { application.run_until_stopped(stop).await.unwrap() });
+    let answers = super::answers::AnswerCheck::new();
+    let check = answers.clone();
+    tokio::spawn(async move {
+        application
+            .run_until_stopped_with(stop, move |router| {
+                router.layer(axum::middleware::from_fn_with_state(
+                    check,
+                    super::answers::check_answer,
+                ))
+            })
+            .await
+            .unwrap()
+    });
     TestApp {
         addr,
         db,
         settings,
         http: client_with_key(Some(ADMIN_KEY)),
         server,
+        answers,
     }
 }
 

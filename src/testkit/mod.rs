@@ -160,6 +160,7 @@ mod tests {
     }
 }
 
+pub mod answers;
 pub mod app;
 pub mod faults;
 pub mod procs;

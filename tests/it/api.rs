@@ -729,3 +729,28 @@ async fn openapi_document_covers_every_route() {
     }
     assert!(links >= 10, "{links} links");
 }
+
+/// The harness's check of every answer against the served document notices a status the
+/// document does not list and a body its schema does not allow (and passes a right one).
+#[test]
+fn the_answer_check_notices_what_the_document_does_not_allow() {
+    let c = trellis::testkit::answers::AnswerCheck::new();
+    let json = "application/json";
+    c.check("get", "/api/v1/tasks/{id}/evaluations", 200, json, b"[]");
+    assert!(c.take().is_empty());
+    c.check(
+        "get",
+        "/api/v1/tasks/{id}/evaluations",
+        200,
+        json,
+        br#"[{"successes": [1]}]"#,
+    );
+    let m = c.take();
+    assert!(m.iter().any(|m| m.contains("does not allow")), "{m:?}");
+    c.check("get", "/api/v1/tasks", 418, json, b"{}");
+    let m = c.take();
+    assert!(m.iter().any(|m| m.contains("does not list")), "{m:?}");
+    c.check("get", "/api/v1/tasks", 200, "text/plain", b"hello");
+    let m = c.take();
+    assert!(m.iter().any(|m| m.contains("not JSON")), "{m:?}");
+}

@@ -962,9 +962,8 @@ export interface components {
             } | null;
             /** Format: date-time */
             finished_at: string;
-            output?: {
-                [key: string]: unknown;
-            } | null;
+            /** @description the tool's output: any JSON value (null while there is none) */
+            output?: unknown;
             /** @description Credential-like values are redacted. */
             parameters: {
                 [key: string]: unknown;
@@ -1084,12 +1083,8 @@ export interface components {
             created_at: string;
             /** Format: double */
             efficiency: number;
-            failures: {
-                [key: string]: unknown;
-            }[];
-            improvement_suggestions: {
-                [key: string]: unknown;
-            }[];
+            failures: string[];
+            improvement_suggestions: string[];
             is_successful: boolean;
             /** Format: double */
             overall_score: number;
@@ -1099,9 +1094,7 @@ export interface components {
             reliability: number;
             /** Format: int32 */
             round: number;
-            successes: {
-                [key: string]: unknown;
-            }[];
+            successes: string[];
         };
         /** @description An event (`GET /tasks/{id}/events`, and the data of a Server-Sent Event). */
         Event: {
@@ -1259,9 +1252,8 @@ export interface components {
             id: string;
             name: string;
             optional: boolean;
-            output?: {
-                [key: string]: unknown;
-            } | null;
+            /** @description the tool's output: any JSON value (null while there is none) */
+            output?: unknown;
             /**
              * @description Parameters merged over `parameters` at its next attempt: a tier 1 retry's, a resume's
              *     overrides, or an approver's edit (redacted like `parameters`).

@@ -10,7 +10,6 @@ from .approve import Approve
 from .approve_parameters_type_0 import ApproveParametersType0
 from .attempt import Attempt
 from .attempt_error_type_0 import AttemptErrorType0
-from .attempt_output_type_0 import AttemptOutputType0
 from .attempt_parameters import AttemptParameters
 from .attempt_status import AttemptStatus
 from .callback_accepted import CallbackAccepted
@@ -27,11 +26,6 @@ from .delivery_status import DeliveryStatus
 from .error import Error
 from .error_error import ErrorError
 from .evaluation import Evaluation
-from .evaluation_failures_item import EvaluationFailuresItem
-from .evaluation_improvement_suggestions_item import (
-    EvaluationImprovementSuggestionsItem,
-)
-from .evaluation_successes_item import EvaluationSuccessesItem
 from .event import Event
 from .event_payload import EventPayload
 from .events_resolved import EventsResolved
@@ -53,7 +47,6 @@ from .plan import Plan
 from .plan_step_view import PlanStepView
 from .plan_step_view_actions_item import PlanStepViewActionsItem
 from .plan_step_view_error_type_0 import PlanStepViewErrorType0
-from .plan_step_view_output_type_0 import PlanStepViewOutputType0
 from .plan_step_view_param_overrides import PlanStepViewParamOverrides
 from .plan_step_view_parameters import PlanStepViewParameters
 from .plan_version import PlanVersion
@@ -167,7 +160,6 @@ __all__ = (
     "ApproveParametersType0",
     "Attempt",
     "AttemptErrorType0",
-    "AttemptOutputType0",
     "AttemptParameters",
     "AttemptStatus",
     "CallbackAccepted",
@@ -184,9 +176,6 @@ __all__ = (
     "Error",
     "ErrorError",
     "Evaluation",
-    "EvaluationFailuresItem",
-    "EvaluationImprovementSuggestionsItem",
-    "EvaluationSuccessesItem",
     "Event",
     "EventPayload",
     "EventsResolved",
@@ -208,7 +197,6 @@ __all__ = (
     "PlanStepView",
     "PlanStepViewActionsItem",
     "PlanStepViewErrorType0",
-    "PlanStepViewOutputType0",
     "PlanStepViewParamOverrides",
     "PlanStepViewParameters",
     "PlanVersion",

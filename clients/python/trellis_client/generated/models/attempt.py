@@ -14,7 +14,6 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.attempt_error_type_0 import AttemptErrorType0
-    from ..models.attempt_output_type_0 import AttemptOutputType0
     from ..models.attempt_parameters import AttemptParameters
 
 
@@ -36,7 +35,7 @@ class Attempt:
         tool (str):
         duration_ms (int | None | Unset):
         error (AttemptErrorType0 | None | Unset):
-        output (AttemptOutputType0 | None | Unset):
+        output (Any | Unset): the tool's output: any JSON value (null while there is none)
         worker_id (None | Unset | UUID):
     """
 
@@ -50,13 +49,12 @@ class Attempt:
     tool: str
     duration_ms: int | None | Unset = UNSET
     error: AttemptErrorType0 | None | Unset = UNSET
-    output: AttemptOutputType0 | None | Unset = UNSET
+    output: Any | Unset = UNSET
     worker_id: None | Unset | UUID = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.attempt_error_type_0 import AttemptErrorType0
-        from ..models.attempt_output_type_0 import AttemptOutputType0
 
         attempt = self.attempt
 
@@ -88,13 +86,7 @@ class Attempt:
         else:
             error = self.error
 
-        output: dict[str, Any] | None | Unset
-        if isinstance(self.output, Unset):
-            output = UNSET
-        elif isinstance(self.output, AttemptOutputType0):
-            output = self.output.to_dict()
-        else:
-            output = self.output
+        output = self.output
 
         worker_id: None | str | Unset
         if isinstance(self.worker_id, Unset):
@@ -132,7 +124,6 @@ class Attempt:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.attempt_error_type_0 import AttemptErrorType0
-        from ..models.attempt_output_type_0 import AttemptOutputType0
         from ..models.attempt_parameters import AttemptParameters
 
         d = dict(src_dict)
@@ -178,22 +169,7 @@ class Attempt:
 
         error = _parse_error(d.pop("error", UNSET))
 
-        def _parse_output(data: object) -> AttemptOutputType0 | None | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            try:
-                if not isinstance(data, dict):
-                    raise TypeError()
-                output_type_0 = AttemptOutputType0.from_dict(data)
-
-                return output_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(AttemptOutputType0 | None | Unset, data)
-
-        output = _parse_output(d.pop("output", UNSET))
+        output = d.pop("output", UNSET)
 
         def _parse_worker_id(data: object) -> None | Unset | UUID:
             if data is None:

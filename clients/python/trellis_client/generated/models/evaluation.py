@@ -2,19 +2,11 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 from typing_extensions import Self
-
-if TYPE_CHECKING:
-    from ..models.evaluation_failures_item import EvaluationFailuresItem
-    from ..models.evaluation_improvement_suggestions_item import (
-        EvaluationImprovementSuggestionsItem,
-    )
-    from ..models.evaluation_successes_item import EvaluationSuccessesItem
-
 
 T = TypeVar("T", bound="Evaluation")
 
@@ -28,28 +20,28 @@ class Evaluation:
         correctness (float):
         created_at (datetime.datetime):
         efficiency (float):
-        failures (list[EvaluationFailuresItem]):
-        improvement_suggestions (list[EvaluationImprovementSuggestionsItem]):
+        failures (list[str]):
+        improvement_suggestions (list[str]):
         is_successful (bool):
         overall_score (float):
         plan_version (int):
         reliability (float):
         round_ (int):
-        successes (list[EvaluationSuccessesItem]):
+        successes (list[str]):
     """
 
     completeness: float
     correctness: float
     created_at: datetime.datetime
     efficiency: float
-    failures: list[EvaluationFailuresItem]
-    improvement_suggestions: list[EvaluationImprovementSuggestionsItem]
+    failures: list[str]
+    improvement_suggestions: list[str]
     is_successful: bool
     overall_score: float
     plan_version: int
     reliability: float
     round_: int
-    successes: list[EvaluationSuccessesItem]
+    successes: list[str]
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -61,15 +53,9 @@ class Evaluation:
 
         efficiency = self.efficiency
 
-        failures = []
-        for failures_item_data in self.failures:
-            failures_item = failures_item_data.to_dict()
-            failures.append(failures_item)
+        failures = self.failures
 
-        improvement_suggestions = []
-        for improvement_suggestions_item_data in self.improvement_suggestions:
-            improvement_suggestions_item = improvement_suggestions_item_data.to_dict()
-            improvement_suggestions.append(improvement_suggestions_item)
+        improvement_suggestions = self.improvement_suggestions
 
         is_successful = self.is_successful
 
@@ -81,10 +67,7 @@ class Evaluation:
 
         round_ = self.round_
 
-        successes = []
-        for successes_item_data in self.successes:
-            successes_item = successes_item_data.to_dict()
-            successes.append(successes_item)
+        successes = self.successes
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -109,12 +92,6 @@ class Evaluation:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.evaluation_failures_item import EvaluationFailuresItem
-        from ..models.evaluation_improvement_suggestions_item import (
-            EvaluationImprovementSuggestionsItem,
-        )
-        from ..models.evaluation_successes_item import EvaluationSuccessesItem
-
         d = dict(src_dict)
         completeness = d.pop("completeness")
 
@@ -124,23 +101,9 @@ class Evaluation:
 
         efficiency = d.pop("efficiency")
 
-        failures = []
-        _failures = d.pop("failures")
-        for failures_item_data in _failures:
-            failures_item = EvaluationFailuresItem.from_dict(failures_item_data)
+        failures = cast(list[str], d.pop("failures"))
 
-            failures.append(failures_item)
-
-        improvement_suggestions = []
-        _improvement_suggestions = d.pop("improvement_suggestions")
-        for improvement_suggestions_item_data in _improvement_suggestions:
-            improvement_suggestions_item = (
-                EvaluationImprovementSuggestionsItem.from_dict(
-                    improvement_suggestions_item_data
-                )
-            )
-
-            improvement_suggestions.append(improvement_suggestions_item)
+        improvement_suggestions = cast(list[str], d.pop("improvement_suggestions"))
 
         is_successful = d.pop("is_successful")
 
@@ -152,12 +115,7 @@ class Evaluation:
 
         round_ = d.pop("round")
 
-        successes = []
-        _successes = d.pop("successes")
-        for successes_item_data in _successes:
-            successes_item = EvaluationSuccessesItem.from_dict(successes_item_data)
-
-            successes.append(successes_item)
+        successes = cast(list[str], d.pop("successes"))
 
         evaluation = cls(
             completeness=completeness,

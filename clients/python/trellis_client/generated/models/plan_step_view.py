@@ -13,7 +13,6 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.plan_step_view_actions_item import PlanStepViewActionsItem
     from ..models.plan_step_view_error_type_0 import PlanStepViewErrorType0
-    from ..models.plan_step_view_output_type_0 import PlanStepViewOutputType0
     from ..models.plan_step_view_param_overrides import PlanStepViewParamOverrides
     from ..models.plan_step_view_parameters import PlanStepViewParameters
 
@@ -41,7 +40,7 @@ class PlanStepView:
         status (StepStatus):
         tool (str): The tool it runs (a recovery may have switched it).
         error (None | PlanStepViewErrorType0 | Unset):
-        output (None | PlanStepViewOutputType0 | Unset):
+        output (Any | Unset): the tool's output: any JSON value (null while there is none)
     """
 
     actions: list[PlanStepViewActionsItem]
@@ -57,12 +56,11 @@ class PlanStepView:
     status: StepStatus
     tool: str
     error: None | PlanStepViewErrorType0 | Unset = UNSET
-    output: None | PlanStepViewOutputType0 | Unset = UNSET
+    output: Any | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.plan_step_view_error_type_0 import PlanStepViewErrorType0
-        from ..models.plan_step_view_output_type_0 import PlanStepViewOutputType0
 
         actions = []
         for actions_item_data in self.actions:
@@ -99,13 +97,7 @@ class PlanStepView:
         else:
             error = self.error
 
-        output: dict[str, Any] | None | Unset
-        if isinstance(self.output, Unset):
-            output = UNSET
-        elif isinstance(self.output, PlanStepViewOutputType0):
-            output = self.output.to_dict()
-        else:
-            output = self.output
+        output = self.output
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -136,7 +128,6 @@ class PlanStepView:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.plan_step_view_actions_item import PlanStepViewActionsItem
         from ..models.plan_step_view_error_type_0 import PlanStepViewErrorType0
-        from ..models.plan_step_view_output_type_0 import PlanStepViewOutputType0
         from ..models.plan_step_view_param_overrides import PlanStepViewParamOverrides
         from ..models.plan_step_view_parameters import PlanStepViewParameters
 
@@ -187,22 +178,7 @@ class PlanStepView:
 
         error = _parse_error(d.pop("error", UNSET))
 
-        def _parse_output(data: object) -> None | PlanStepViewOutputType0 | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            try:
-                if not isinstance(data, dict):
-                    raise TypeError()
-                output_type_0 = PlanStepViewOutputType0.from_dict(data)
-
-                return output_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(None | PlanStepViewOutputType0 | Unset, data)
-
-        output = _parse_output(d.pop("output", UNSET))
+        output = d.pop("output", UNSET)
 
         plan_step_view = cls(
             actions=actions,
