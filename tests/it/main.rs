@@ -16,6 +16,7 @@ mod llm_brain;
 mod llm_client;
 mod mcp;
 mod metrics;
+mod protocol_model;
 mod queue;
 mod recovery_faults;
 mod reporting;
