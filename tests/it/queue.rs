@@ -610,3 +610,48 @@ async fn the_running_index_follows_every_move_and_steps_indexes_stay_still() {
     running(again.len() as i64).await;
     let _ = tasks;
 }
+
+/// Task affinity: two live workers claiming from the same queue take different tasks (each its
+/// share of the head first), so their completions never wait for each other's task rows; each
+/// still gets a full claim, and a worker alone takes the head as before.
+#[tokio::test]
+async fn two_live_workers_claim_different_tasks() {
+    let db = fresh_db().await;
+    let store = &db.store;
+    for _ in 0..40 {
+        store
+            .submit_task(&common::new_task(json!([
+                {"id": "a", "tool": "echo"}, {"id": "b", "tool": "echo"},
+                {"id": "c", "tool": "echo"}, {"id": "d", "tool": "echo"}
+            ])))
+            .await
+            .unwrap();
+    }
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    for id in [a, b] {
+        store
+            .register_worker(&trellis::store::workers::WorkerInfo {
+                id,
+                host: "test".into(),
+                pid: 1,
+                concurrency: 16,
+                lease_secs: 30.0,
+            })
+            .await
+            .unwrap();
+    }
+    let of_a = store.claim_steps(&claim(a, 16)).await.unwrap();
+    let of_b = store.claim_steps(&claim(b, 16)).await.unwrap();
+    assert_eq!((of_a.len(), of_b.len()), (16, 16));
+    let tasks = |c: &[trellis::store::step_queue::ClaimedStep]| {
+        c.iter()
+            .map(|s| s.task_id)
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    let (ta, tb) = (tasks(&of_a), tasks(&of_b));
+    assert!(
+        ta.is_disjoint(&tb),
+        "both workers hold steps of {:?}",
+        ta.intersection(&tb).collect::<Vec<_>>()
+    );
+}
