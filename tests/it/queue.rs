@@ -655,3 +655,46 @@ async fn two_live_workers_claim_different_tasks() {
         ta.intersection(&tb).collect::<Vec<_>>()
     );
 }
+
+/// Task affinity never holds back a more urgent step: a worker whose share holds only
+/// ordinary steps still takes another worker's urgent one from the head first.
+#[tokio::test]
+async fn affinity_never_passes_over_a_more_urgent_step() {
+    let db = fresh_db().await;
+    let store = &db.store;
+    for _ in 0..20 {
+        store
+            .submit_task(&common::new_task(json!([{"id": "a", "tool": "echo"}])))
+            .await
+            .unwrap();
+    }
+    let mut urgent = common::new_task(json!([{"id": "u", "tool": "echo"}]));
+    urgent.priority = 10;
+    let urgent = store.submit_task(&urgent).await.unwrap().task_id;
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    for id in [a, b] {
+        store
+            .register_worker(&trellis::store::workers::WorkerInfo {
+                id,
+                host: "test".into(),
+                pid: 1,
+                concurrency: 16,
+                lease_secs: 30.0,
+            })
+            .await
+            .unwrap();
+    }
+    // whichever worker's share the urgent task is in, the first claim of either takes it
+    for w in [a, b] {
+        let got = store.claim_steps(&claim(w, 2)).await.unwrap();
+        assert!(
+            got.iter().any(|s| s.task_id == urgent),
+            "worker {w} claimed {:?} before the urgent task",
+            got.iter().map(|s| s.task_id).collect::<Vec<_>>()
+        );
+        // give it back for the other worker's turn
+        for s in got {
+            store.release_step(&s.fence(), w).await.unwrap();
+        }
+    }
+}

@@ -20,7 +20,7 @@ WITH me AS MATERIALIZED (
     -- worker's share of it is taken first (so a claim reads a bounded window whatever the
     -- depth, and priority and age still lead: an entry beyond the window waits for its turn
     -- at the head)
-    SELECT q.step_id, q.task_id FROM claim_queue q
+    SELECT q.step_id, q.task_id, q.priority FROM claim_queue q
     WHERE q.lane = '' AND NOT q.delayed AND (SELECT n FROM me) > 1
     ORDER BY q.lane, q.priority DESC, q.task_created_at, q.task_id, q.position
     LIMIT greatest($1 * 8, 512)
@@ -32,6 +32,9 @@ WITH me AS MATERIALIZED (
               WHERE abs(hashtext(w.task_id::text)) % greatest((SELECT n FROM me), 1)
                     = (SELECT rank FROM me)))
       AND q.step_id = ANY(ARRAY(SELECT step_id FROM win))
+      -- only the window's top priority: a more urgent entry of another worker's share is
+      -- taken from the head by whoever claims first, never left behind this worker's share
+      AND q.priority = (SELECT max(w.priority) FROM win w)
       AND q.lane = '' AND NOT q.delayed
     ORDER BY q.priority DESC, q.task_created_at, q.task_id, q.position
     LIMIT $1
