@@ -92,9 +92,10 @@ impl ToolRunner {
     ) -> Result<ToolOutput, ToolFailure> {
         let timeout = Duration::from_millis(tool.timeout_ms.max(1) as u64);
         let call = async {
-            match tool.kind.as_str() {
-                "http" => self.run_http(tool, inv).await,
-                "mcp" => self.run_mcp(tool, inv).await,
+            use crate::domain::tool::ToolKind;
+            match ToolKind::parse(&tool.kind) {
+                Some(ToolKind::Http) => self.run_http(tool, inv).await,
+                Some(ToolKind::Mcp) => self.run_mcp(tool, inv).await,
                 _ => self.run_builtin(tool, inv).await,
             }
         };

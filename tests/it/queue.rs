@@ -627,19 +627,7 @@ async fn two_live_workers_claim_different_tasks() {
             .await
             .unwrap();
     }
-    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
-    for id in [a, b] {
-        store
-            .register_worker(&trellis::store::workers::WorkerInfo {
-                id,
-                host: "test".into(),
-                pid: 1,
-                concurrency: 16,
-                lease_secs: 30.0,
-            })
-            .await
-            .unwrap();
-    }
+    let (a, b) = two_live_workers(store).await;
     let of_a = store.claim_steps(&claim(a, 16)).await.unwrap();
     let of_b = store.claim_steps(&claim(b, 16)).await.unwrap();
     assert_eq!((of_a.len(), of_b.len()), (16, 16));
@@ -671,19 +659,7 @@ async fn affinity_never_passes_over_a_more_urgent_step() {
     let mut urgent = common::new_task(json!([{"id": "u", "tool": "echo"}]));
     urgent.priority = 10;
     let urgent = store.submit_task(&urgent).await.unwrap().task_id;
-    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
-    for id in [a, b] {
-        store
-            .register_worker(&trellis::store::workers::WorkerInfo {
-                id,
-                host: "test".into(),
-                pid: 1,
-                concurrency: 16,
-                lease_secs: 30.0,
-            })
-            .await
-            .unwrap();
-    }
+    let (a, b) = two_live_workers(store).await;
     // whichever worker's share the urgent task is in, the first claim of either takes it
     for w in [a, b] {
         let got = store.claim_steps(&claim(w, 2)).await.unwrap();
@@ -697,4 +673,22 @@ async fn affinity_never_passes_over_a_more_urgent_step() {
             store.release_step(&s.fence(), w).await.unwrap();
         }
     }
+}
+
+/// Two workers in the registry, alive (the first one's id is the lower).
+async fn two_live_workers(store: &Store) -> (Uuid, Uuid) {
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    for id in [a, b] {
+        store
+            .register_worker(&trellis::store::workers::WorkerInfo {
+                id,
+                host: "test".into(),
+                pid: 1,
+                concurrency: 16,
+                lease_secs: 30.0,
+            })
+            .await
+            .unwrap();
+    }
+    (a, b)
 }
