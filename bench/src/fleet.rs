@@ -77,6 +77,11 @@ impl Procs {
             .count()
     }
 
+    /// The processes' ids.
+    pub fn pids(&self) -> Vec<u32> {
+        self.children.iter().map(|(c, _)| c.id()).collect()
+    }
+
     pub fn stop(mut self) {
         for (c, _) in &self.children {
             // SAFETY: kill(2) on our own child.
@@ -130,7 +135,7 @@ impl Peak {
 }
 
 /// The database name of a URL.
-fn db_name(url: &str) -> String {
+pub(crate) fn db_name(url: &str) -> String {
     url.rsplit('/')
         .next()
         .unwrap_or_default()
@@ -373,7 +378,7 @@ pub struct FleetRun {
 }
 
 /// An HTTP client of the API that counts 5xx answers.
-struct Client {
+pub(crate) struct Client {
     http: reqwest::Client,
     base: String,
     requests: AtomicUsize,
@@ -381,7 +386,25 @@ struct Client {
 }
 
 impl Client {
-    async fn call(
+    /// A client of the API at `base` (`…/api/v1`).
+    pub(crate) fn new(base: String) -> Self {
+        Self {
+            http: reqwest::Client::new(),
+            base,
+            requests: AtomicUsize::new(0),
+            fives: AtomicUsize::new(0),
+        }
+    }
+
+    /// Requests made, and how many were answered 5xx.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (
+            self.requests.load(Ordering::Relaxed),
+            self.fives.load(Ordering::Relaxed),
+        )
+    }
+
+    pub(crate) async fn call(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -406,7 +429,7 @@ impl Client {
 }
 
 /// The API process's base URL, from its "listening on" line.
-async fn api_base(procs: &mut Procs) -> Result<String> {
+pub(crate) async fn api_base(procs: &mut Procs) -> Result<String> {
     use tokio::io::AsyncBufReadExt;
     let out = procs.children[0]
         .0

@@ -26,6 +26,7 @@ use uuid::Uuid;
 mod fleet;
 mod peers;
 mod recovery;
+mod soak;
 mod sql;
 mod waits;
 use sql::BenchSql;
@@ -1489,6 +1490,14 @@ async fn main() -> Result<()> {
             r.deliveries,
             r.deliveries_per_sec
         );
+        return Ok(());
+    }
+    if let Some(i) = args.iter().position(|a| a == "--soak") {
+        // the proofs issue's soak: hours at half capacity, figures per 10 minutes
+        let d = args.get(i + 1).context("--soak DURATION (2h, 90m, 600s)")?;
+        if !soak::run(&b, soak::parse_duration(d)?).await? {
+            bail!("the soak failed: a figure rose, a task was lost or an answer was 5xx");
+        }
         return Ok(());
     }
     if args.iter().any(|a| a == "--submit") {

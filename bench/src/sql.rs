@@ -41,6 +41,22 @@ pub(crate) trait BenchSql {
     ) -> Result<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)>;
     async fn task_outcomes(&self) -> Result<Vec<(uuid::Uuid, String, f64)>>;
     async fn attempts_per_task(&self, tool: &str) -> Result<Vec<(uuid::Uuid, i64)>>;
+    async fn finished_since(
+        &self,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<(uuid::Uuid, f64, chrono::DateTime<chrono::Utc>)>>;
+    async fn sessions_by_name(&self, db: &str) -> Result<Vec<(String, i64)>>;
+    async fn soak_sizes(&self) -> Result<Sizes>;
+}
+
+/// What the database holds: bytes of tables (with TOAST) and of indexes, dead tuples, and the
+/// rows of `tasks`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Sizes {
+    pub table_bytes: i64,
+    pub index_bytes: i64,
+    pub dead_tuples: i64,
+    pub tasks: i64,
 }
 
 /// A report holding a REPEATABLE READ snapshot on a connection of its own.
@@ -68,6 +84,51 @@ macro_rules! insert_tasks {
 }
 
 impl BenchSql for Store {
+    /// Tasks that finished at or after `since`: id, milliseconds from submit to finish, and
+    /// when (database clock).
+    async fn finished_since(
+        &self,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<(uuid::Uuid, f64, chrono::DateTime<chrono::Utc>)>> {
+        Ok(sqlx::query_as(
+            "SELECT id, (extract(epoch FROM finished_at - created_at) * 1000)::float8, finished_at
+               FROM tasks WHERE finished_at >= $1",
+        )
+        .bind(since)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// Server sessions on database `db` by `application_name`.
+    async fn sessions_by_name(&self, db: &str) -> Result<Vec<(String, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT coalesce(application_name, ''), count(*) FROM pg_stat_activity
+              WHERE datname = $1 GROUP BY 1",
+        )
+        .bind(db)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// The sizes a soak watches.
+    async fn soak_sizes(&self) -> Result<Sizes> {
+        let (table_bytes, index_bytes, dead_tuples, tasks): (i64, i64, i64, i64) = sqlx::query_as(
+            "SELECT coalesce(sum(pg_table_size(relid)), 0)::int8,
+                        coalesce(sum(pg_indexes_size(relid)), 0)::int8,
+                        coalesce(sum(n_dead_tup), 0)::int8,
+                        (SELECT count(*) FROM tasks)
+                   FROM pg_stat_user_tables",
+        )
+        .fetch_one(self.pool())
+        .await?;
+        Ok(Sizes {
+            table_bytes,
+            index_bytes,
+            dead_tuples,
+            tasks,
+        })
+    }
+
     /// The first delivered webhook's outbox row and the last delivery (database clock).
     async fn delivery_span(
         &self,

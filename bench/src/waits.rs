@@ -148,7 +148,7 @@ pub async fn run(b: &Bench, n: usize, deliveries: usize) -> Result<Waits> {
 }
 
 /// A receiver answering 204 to every `POST`, counting them.
-async fn receiver(count: Arc<AtomicUsize>) -> Result<std::net::SocketAddr> {
+pub(crate) async fn receiver(count: Arc<AtomicUsize>) -> Result<std::net::SocketAddr> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let app = axum::Router::new().route(

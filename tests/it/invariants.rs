@@ -1,15 +1,24 @@
 //! The claim queue's invariant and the running index, held in the real system: random
-//! operations by 4 workers (claims, completions, failures, releases, defers, lost leases and
-//! rescues, cancels, whole workers killed), and after each one the claim queue equals its
-//! definition (`queue/sync`'s, recomputed for every task) and `running_steps` lists exactly
-//! the running steps.
+//! operations by 4 workers (claims, completions, failures, releases, defers and waits given
+//! up, lost leases and rescues, cancels, whole workers killed, steps parked on approvals and
+//! events, waits resolved, events posted, waits and deadlines expired, reschedules, resumes,
+//! reruns), and after each one the claim queue equals its definition (`queue/sync`'s,
+//! recomputed for every task) and `running_steps` lists exactly the running steps.
+//!
+//! Every `claim_queue::sync` call of the store is reached by one of these operations: the
+//! test fails when any one of them is removed (ARCHITECTURE.md, "The claim queue").
 
 use trellis::testkit as common;
 
 use serde_json::json;
+use trellis::domain::status::{TaskStatus, WaitStatus};
+use trellis::domain::wait::{OnTimeout, Resolution, WaitKind, WaitSpec};
+use trellis::store::rerun::Rerun;
 use trellis::store::step_queue::{
     Claim, ClaimedStep, FailurePolicy, StepFailure, StepSuccess, ToolWait,
 };
+use trellis::store::submit::{Resume, Start};
+use trellis::store::waits::{Parked, WaitFilter, Waiter};
 use trellis::testkit::fresh_db;
 use trellis::worker::WorkerConfig;
 use uuid::Uuid;
@@ -52,7 +61,24 @@ fn random_task(rng: &mut Rng) -> trellis::store::submit::NewTask {
     let mut t = common::new_task(json!(steps));
     t.limits.max_concurrent_steps = 1 + rng.below(3) as i32;
     t.limits.max_task_replans = 1;
+    // one task in ten has a deadline that the run outlives
+    if rng.below(10) == 0 {
+        t.limits.task_timeout_secs = 1;
+    }
+    // one in five starts later (a reschedule may move it)
+    if rng.below(5) == 0 {
+        t.start = Start::After(0.3);
+    }
     t
+}
+
+/// Up to 50 tasks in `status`.
+async fn ids_in(store: &trellis::store::Store, status: TaskStatus) -> Vec<Uuid> {
+    sqlx::query_scalar("SELECT id FROM tasks WHERE status = $1 LIMIT 50")
+        .bind(status.to_string())
+        .fetch_all(store.pool())
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,24 +98,36 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
     let workers: Vec<Uuid> = (0..4).map(|_| Uuid::now_v7()).collect();
     let mut held: Vec<Vec<ClaimedStep>> = vec![Vec::new(); workers.len()];
     let mut tasks: Vec<Uuid> = Vec::new();
-    let mut counts = [0usize; 9];
+    let mut counts = [0usize; 16];
+    // a policy under which any wait on a tool is already too long (the step fails instead)
+    let impatient = trellis::store::step_queue::FailurePolicy {
+        max_wait_ms: 0,
+        ..POLICY
+    };
 
     for op in 0..ops {
         let w = rng.below(workers.len());
         let me = workers[w];
-        let kind = match rng.below(20) {
+        let kind = match rng.below(28) {
             0..=2 => 0,   // submit
             3..=7 => 1,   // claim
             8..=12 => 2,  // complete
             13..=14 => 3, // fail
             15 => 4,      // release
-            16 => 5,      // defer
+            16 => 5,      // defer (or give the wait up)
             17 => 6,      // a lease lost, then rescued
             18 => 7,      // cancel a task
-            _ => 8,       // a worker killed: every lease it holds lost, then rescued
+            19 => 8,      // a worker killed: every lease it holds lost, then rescued
+            20..=21 => 9, // park a step on an approval or an event
+            22 => 10,     // resolve an open wait
+            23 => 11,     // post an event
+            24 => 12,     // expire due waits and deadlines
+            25 => 13,     // reschedule a task
+            26 => 14,     // resume a task that needs intervention
+            _ => 15,      // rerun a task that ended
         };
         // an operation that needs a held step falls back to a claim when there is none
-        let kind = if (2..=6).contains(&kind) && held[w].is_empty() {
+        let kind = if ((2..=6).contains(&kind) || kind == 9) && held[w].is_empty() {
             1
         } else {
             kind
@@ -159,7 +197,12 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
                     until: chrono::Utc::now() + chrono::Duration::milliseconds(50),
                     why: trellis::domain::circuit::Why::Held,
                 };
-                let _ = store.defer_step(&s.fence(), me, &wait, &POLICY).await;
+                let policy = if rng.below(3) == 0 {
+                    &impatient
+                } else {
+                    &POLICY
+                };
+                let _ = store.defer_step(&s.fence(), me, &wait, policy).await;
                 "defer"
             }
             6 => {
@@ -174,12 +217,116 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
                 }
                 "cancel"
             }
-            _ => {
+            8 => {
                 for s in std::mem::take(&mut held[w]) {
                     store.expire_lease(s.id).await.unwrap();
                 }
                 store.rescue_expired(1000, POLICY).await.unwrap();
                 "worker killed"
+            }
+            9 => {
+                let s = take_one(&mut held[w], &mut rng);
+                let fence = s.fence();
+                let waiter = Waiter {
+                    fence: &fence,
+                    step_key: &s.step_key,
+                    attempt: s.attempt,
+                    worker_id: me,
+                };
+                let on_event = rng.below(2) == 0;
+                let spec = WaitSpec {
+                    kind: if on_event {
+                        WaitKind::Event
+                    } else {
+                        WaitKind::Approval
+                    },
+                    prompt: Some("go?".into()),
+                    form: None,
+                    role: None,
+                    on_timeout: OnTimeout::Reject,
+                    gated_tool: None,
+                    parameters: None,
+                    event_key: on_event.then(|| format!("k{}", rng.below(8))),
+                    matcher: None,
+                    // a third expire at once (the next expiry pass resolves them)
+                    expires_in_secs: (rng.below(3) == 0).then_some(0.0),
+                    expires_at: None,
+                };
+                match store.park_step(waiter, &spec).await {
+                    // resolved by an earlier event: the worker still holds the step
+                    Ok(Parked::Resolved(_)) => held[w].push(s),
+                    _ => {}
+                }
+                "park"
+            }
+            10 => {
+                let open = store
+                    .list_waits(&WaitFilter {
+                        status: Some(WaitStatus::Open),
+                        limit: 50,
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap();
+                if !open.is_empty() {
+                    let wait = &open[rng.below(open.len())];
+                    let r = if rng.below(2) == 0 {
+                        Resolution::Approved {
+                            parameters: None,
+                            comment: None,
+                            by_timeout: false,
+                        }
+                    } else {
+                        Resolution::Rejected { comment: None }
+                    };
+                    let _ = store.resolve_wait(wait.id, &r, None).await;
+                }
+                "resolve"
+            }
+            11 => {
+                let key = format!("k{}", rng.below(8));
+                store.post_event(&key, &json!({"op": op})).await.unwrap();
+                "event"
+            }
+            12 => {
+                store.expire_due_waits(100).await.unwrap();
+                store.expire_deadlines(100).await.unwrap();
+                "expire"
+            }
+            13 => {
+                if !tasks.is_empty() {
+                    let at = chrono::Utc::now()
+                        + chrono::Duration::milliseconds(rng.below(400) as i64 - 200);
+                    let _ = store
+                        .reschedule_task(tasks[rng.below(tasks.len())], at)
+                        .await;
+                }
+                "reschedule"
+            }
+            14 => {
+                let stuck = ids_in(store, TaskStatus::NeedsIntervention).await;
+                if !stuck.is_empty() {
+                    let id = stuck[rng.below(stuck.len())];
+                    let _ = store.resume_task(id, &Resume::default()).await;
+                }
+                "resume"
+            }
+            _ => {
+                let status = [
+                    TaskStatus::Succeeded,
+                    TaskStatus::Failed,
+                    TaskStatus::Cancelled,
+                ][rng.below(3)];
+                let ended = ids_in(store, status).await;
+                if !ended.is_empty() {
+                    let id = ended[rng.below(ended.len())];
+                    let r = Rerun {
+                        from_step: "s0".into(),
+                        step_overrides: Default::default(),
+                    };
+                    let _ = store.rerun_task(id, &r).await;
+                }
+                "rerun"
             }
         };
         let queue = store.claim_queue_disagreements().await.unwrap();
