@@ -7,7 +7,11 @@ cd "$(dirname "$0")/.."
 cargo build -q -p trellis-api
 KEY="clients-test-admin-key-$(date +%s%N)"
 LOG="$(mktemp)"
+# every answer the clients get is checked against the served OpenAPI document; the mismatches
+# land here, and any one fails this script at the end
+DIFFER="$(mktemp)"
 APP_AUTH__BOOTSTRAP_ADMIN_KEY="$KEY" APP_SERVER__HOST=127.0.0.1 APP_SERVER__PORT=0 \
+  APP_DEBUG__CHECK_ANSWERS_FILE="$DIFFER" \
   RUST_LOG=warn target/debug/trellis-api --dev >"$LOG" 2>&1 &
 PID=$!
 trap 'kill -INT $PID 2>/dev/null || true; wait $PID 2>/dev/null || true; rm -f "$LOG"' EXIT
@@ -58,3 +62,10 @@ fi
 echo "== clients/typescript: node --test against $URL"
 [ -d clients/typescript/node_modules ] || npm ci --prefix clients/typescript --no-audit --no-fund
 npm test --prefix clients/typescript
+
+if [ -s "$DIFFER" ]; then
+  echo "trellis-api gave answers that differ from its OpenAPI document:" >&2
+  cat "$DIFFER" >&2
+  exit 1
+fi
+rm -f "$DIFFER"

@@ -134,7 +134,20 @@ impl Application {
             let cfg = WorkerConfig::from_settings(&self.settings);
             tokio::spawn(worker::run(self.store.clone(), cfg, stop.clone()))
         });
-        let router = wrap(app(AppState::new(self.store.clone(), self.settings)));
+        let check = self
+            .settings
+            .debug
+            .check_answers_file
+            .clone()
+            .map(|f| crate::api::answers::AnswerCheck::with_file(Some(f)));
+        let mut router = app(AppState::new(self.store.clone(), self.settings));
+        if let Some(check) = check {
+            router = router.layer(axum::middleware::from_fn_with_state(
+                check,
+                crate::api::answers::check_answer,
+            ));
+        }
+        let router = wrap(router);
         let shutdown = stop.clone();
         let served = axum::serve(self.listener, router)
             .with_graceful_shutdown(async move { shutdown.cancelled().await })

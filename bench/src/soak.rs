@@ -62,7 +62,7 @@ fn mix(i: usize, hook: &str) -> Value {
             {"id": "c", "tool": "echo", "dependencies": ["b"], "parameters": {"from": "${a.output.i}"}}]),
     };
     let mut body = json!({"description": format!("soak {i}"), "plan": {"steps": steps}});
-    if i % 5 == 0 {
+    if i.is_multiple_of(5) {
         body["webhook"] = json!(hook);
     }
     body

@@ -16,6 +16,7 @@ use crate::config::Settings;
 use crate::domain::Limits;
 use crate::store::Store;
 
+pub mod answers;
 pub mod auth;
 mod dashboard;
 mod docs;

@@ -46,7 +46,7 @@ pub struct TestApp {
     pub http: reqwest::Client,
     server: CancellationToken,
     /// Every answer checked against the served OpenAPI document ([`super::answers`]).
-    pub answers: Arc<super::answers::AnswerCheck>,
+    pub answers: Arc<crate::api::answers::AnswerCheck>,
 }
 
 impl TestApp {
@@ -141,14 +141,14 @@ pub async fn spawn_app_with(settings: Settings) -> TestApp {
     let addr = application.addr();
     let server = CancellationToken::new();
     let stop = server.clone();
-    let answers = super::answers::AnswerCheck::new();
+    let answers = crate::api::answers::AnswerCheck::new();
     let check = answers.clone();
     tokio::spawn(async move {
         application
             .run_until_stopped_with(stop, move |router| {
                 router.layer(axum::middleware::from_fn_with_state(
                     check,
-                    super::answers::check_answer,
+                    crate::api::answers::check_answer,
                 ))
             })
             .await

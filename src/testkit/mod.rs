@@ -160,7 +160,6 @@ mod tests {
     }
 }
 
-pub mod answers;
 pub mod app;
 pub mod faults;
 pub mod procs;

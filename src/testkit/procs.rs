@@ -101,6 +101,10 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
+/// The file in a [`DevApi`]'s directory where its answers that differ from the OpenAPI
+/// document are written (`[debug] check_answers_file`).
+const ANSWERS: &str = "answers-that-differ.txt";
+
 pub struct DevApi {
     child: Child,
     /// `http://127.0.0.1:PORT`, from its "listening on" line.
@@ -131,6 +135,7 @@ impl DevApi {
             .env_remove("APP_DATABASE__URL")
             .env("APP_SERVER__PORT", "0")
             .env("APP_WORKER__POLL_MS", "100")
+            .env("APP_DEBUG__CHECK_ANSWERS_FILE", dir.join(ANSWERS))
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&out_path).unwrap())
@@ -177,19 +182,24 @@ impl DevApi {
                 .read_to_string(&mut logs)
                 .unwrap();
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // the directory goes, and the answers are checked, on drop
         logs
     }
 }
 
 /// An API a test did not stop (it failed, or it only needed the API while it ran) dies with
-/// the test: it would otherwise outlive the test binary, listening.
+/// the test: it would otherwise outlive the test binary, listening. Then the answers it wrote
+/// as differing from its OpenAPI document fail the test.
 impl Drop for DevApi {
     fn drop(&mut self) {
         if matches!(self.child.try_wait(), Ok(None)) {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+        let differ = std::fs::read_to_string(self.dir.join(ANSWERS)).unwrap_or_default();
         let _ = std::fs::remove_dir_all(&self.dir);
+        if !differ.is_empty() && !std::thread::panicking() {
+            panic!("trellis-api gave answers that differ from its OpenAPI document:\n{differ}");
+        }
     }
 }

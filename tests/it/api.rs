@@ -734,7 +734,7 @@ async fn openapi_document_covers_every_route() {
 /// document does not list and a body its schema does not allow (and passes a right one).
 #[test]
 fn the_answer_check_notices_what_the_document_does_not_allow() {
-    let c = trellis::testkit::answers::AnswerCheck::new();
+    let c = trellis::api::answers::AnswerCheck::new();
     let json = "application/json";
     c.check("get", "/api/v1/tasks/{id}/evaluations", 200, json, b"[]");
     assert!(c.take().is_empty());

@@ -99,6 +99,10 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
     let mut held: Vec<Vec<ClaimedStep>> = vec![Vec::new(); workers.len()];
     let mut tasks: Vec<Uuid> = Vec::new();
     let mut counts = [0usize; 16];
+    // the keys parked steps wait on, and how many events woke one
+    let (mut keys, mut woken): (Vec<String>, usize) = (Vec::new(), 0);
+    // tasks the deadline sweep ended
+    let mut expired = 0u64;
     // a policy under which any wait on a tool is already too long (the step fails instead)
     let impatient = trellis::store::step_queue::FailurePolicy {
         max_wait_ms: 0,
@@ -246,7 +250,8 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
                     on_timeout: OnTimeout::Reject,
                     gated_tool: None,
                     parameters: None,
-                    event_key: on_event.then(|| format!("k{}", rng.below(8))),
+                    // a fresh key (an event posted earlier for it would resolve the wait at once)
+                    event_key: on_event.then(|| format!("k{op}")),
                     matcher: None,
                     // a third expire at once (the next expiry pass resolves them)
                     expires_in_secs: (rng.below(3) == 0).then_some(0.0),
@@ -255,7 +260,8 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
                 match store.park_step(waiter, &spec).await {
                     // resolved by an earlier event: the worker still holds the step
                     Ok(Parked::Resolved(_)) => held[w].push(s),
-                    _ => {}
+                    Ok(Parked::Waiting(_)) => keys.extend(spec.event_key),
+                    Err(_) => {}
                 }
                 "park"
             }
@@ -284,13 +290,20 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
                 "resolve"
             }
             11 => {
-                let key = format!("k{}", rng.below(8));
-                store.post_event(&key, &json!({"op": op})).await.unwrap();
+                // a key some step waits on, or (one time in four) one nobody does yet
+                let key = if keys.is_empty() || rng.below(4) == 0 {
+                    format!("k{}", op + 1 + rng.below(50))
+                } else {
+                    keys.swap_remove(rng.below(keys.len()))
+                };
+                if store.post_event(&key, &json!({"op": op})).await.unwrap() > 0 {
+                    woken += 1;
+                }
                 "event"
             }
             12 => {
                 store.expire_due_waits(100).await.unwrap();
-                store.expire_deadlines(100).await.unwrap();
+                expired += store.expire_deadlines(100).await.unwrap();
                 "expire"
             }
             13 => {
@@ -368,8 +381,10 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
     assert!(counts.iter().all(|&n| n > 0), "{counts:?}");
     let succeeded = store.count_tasks("succeeded").await.unwrap();
     assert!(succeeded > 0, "no task succeeded in {ops} operations");
+    assert!(woken > 0, "no event woke a waiting step");
+    assert!(expired > 0, "no deadline passed");
     eprintln!(
-        "invariants: {ops} operations {counts:?}, {} tasks, {succeeded} succeeded",
+        "invariants: {ops} operations {counts:?}, {} tasks, {succeeded} succeeded, {woken} events woke a step, {expired} deadlines passed",
         tasks.len()
     );
 }

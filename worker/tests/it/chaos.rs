@@ -105,6 +105,12 @@ async fn restarts_and_terminated_sessions_lose_nothing() {
             0,
             "running_steps lists exactly the running steps, mid-run (before disruption {round})"
         );
+        // one statement, one snapshot: every committed state keeps the claim queue's invariant
+        let queue = store.claim_queue_disagreements().await.unwrap();
+        assert!(
+            queue.is_empty(),
+            "the claim queue equals its definition, mid-run (before disruption {round}): {queue:?}"
+        );
         match disruption {
             Disruption::Restart(mode) => {
                 tokio::task::block_in_place(|| pg.restart(*mode)).expect("restart postgres")
@@ -131,6 +137,11 @@ async fn restarts_and_terminated_sessions_lose_nothing() {
         store.running_index_disagreements().await.unwrap(),
         0,
         "running_steps is empty when nothing runs"
+    );
+    let queue = store.claim_queue_disagreements().await.unwrap();
+    assert!(
+        queue.is_empty(),
+        "the claim queue equals its definition at the end: {queue:?}"
     );
     let lost = store
         .count_attempts_in_category("worker_lost")

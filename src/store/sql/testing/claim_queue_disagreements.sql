@@ -1,14 +1,15 @@
 -- name: testing/claim_queue_disagreements
 -- The claim queue recomputed from its definition (queue/sync's, for every task) against the
 -- table: an entry the definition wants and the table lacks ('missing'), or an entry the table
--- holds and the definition does not want ('extra'). A task past its deadline is left out: a
--- claim drops its entries before the deadline sweep ends it.
+-- holds and the definition does not want ('extra'). A running task past its deadline is left
+-- out until the deadline sweep ends it (a claim drops its entries meanwhile); once ended, its
+-- entries must be gone like any other ended task's.
 WITH t AS MATERIALIZED (
     SELECT t.id, t.status, t.plan_version,
            greatest(t.max_concurrent_steps
                     - (SELECT count(*) FROM steps r WHERE r.task_id = t.id AND r.status = 'running'), 0) AS room
     FROM tasks t
-    WHERE t.deadline_at IS NULL OR t.deadline_at > now()
+    WHERE t.deadline_at IS NULL OR t.deadline_at > now() OR t.status <> 'running'
 ), want AS MATERIALIZED (
     SELECT s.id AS step_id, t.id AS task_id, s.tool, s.run_after
     FROM t CROSS JOIN LATERAL (

@@ -1,9 +1,15 @@
-//! Every answer a test app gives is checked against the OpenAPI document it serves: the status
-//! must be documented for its route and method, and a JSON body must match the documented
-//! schema. A mismatch fails the test that caused it (when its [`super::app::TestApp`] is
-//! dropped), so the document cannot drift from what the handlers answer.
+//! Answers checked against the OpenAPI document the server serves: the status must be
+//! documented for its route and method, and a JSON body must match the documented schema.
+//!
+//! The test harness wraps every server it starts with [`check_answer`]: an in-process test
+//! app fails the test that caused a mismatch when it is dropped, and a `trellis-api` process
+//! started with `[debug] check_answers_file` appends each mismatch to that file (and logs it),
+//! which the harness reads when it stops the process. So the document cannot drift from what
+//! the handlers answer. Off unless configured: nothing is buffered or checked otherwise.
 
 use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{MatchedPath, Request, State};
@@ -16,16 +22,24 @@ pub struct AnswerCheck {
     doc: Value,
     validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
     mismatches: Mutex<Vec<String>>,
+    /// Where each mismatch is also appended, one per line.
+    file: Option<PathBuf>,
 }
 
 impl AnswerCheck {
     pub fn new() -> Arc<Self> {
+        Self::with_file(None)
+    }
+
+    /// A check that also appends each mismatch to `file`.
+    pub fn with_file(file: Option<PathBuf>) -> Arc<Self> {
         let doc: Value = serde_json::from_str(crate::api::openapi_document(true))
             .expect("the served document is JSON");
         Arc::new(Self {
             doc,
             validators: Mutex::new(HashMap::new()),
             mismatches: Mutex::new(Vec::new()),
+            file,
         })
     }
 
@@ -35,6 +49,18 @@ impl AnswerCheck {
     }
 
     fn note(&self, m: String) {
+        if let Some(path) = &self.file {
+            tracing::error!(mismatch = %m, "an answer differs from the OpenAPI document");
+            let line = format!("{}\n", m.replace('\n', " "));
+            let written = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut f| f.write_all(line.as_bytes()));
+            if let Err(e) = written {
+                tracing::error!(error = %e, path = %path.display(), "writing the mismatch failed");
+            }
+        }
         self.mismatches.lock().unwrap().push(m);
     }
 
@@ -148,4 +174,37 @@ pub async fn check_answer(
     };
     c.check(&method, &path, parts.status.as_u16(), &ctype, &bytes);
     Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `trellis-api` process started with `[debug] check_answers_file` writes each mismatch
+    /// there, a line each, and nothing for an answer that matches.
+    #[test]
+    fn mismatches_are_written_to_the_file_and_matches_are_not() {
+        let f = std::env::temp_dir().join(format!("answers-{}.txt", uuid::Uuid::new_v4()));
+        let c = AnswerCheck::with_file(Some(f.clone()));
+        let ok = br#"{"error": {"code": "not_found", "message": "no task"}}"#;
+        c.check("get", "/api/v1/tasks/{id}", 404, "application/json", ok);
+        assert!(!f.exists(), "a matching answer wrote a mismatch");
+        c.check(
+            "get",
+            "/api/v1/tasks/{id}",
+            200,
+            "application/json",
+            br#"{"nope": 1}"#,
+        );
+        c.check("get", "/api/v1/tasks/{id}", 299, "application/json", b"{}");
+        c.check("get", "/api/v1/tasks/{id}", 200, "text/plain", b"hi");
+        let text = std::fs::read_to_string(&f).unwrap();
+        let _ = std::fs::remove_file(&f);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[0].contains("does not allow"), "{text}");
+        assert!(lines[1].contains("does not list"), "{text}");
+        assert!(lines[2].contains("not JSON"), "{text}");
+        assert_eq!(c.take().len(), 3);
+    }
 }
