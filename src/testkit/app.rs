@@ -45,7 +45,7 @@ pub struct TestApp {
     pub settings: Settings,
     pub http: reqwest::Client,
     server: CancellationToken,
-    /// Every answer checked against the served OpenAPI document ([`super::answers`]).
+    /// Every answer checked against the served OpenAPI document ([`crate::api::answers`]).
     pub answers: Arc<crate::api::answers::AnswerCheck>,
 }
 
