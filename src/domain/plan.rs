@@ -110,11 +110,11 @@ fn parse_reference(body: &str, is_action: bool) -> Result<Reference, String> {
     let path = match tail.split_first() {
         None => vec![],
         Some((first, rest)) if first == "output" => rest.to_vec(),
-        Some((first, _)) => {
+        Some(_) => {
+            let (open, close) = if is_action { ("{{", "}}") } else { ("${", "}") };
             return Err(format!(
-                "expected .output after {head:?}, found .{first} (write {}{head}.output.{first}{})",
-                if is_action { "{{" } else { "${" },
-                if is_action { "}}" } else { "}" }
+                "{open}{body}{close} is not a placeholder form (write {open}{}{close})",
+                leading_form(&head, &tail)
             ));
         }
     };
@@ -123,6 +123,38 @@ fn parse_reference(body: &str, is_action: bool) -> Result<Reference, String> {
     } else {
         Reference::Step { key: head, path }
     })
+}
+
+/// The form a mistaken placeholder body most likely meant, one that parses:
+/// - `steps.s.output.x` or `steps.s.outputs.x` (GitHub Actions' habit) → `s.output.x`;
+/// - `s.outputs.x`, `s.result.x` → `s.output.x` (`outputs`, `result` and `results` taken for
+///   `output`), and any other `s.x` → `s.output.x`.
+fn leading_form(head: &str, tail: &[String]) -> String {
+    let (head, tail) = match tail.split_first() {
+        Some((step, rest))
+            if matches!(head, "steps" | "step" | "needs" | "actions") && valid_key(step) =>
+        {
+            (step.as_str(), rest)
+        }
+        _ => (head, tail),
+    };
+    let rest = match tail.split_first() {
+        Some((first, rest))
+            if matches!(first.as_str(), "output" | "outputs" | "result" | "results") =>
+        {
+            rest
+        }
+        _ => tail,
+    };
+    let mut form = format!("{head}.output");
+    for p in rest {
+        form.push('.');
+        form.push_str(p);
+    }
+    if rest.is_empty() && tail.is_empty() {
+        form = head.to_string();
+    }
+    form
 }
 
 /// Step ids a placeholder's first name would read as something else.
@@ -306,8 +338,17 @@ fn check_reference(
         Reference::Metadata { .. } | Reference::Context { .. } => Ok(()),
         Reference::Step { key, .. } => {
             if !index.contains_key(key.as_str()) {
+                // `${steps.output.s}`: a step id where the path goes
+                let hint = match (key.as_str(), r) {
+                    ("steps" | "step" | "needs", Reference::Step { path, .. })
+                        if path.first().is_some_and(|p| index.contains_key(p.as_str())) =>
+                    {
+                        format!(" (write ${{{}}})", leading_form(key, path))
+                    }
+                    _ => String::new(),
+                };
                 err(format!(
-                    "step {:?}: placeholder refers to unknown step {key:?}",
+                    "step {:?}: placeholder refers to unknown step {key:?}{hint}",
                     step.id
                 ))
             } else if !deps.contains(key.as_str()) {
@@ -462,6 +503,55 @@ mod tests {
         assert!(parse_template("${metadata}").is_err());
         assert!(parse_template("${a..b}").is_err());
         assert_eq!(parse_template("no placeholders").unwrap().len(), 1);
+    }
+
+    /// Every hint a mistaken placeholder gets names a form that works: put in its place, the
+    /// plan is valid.
+    #[test]
+    fn every_placeholder_hint_names_a_form_that_works() {
+        let step_forms = [
+            "${steps.a.output}",
+            "${steps.a.outputs.x}",
+            "${steps.a.output.x.0}",
+            "${steps.a}",
+            "${step.a.result}",
+            "${needs.a.outputs.x}",
+            "${steps.output.a}",
+            "${a.outputs.x}",
+            "${a.outputs}",
+            "${a.result}",
+            "${a.results.x}",
+            "${a.foo}",
+            "${a.foo.bar}",
+        ];
+        let with = |x: &str| {
+            json!({"steps": [
+                {"id": "a", "tool": "echo"},
+                {"id": "b", "tool": "echo", "dependencies": ["a"], "parameters": {"x": x}}]})
+        };
+        let action_forms = ["{{steps.e1.output}}", "{{e1.outputs.x}}", "{{e1.foo}}"];
+        let with_action = |x: &str| {
+            json!({"steps": [{"id": "e", "tool": "echo", "actions": [{"id": "e1", "tool": "echo"}],
+                              "parameters": {"from_action": x}}]})
+        };
+        let cases = step_forms
+            .iter()
+            .map(|f| (f, &with as &dyn Fn(&str) -> Value))
+            .chain(
+                action_forms
+                    .iter()
+                    .map(|f| (f, &with_action as &dyn Fn(&str) -> Value)),
+            );
+        for (form, plan_with) in cases {
+            let e = check(plan_with(form)).expect_err(form).message;
+            let hint = e
+                .split("(write ")
+                .nth(1)
+                .and_then(|h| h.strip_suffix(')'))
+                .unwrap_or_else(|| panic!("{form}: no hint in {e:?}"));
+            check(plan_with(hint))
+                .unwrap_or_else(|e| panic!("{form}: the hint {hint} fails too: {}", e.message));
+        }
     }
 
     #[test]
