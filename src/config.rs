@@ -256,7 +256,8 @@ impl Default for LimitSettings {
 #[serde(default, deny_unknown_fields)]
 pub struct RetentionSettings {
     /// Tasks that ended `succeeded`, `failed` or `cancelled` longer ago than this are deleted
-    /// with all their rows (their statistics stay in the daily roll-ups). 0 keeps everything.
+    /// with all their rows (their statistics stay in the daily roll-ups), and so are webhook
+    /// deliveries delivered or given up as long ago. 0 keeps everything.
     pub finished_task_ttl_secs: u64,
     /// Tasks deleted per transaction.
     pub batch_size: u32,

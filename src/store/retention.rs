@@ -30,6 +30,18 @@ impl Store {
             Ok(n)
         })
     }
+
+    /// Delete up to `batch` webhook deliveries that were delivered or given up more than
+    /// `ttl_secs` ago (they outlive their tasks otherwise: no foreign key ties them). Returns
+    /// how many.
+    pub async fn prune_deliveries(&self, ttl_secs: f64, batch: i64) -> Result<u64> {
+        Ok(sqlx::query(sql!("retention/delete_deliveries"))
+            .bind(ttl_secs)
+            .bind(batch)
+            .execute(&self.pool)
+            .await?
+            .rows_affected())
+    }
 }
 
 /// Add the tasks' attempts, recovery actions, outcomes and waits to the daily roll-ups (rows in key

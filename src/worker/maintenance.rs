@@ -64,8 +64,9 @@ impl Sweep {
     }
 }
 
-/// Delete expired finished tasks: batch after batch (each its own short transaction) until
-/// none is left or the round's budget is spent, then sleep for the interval.
+/// Delete expired finished tasks, then delivered or given-up webhook deliveries as old: batch
+/// after batch (each its own short transaction) until none is left or the round's budget is
+/// spent, then sleep for the interval.
 async fn retention_loop(s: Sweep) {
     const BATCHES_PER_ROUND: usize = 20;
     let (store, r) = (&s.store, s.cfg.retention);
@@ -95,6 +96,28 @@ async fn retention_loop(s: Sweep) {
         }
         if deleted > 0 {
             tracing::info!(deleted, "deleted finished tasks past their retention");
+        }
+        // and their webhook deliveries, once delivered or given up
+        let mut gone = 0;
+        for _ in 0..BATCHES_PER_ROUND {
+            if s.stop.is_cancelled() {
+                return;
+            }
+            match store.prune_deliveries(ttl, r.batch_size).await {
+                Ok(n) => {
+                    gone += n;
+                    if (n as i64) < r.batch_size {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "retention of webhook deliveries failed");
+                    break;
+                }
+            }
+        }
+        if gone > 0 {
+            tracing::info!(gone, "deleted webhook deliveries past their retention");
         }
     }
 }

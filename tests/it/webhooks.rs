@@ -264,3 +264,63 @@ async fn a_tasks_own_webhook() {
         assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {v}");
     }
 }
+
+/// Retention deletes the deliveries that were delivered or given up past the time to live (no
+/// foreign key ties them to their tasks, so nothing else would), and keeps pending ones.
+#[tokio::test]
+async fn retention_deletes_delivered_and_given_up_deliveries_and_keeps_pending_ones() {
+    let app = app().await;
+    let (addr, rx) = receiver("127.0.0.1:0").await;
+    let (_, secret) = subscribe(
+        &app,
+        &format!("http://{addr}/hook"),
+        json!(["task_succeeded"]),
+    )
+    .await;
+    *rx.secret.lock().unwrap() = Some(secret);
+    // nothing listens on the discard port: its delivery is given up after 4 tries
+    subscribe(&app, "http://127.0.0.1:9/gone", json!(["task_succeeded"])).await;
+    let w = app.worker(|_| {});
+    let t = app.submit(three_steps()).await;
+    assert_eq!(app.wait_done(t, LIMIT).await["status"], "succeeded");
+    let store = app.store();
+    let by_status = || async {
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, count(*) FROM webhook_deliveries GROUP BY 1 ORDER BY 1")
+                .fetch_all(store.pool())
+                .await
+                .unwrap();
+        rows
+    };
+    wait_for("one delivered, one given up", LIMIT, || async {
+        (by_status().await == vec![("dead".into(), 1), ("delivered".into(), 1)]).then_some(())
+    })
+    .await;
+    w.stop().await;
+    // and one still pending (no worker runs now)
+    sqlx::query(
+        "INSERT INTO webhook_deliveries (webhook_id, task_id, seq, kind, payload, event_at, url)
+         SELECT webhook_id, task_id, seq + 1, kind, payload, event_at, url
+         FROM webhook_deliveries WHERE status = 'delivered'",
+    )
+    .execute(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        store.prune_deliveries(3600.0, 10).await.unwrap(),
+        0,
+        "none is old yet"
+    );
+    sqlx::query("UPDATE webhook_deliveries SET created_at = created_at - interval '2 days'")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.prune_deliveries(86_400.0, 1).await.unwrap(),
+        1,
+        "in batches"
+    );
+    assert_eq!(store.prune_deliveries(86_400.0, 10).await.unwrap(), 1);
+    assert_eq!(store.prune_deliveries(86_400.0, 10).await.unwrap(), 0);
+    assert_eq!(by_status().await, vec![("pending".into(), 1)]);
+}
