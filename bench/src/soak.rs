@@ -7,8 +7,9 @@
 //! Every 10 minutes it reports p99 submit → finish (database clock), the tables' and indexes'
 //! bytes, the most dead tuples seen, each process's RSS and its server sessions. It fails when
 //! any of them rose after the first half of the run: the second half's largest value above
-//! the first half's by more than 10 % (and a small absolute slack), or when a submitted task
-//! never ended.
+//! the first half's by more than 10 % (and a small absolute slack), or a figure that rose
+//! window after window through the second half and ended more than 3 % higher; or when a
+//! submitted task never ended, or an answer was a 5xx.
 //!
 //! `BENCH_SOAK_RATE` (tasks/s) skips measuring the capacity; `BENCH_SOAK_WINDOW_SECS`,
 //! `BENCH_SOAK_RESTART_SECS` and `BENCH_SOAK_RETENTION_SECS` shrink the run for a quick look.
@@ -534,6 +535,52 @@ fn verdict(windows: &[Window]) -> Vec<String> {
         if b > a * 1.10 + slack {
             rose.push(format!("{name}: {a:.1} → {b:.1}"));
         }
+        if let Some(t) = trend(last, f, slack) {
+            rose.push(format!("{name} kept rising through the second half: {t}"));
+        }
     }
     rose
+}
+
+/// A figure that rises through `windows` (each window at least the one before, within
+/// `slack`) and ends more than 3 % (and `slack`) above where it began: a leak, even while it
+/// is still within 10 % of the first half. `None` when it does not.
+fn trend(windows: &[Window], f: fn(&Window) -> f64, slack: f64) -> Option<String> {
+    let v: Vec<f64> = windows.iter().map(f).collect();
+    let (first, last) = (*v.first()?, *v.last()?);
+    let rising = v.windows(2).all(|p| p[1] >= p[0] - slack);
+    (v.len() >= 3 && rising && last > first * 1.03 + slack).then(|| {
+        v.iter()
+            .map(|x| format!("{x:.1}"))
+            .collect::<Vec<_>>()
+            .join(" → ")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn windows(tables: &[f64]) -> Vec<Window> {
+        tables
+            .iter()
+            .map(|t| Window {
+                table_mb: *t,
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    /// The 2-hour soak's second half of table sizes (BENCHMARKS.md): within 10 % of the first
+    /// half, and still a leak.
+    #[test]
+    fn a_steady_rise_is_a_trend_and_noise_is_not() {
+        let f: fn(&Window) -> f64 = |w| w.table_mb;
+        let leak = windows(&[1092.1, 1122.6, 1139.1, 1139.8, 1157.1, 1162.2]);
+        assert!(trend(&leak, f, 1.0).is_some());
+        let noise = windows(&[1092.1, 1122.6, 1101.0, 1139.8, 1097.0, 1100.0]);
+        assert!(trend(&noise, f, 1.0).is_none());
+        let flat = windows(&[1092.1, 1092.5, 1093.0, 1092.8, 1093.1, 1093.4]);
+        assert!(trend(&flat, f, 1.0).is_none());
+    }
 }
