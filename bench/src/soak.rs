@@ -101,6 +101,19 @@ impl Fleet {
     }
 
     /// Each process's name and pid.
+    /// Stop the workers, then the API (each SIGTERM, then waited for).
+    async fn stop(self) -> Result<()> {
+        let Fleet { api, workers, .. } = self;
+        tokio::task::spawn_blocking(move || {
+            for w in workers {
+                w.stop();
+            }
+            api.stop();
+        })
+        .await?;
+        Ok(())
+    }
+
     fn pids(&self) -> Vec<(String, u32)> {
         let mut out = vec![("soak-api".to_string(), self.api.pids()[0])];
         for (slot, w) in self.workers.iter().enumerate() {
@@ -271,14 +284,7 @@ pub async fn run(b: &Bench, duration: Duration) -> Result<bool> {
     }
     let lost = shared.pending.lock().expect("pending").len();
     let (requests, fives) = c.counts();
-    let Fleet { api, workers, .. } = fleet;
-    tokio::task::spawn_blocking(move || {
-        for w in workers {
-            w.stop();
-        }
-        api.stop();
-    })
-    .await?;
+    fleet.stop().await?;
     drop(store);
     b.drop_db(&url).await;
 
@@ -370,14 +376,7 @@ async fn capacity(b: &Bench, hook: &str, retention: usize) -> Result<f64> {
     let secs = began.elapsed().as_secs_f64();
     stop.cancel();
     approver.await??;
-    let Fleet { api, workers, .. } = fleet;
-    tokio::task::spawn_blocking(move || {
-        for w in workers {
-            w.stop();
-        }
-        api.stop();
-    })
-    .await?;
+    fleet.stop().await?;
     drop(store);
     b.drop_db(&url).await;
     eprintln!("      capacity run: {n} tasks ended in {secs:.1} s");

@@ -66,60 +66,75 @@ impl Sweep {
 
 /// Delete expired finished tasks, then delivered or given-up webhook deliveries as old: batch
 /// after batch (each its own short transaction) until none is left or the round's budget is
-/// spent, then sleep for the interval.
+/// spent, then sleep for the interval. The first round runs soon after start (a jitter's
+/// wait), so a fleet whose workers restart more often than the interval still prunes.
 async fn retention_loop(s: Sweep) {
-    const BATCHES_PER_ROUND: usize = 20;
-    let (store, r) = (&s.store, s.cfg.retention);
+    let r = s.cfg.retention;
     let ttl = r.finished_task_ttl_secs as f64;
+    let mut first = true;
     loop {
         let jitter = Duration::from_millis(u64::from(Uuid::new_v4().as_bytes()[0]) * 4);
-        if !s.pause(r.interval, jitter).await {
+        let base = if std::mem::take(&mut first) {
+            Duration::ZERO
+        } else {
+            r.interval
+        };
+        if !s.pause(base, jitter).await {
             return;
         }
-        let mut deleted = 0;
-        for _ in 0..BATCHES_PER_ROUND {
-            if s.stop.is_cancelled() {
-                return;
-            }
-            match store.prune_finished(ttl, r.batch_size).await {
-                Ok(n) => {
-                    deleted += n;
-                    if (n as i64) < r.batch_size {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "retention prune failed");
-                    break;
-                }
-            }
-        }
-        if deleted > 0 {
-            tracing::info!(deleted, "deleted finished tasks past their retention");
+        let tasks = prune_round(&s, Pruned::Tasks, ttl).await;
+        if tasks > 0 {
+            tracing::info!(
+                deleted = tasks,
+                "deleted finished tasks past their retention"
+            );
         }
         // and their webhook deliveries, once delivered or given up
-        let mut gone = 0;
-        for _ in 0..BATCHES_PER_ROUND {
-            if s.stop.is_cancelled() {
-                return;
-            }
-            match store.prune_deliveries(ttl, r.batch_size).await {
-                Ok(n) => {
-                    gone += n;
-                    if (n as i64) < r.batch_size {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "retention of webhook deliveries failed");
+        let deliveries = prune_round(&s, Pruned::Deliveries, ttl).await;
+        if deliveries > 0 {
+            tracing::info!(
+                deleted = deliveries,
+                "deleted webhook deliveries past their retention"
+            );
+        }
+    }
+}
+
+/// What a retention round deletes.
+#[derive(Clone, Copy)]
+enum Pruned {
+    Tasks,
+    Deliveries,
+}
+
+/// One retention round of one kind: batch after batch until a batch comes back short, the
+/// round's budget is spent, the worker stops or the database fails; how many went.
+async fn prune_round(s: &Sweep, what: Pruned, ttl: f64) -> u64 {
+    const BATCHES_PER_ROUND: usize = 20;
+    let batch = s.cfg.retention.batch_size;
+    let mut gone = 0;
+    for _ in 0..BATCHES_PER_ROUND {
+        if s.stop.is_cancelled() {
+            break;
+        }
+        let pruned = match what {
+            Pruned::Tasks => s.store.prune_finished(ttl, batch).await,
+            Pruned::Deliveries => s.store.prune_deliveries(ttl, batch).await,
+        };
+        match pruned {
+            Ok(n) => {
+                gone += n;
+                if (n as i64) < batch {
                     break;
                 }
             }
-        }
-        if gone > 0 {
-            tracing::info!(gone, "deleted webhook deliveries past their retention");
+            Err(e) => {
+                tracing::warn!(error = %e, "retention prune failed");
+                break;
+            }
         }
     }
+    gone
 }
 
 /// How often the claim ring turns: each slot holds about this many seconds of new entries,
