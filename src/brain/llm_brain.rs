@@ -17,7 +17,7 @@ use super::prompts::{self, AttemptBrief, Prompt, StepState, TaskBrief, ToolBrief
 use super::{
     Answer, Brain, BrainError, BrainFuture, DecisionContext, LlmCallRecord, Planned, ToolSelection,
 };
-use crate::domain::model::{ActionSpec, PlanSpec, StepSpec, ToolFailure, empty_object};
+use crate::domain::model::{ActionSpec, MapSpec, PlanSpec, StepSpec, ToolFailure, empty_object};
 use crate::domain::recovery::{Evaluation, OverallReflection, StepReflection, Strategy, Trigger};
 use crate::domain::template::TemplateDef;
 
@@ -282,6 +282,8 @@ struct WireStep {
     optional: Option<bool>,
     #[serde(default)]
     actions: Option<Vec<WireAction>>,
+    #[serde(default)]
+    map: Option<MapSpec>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -322,6 +324,7 @@ impl From<WireStep> for StepSpec {
                 other => other.to_string(),
             },
             optional: w.optional.unwrap_or(false),
+            map: w.map,
             actions: w
                 .actions
                 .unwrap_or_default()

@@ -1033,6 +1033,7 @@ mod tests {
             expected_output: "text".into(),
             optional: false,
             actions: vec![],
+            map: None,
         }
     }
 

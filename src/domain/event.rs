@@ -44,6 +44,7 @@ pub enum Event {
     StepWaiting(StepWaiting),
     WaitResolved(WaitResolved),
     TaskRescheduled(TaskRescheduled),
+    MapExpanded(MapExpanded),
 }
 
 /// A task was accepted.
@@ -371,6 +372,20 @@ pub struct StepWaiting {
     pub worker_id: Uuid,
 }
 
+/// A map step's list was resolved and its first items started; the step waits for them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MapExpanded {
+    #[serde(rename = "step_id")]
+    pub step_key: String,
+    /// How many items the list has.
+    pub items: i64,
+    /// How many run at once (`max_parallel`, or all).
+    pub max_parallel: i64,
+    /// Items that succeeded before a replan, kept (not run again).
+    pub kept: i64,
+}
+
 /// A wait was resolved, expired into its timeout, or cancelled with its task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -413,7 +428,7 @@ impl PlanGenerated {
 
 impl Event {
     /// Every kind, in the order of the enum.
-    pub const KINDS: [&'static str; 25] = [
+    pub const KINDS: [&'static str; 26] = [
         "task_submitted",
         "tools_selected",
         "plan_generated",
@@ -439,6 +454,7 @@ impl Event {
         "step_waiting",
         "wait_resolved",
         "task_rescheduled",
+        "map_expanded",
     ];
 
     /// The kind's wire name.
@@ -470,6 +486,7 @@ impl Event {
             StepWaiting(_) => "step_waiting",
             WaitResolved(_) => "wait_resolved",
             TaskRescheduled(_) => "task_rescheduled",
+            MapExpanded(_) => "map_expanded",
         }
     }
 
@@ -579,6 +596,7 @@ fn examples_b() -> Vec<Event> {
         expected_output: String::new(),
         optional: false,
         actions: vec![],
+        map: None,
     };
     vec![
         Event::StepReleased(StepReleased {
@@ -713,6 +731,12 @@ fn examples_c() -> Vec<Event> {
         Event::TaskRescheduled(TaskRescheduled {
             run_at: chrono::DateTime::UNIX_EPOCH,
             previous_run_at: Some(chrono::DateTime::UNIX_EPOCH),
+        }),
+        Event::MapExpanded(MapExpanded {
+            step_key: key(),
+            items: 3,
+            max_parallel: 2,
+            kept: 1,
         }),
     ]
 }

@@ -43,6 +43,52 @@ pub struct StepSpec {
     pub optional: bool,
     #[serde(default)]
     pub actions: Vec<ActionSpec>,
+    /// Map the step over a list: one item step per element (CONTRACT.md "Fan-out and child
+    /// tasks"); the step itself is their join.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map: Option<MapSpec>,
+}
+
+/// A step's `map`: the list it runs over and how.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = StepMap)]
+pub struct MapSpec {
+    /// One placeholder that resolves to an array: `${a.output.items}`, `${context.docs}` or
+    /// `${metadata.ids}`.
+    pub over: String,
+    /// The name the step's parameters read each item by (`${item}`, `${item.field}`).
+    #[serde(rename = "as", default = "default_item_name")]
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
+    pub item_name: String,
+    /// At most this many items run at once (default: all, within the task's
+    /// `max_concurrent_steps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1)]
+    pub max_parallel: Option<u32>,
+    /// More items than this fail the step (none is started). Required when `over` reads a
+    /// step's output; otherwise `[limits] max_steps_per_plan`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1)]
+    pub max_items: Option<u32>,
+    #[serde(default)]
+    pub on_item_failure: ItemFailure,
+}
+
+fn default_item_name() -> String {
+    "item".into()
+}
+
+/// What an item that fails for good does to its map.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemFailure {
+    /// The item goes through the recovery tiers like any step; the map waits for it.
+    #[default]
+    Fail,
+    /// After its retries and repair, the item is given up: `null` in the output, its error
+    /// listed, and the map goes on.
+    Continue,
 }
 
 /// One call of a step's `actions`.

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::plan::{Reference, Segment, parse_template};
+use super::plan::{Reference, Segment, parse_template_in};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -24,6 +24,17 @@ pub struct Scope<'a> {
     pub context: &'a Value,
     /// Outputs of this step's actions (only while resolving the step's own parameters).
     pub actions: Option<&'a HashMap<String, Value>>,
+    /// The item a map's item step runs with.
+    pub item: Option<Item<'a>>,
+}
+
+/// A map item as its step's placeholders read it.
+#[derive(Debug, Clone, Copy)]
+pub struct Item<'a> {
+    /// The map's `as` name (`item` by default).
+    pub name: &'a str,
+    pub value: &'a Value,
+    pub index: &'a Value,
 }
 
 pub fn resolve(value: &Value, scope: &Scope<'_>) -> Result<Value, ResolveError> {
@@ -45,7 +56,8 @@ pub fn resolve(value: &Value, scope: &Scope<'_>) -> Result<Value, ResolveError> 
 }
 
 fn resolve_string(s: &str, scope: &Scope<'_>) -> Result<Value, ResolveError> {
-    let segments = parse_template(s).map_err(|e| ResolveError(e.message))?;
+    let segments =
+        parse_template_in(s, scope.item.map(|i| i.name)).map_err(|e| ResolveError(e.message))?;
     if let [Segment::Ref { reference, raw }] = segments.as_slice() {
         return lookup(reference, raw, scope).cloned();
     }
@@ -83,6 +95,20 @@ fn lookup<'a>(
             path,
         ),
         Reference::Context { path } => (scope.context, path.as_slice()),
+        Reference::Item { path } => (
+            scope
+                .item
+                .ok_or_else(|| ResolveError(format!("{raw}: this step is not a map's item")))?
+                .value,
+            path.as_slice(),
+        ),
+        Reference::ItemIndex => (
+            scope
+                .item
+                .ok_or_else(|| ResolveError(format!("{raw}: this step is not a map's item")))?
+                .index,
+            &[][..],
+        ),
         Reference::Metadata { path } => {
             let (first, rest) = path.split_first().expect("parser guarantees a key");
             (
@@ -98,6 +124,7 @@ fn lookup<'a>(
         let place = match reference {
             Reference::Context { .. } => "the task's context",
             Reference::Metadata { .. } => "the metadata",
+            Reference::Item { .. } | Reference::ItemIndex => "the item",
             _ => "the output",
         };
         ResolveError(format!("{raw}: path not found in {place}"))
@@ -166,6 +193,7 @@ mod tests {
             metadata: &metadata,
             context: &context,
             actions: Some(&actions),
+            item: None,
         };
         let params = json!({
             "whole": "${s1}",
@@ -211,6 +239,7 @@ mod tests {
             metadata: &metadata,
             context: &context,
             actions: None,
+            item: None,
         };
         assert!(
             resolve(&json!("${s1}"), &scope)

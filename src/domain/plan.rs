@@ -2,15 +2,19 @@
 //!
 //! Placeholders: `${step_1}`, `${step_1.output}`, `${step_1.output.a.b}` (a previous step's output),
 //! `${metadata.key}` (runtime metadata, then task metadata) and `{{action_1_1.output}}` (an action
-//! of the same step). Paths may index arrays with numbers (`items.0.name`).
+//! of the same step). Paths may index arrays with numbers (`items.0.name`). In a map step's
+//! parameters, `${item}` (or the map's `as` name, `${item.a.b}`) and `${item_index}` read the
+//! item an item step runs with.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::model::{PlanSpec, StepSpec};
+use super::model::{MapSpec, PlanSpec, StepSpec};
 
-pub const MAX_STEPS: usize = 1000;
+/// The most steps a plan can have whatever the configuration (`[limits] max_steps_per_plan`, at
+/// most this, is checked by the API).
+pub const MAX_STEPS: usize = 100_000;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -35,7 +39,14 @@ pub enum Reference {
     Context { path: Vec<String> },
     /// Output of an action in the same step.
     Action { id: String, path: Vec<String> },
+    /// The item a map's item step runs with (a map step's parameters only).
+    Item { path: Vec<String> },
+    /// The item's index in the map's list, from 0.
+    ItemIndex,
 }
+
+/// The name a map step's parameters read its item by, when parsing them.
+pub const ITEM_INDEX: &str = "item_index";
 
 /// A piece of a parameter string: literal text or a placeholder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +57,15 @@ pub enum Segment<'a> {
 
 /// Split a string into text and placeholders. Malformed placeholders are errors.
 pub fn parse_template(s: &str) -> Result<Vec<Segment<'_>>, PlanError> {
+    parse_template_in(s, None)
+}
+
+/// [`parse_template`] in a map step's parameters, whose items are read as `item` (the map's
+/// `as` name) and `item_index`.
+pub fn parse_template_in<'s>(
+    s: &'s str,
+    item: Option<&str>,
+) -> Result<Vec<Segment<'s>>, PlanError> {
     let mut out = Vec::new();
     let mut rest = s;
     let mut offset = 0usize;
@@ -75,7 +95,7 @@ pub fn parse_template(s: &str) -> Result<Vec<Segment<'_>>, PlanError> {
         let body = &rest[body_start..body_start + end_rel];
         let total = body_start + end_rel + close.len();
         let raw = &s[offset + start..offset + total];
-        let reference = parse_reference(body.trim(), is_action).map_err(|m| PlanError {
+        let reference = parse_reference(body.trim(), is_action, item).map_err(|m| PlanError {
             message: format!("placeholder {raw}: {m}"),
         })?;
         out.push(Segment::Ref { raw, reference });
@@ -88,7 +108,7 @@ pub fn parse_template(s: &str) -> Result<Vec<Segment<'_>>, PlanError> {
     Ok(out)
 }
 
-fn parse_reference(body: &str, is_action: bool) -> Result<Reference, String> {
+fn parse_reference(body: &str, is_action: bool, item: Option<&str>) -> Result<Reference, String> {
     let parts: Vec<&str> = body.split('.').collect();
     if parts.iter().any(|p| p.is_empty()) {
         return Err("empty path segment".into());
@@ -98,6 +118,17 @@ fn parse_reference(body: &str, is_action: bool) -> Result<Reference, String> {
         return Err(format!("{head:?} is not a step, action or metadata name"));
     }
     let tail: Vec<String> = parts[1..].iter().map(|p| p.to_string()).collect();
+    if let (false, Some(name)) = (is_action, item) {
+        if head == name {
+            return Ok(Reference::Item { path: tail });
+        }
+        if head == ITEM_INDEX {
+            return match tail.is_empty() {
+                true => Ok(Reference::ItemIndex),
+                false => Err(format!("${{{ITEM_INDEX}}} is a number and has no fields")),
+            };
+        }
+    }
     if !is_action && head == "metadata" {
         if tail.is_empty() {
             return Err("expected ${metadata.key}".into());
@@ -169,15 +200,24 @@ fn valid_key(k: &str) -> bool {
 
 /// Every placeholder found in the strings of a JSON value.
 pub fn references(value: &Value) -> Result<Vec<Reference>, PlanError> {
+    references_in(value, None)
+}
+
+/// [`references`] in a map step's parameters (items read as `item`).
+pub fn references_in(value: &Value, item: Option<&str>) -> Result<Vec<Reference>, PlanError> {
     let mut out = Vec::new();
-    collect_refs(value, &mut out)?;
+    collect_refs(value, item, &mut out)?;
     Ok(out)
 }
 
-fn collect_refs(value: &Value, out: &mut Vec<Reference>) -> Result<(), PlanError> {
+fn collect_refs(
+    value: &Value,
+    item: Option<&str>,
+    out: &mut Vec<Reference>,
+) -> Result<(), PlanError> {
     match value {
         Value::String(s) => {
-            for seg in parse_template(s)? {
+            for seg in parse_template_in(s, item)? {
                 if let Segment::Ref { reference, .. } = seg {
                     out.push(reference);
                 }
@@ -185,12 +225,12 @@ fn collect_refs(value: &Value, out: &mut Vec<Reference>) -> Result<(), PlanError
         }
         Value::Array(items) => {
             for v in items {
-                collect_refs(v, out)?;
+                collect_refs(v, item, out)?;
             }
         }
         Value::Object(map) => {
             for v in map.values() {
-                collect_refs(v, out)?;
+                collect_refs(v, item, out)?;
             }
         }
         _ => {}
@@ -262,7 +302,14 @@ pub fn validate(plan: &PlanSpec, known_tools: &HashSet<String>) -> Result<(), Pl
     for step in &plan.steps {
         let deps = &ancestors[step.id.as_str()];
         let action_ids: HashSet<&str> = step.actions.iter().map(|a| a.id.as_str()).collect();
-        for r in references(&step.parameters).map_err(|e| in_step(step, e))? {
+        let item = match &step.map {
+            Some(m) => {
+                validate_map(step, m, deps, &index)?;
+                Some(m.item_name.as_str())
+            }
+            None => None,
+        };
+        for r in references_in(&step.parameters, item).map_err(|e| in_step(step, e))? {
             check_reference(step, &r, deps, &index, Some(&action_ids))?;
         }
         for action in &step.actions {
@@ -272,6 +319,68 @@ pub fn validate(plan: &PlanSpec, known_tools: &HashSet<String>) -> Result<(), Pl
         }
     }
     Ok(())
+}
+
+/// A map step: `over` is one placeholder of a dependency's output, the context or the
+/// metadata; `max_items` is set when it reads an output; the item's name reads as nothing
+/// else; a map runs one tool, without actions.
+fn validate_map(
+    step: &StepSpec,
+    m: &MapSpec,
+    deps: &BTreeSet<&str>,
+    index: &HashMap<&str, usize>,
+) -> Result<(), PlanError> {
+    let id = &step.id;
+    if !valid_key(&m.item_name) {
+        return err(format!(
+            "step {id:?}: map.as {:?} is invalid: use 1-64 letters, digits, '_' or '-'",
+            m.item_name
+        ));
+    }
+    if m.item_name == ITEM_INDEX
+        || RESERVED_STEP_IDS.contains(&m.item_name.as_str())
+        || index.contains_key(m.item_name.as_str())
+    {
+        return err(format!(
+            "step {id:?}: map.as {:?} would read as ${{{}}}, which means something else; choose another name",
+            m.item_name, m.item_name
+        ));
+    }
+    if !step.actions.is_empty() {
+        return err(format!(
+            "step {id:?}: a map step runs one tool per item and cannot have actions"
+        ));
+    }
+    if m.max_parallel == Some(0) || m.max_items == Some(0) {
+        return err(format!(
+            "step {id:?}: map.max_parallel and map.max_items must be at least 1"
+        ));
+    }
+    let segments = parse_template(&m.over).map_err(|e| in_step(step, e))?;
+    let reference = match segments.as_slice() {
+        [Segment::Ref { reference, .. }] => reference,
+        _ => {
+            return err(format!(
+                "step {id:?}: map.over must be one placeholder that resolves to a list, such as ${{a.output.items}}, ${{context.docs}} or ${{metadata.ids}}; got {:?}",
+                m.over
+            ));
+        }
+    };
+    match reference {
+        Reference::Step { key, .. } => {
+            check_reference(step, reference, deps, index, None)?;
+            if m.max_items.is_none() {
+                return err(format!(
+                    "step {id:?}: map.max_items is required when map.over reads a step's output ({key:?}): a step can produce any number of items"
+                ));
+            }
+            Ok(())
+        }
+        Reference::Metadata { .. } | Reference::Context { .. } => Ok(()),
+        _ => err(format!(
+            "step {id:?}: map.over must read a dependency's output, the context or the metadata"
+        )),
+    }
 }
 
 fn in_step(step: &StepSpec, e: PlanError) -> PlanError {
@@ -336,8 +445,14 @@ fn check_reference(
 ) -> Result<(), PlanError> {
     match r {
         Reference::Metadata { .. } | Reference::Context { .. } => Ok(()),
+        Reference::Item { .. } | Reference::ItemIndex => Ok(()),
         Reference::Step { key, .. } => {
-            if !index.contains_key(key.as_str()) {
+            if !index.contains_key(key.as_str()) && (key == "item" || key == ITEM_INDEX) {
+                err(format!(
+                    "step {:?}: placeholder refers to unknown step {key:?} (${{item}} and ${{{ITEM_INDEX}}} are read only in the parameters of a step with a map)",
+                    step.id
+                ))
+            } else if !index.contains_key(key.as_str()) {
                 // `${steps.output.s}`: a step id where the path goes
                 let hint = match (key.as_str(), r) {
                     ("steps" | "step" | "needs", Reference::Step { path, .. })

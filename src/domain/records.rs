@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::model::{ActionSpec, StepSpec};
+use super::model::{ActionSpec, MapSpec, StepSpec};
 use super::params::merge_overrides;
 use super::recovery::Counters;
 use super::status::{AttemptStatus, StepStatus, TaskStatus};
@@ -105,9 +105,23 @@ pub struct StepRow {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// A map step's `map` (null for any other step).
+    #[sqlx(default)]
+    pub map: Option<sqlx::types::Json<MapSpec>>,
+    /// An item step's map step (null for any other step).
+    #[sqlx(default)]
+    pub map_step_id: Option<Uuid>,
+    /// An item step's index in its map's list.
+    #[sqlx(default)]
+    pub item_index: Option<i32>,
 }
 
 impl StepRow {
+    /// Whether the step is an item of a map (not a step of the plan).
+    pub fn is_item(&self) -> bool {
+        self.map_step_id.is_some()
+    }
+
     /// The tool the step runs with (a recovery override wins).
     pub fn effective_tool(&self) -> &str {
         self.tool_override.as_deref().unwrap_or(&self.tool)
@@ -126,6 +140,7 @@ impl StepRow {
             expected_output: self.expected_output.clone(),
             optional: self.optional,
             actions: self.actions.0.clone(),
+            map: self.map.as_ref().map(|m| m.0.clone()),
         }
     }
 }

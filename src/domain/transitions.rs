@@ -105,6 +105,14 @@ moves!(
         /// Its wait was resolved (or expired): claimable again, and its next run reads the
         /// resolution.
         Wake: [Waiting] => Ready,
+        /// A map step's list was resolved: its items are inserted and it waits for them, with
+        /// no lease and no slot.
+        Expand: [Running] => Waiting,
+        /// The last item of a map step ended: the step succeeds with their outputs.
+        Join: [Waiting] => Succeeded,
+        /// An item of a map with `on_item_failure: continue` failed past its retries and
+        /// repair: its map goes on without it.
+        GiveUp: [Failed] => Skipped,
     }
 );
 

@@ -119,6 +119,7 @@ pub mod deadlines;
 pub mod decision_queue;
 pub mod keys;
 pub mod lifecycle;
+pub mod maps;
 pub mod mcp;
 pub mod plans;
 pub mod reads;

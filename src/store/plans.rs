@@ -26,6 +26,7 @@ pub(crate) async fn live_steps(
 ) -> Result<Vec<StepRow>> {
     Ok(sqlx::query_as(
         "SELECT * FROM steps WHERE task_id = $1 AND plan_version = $2 AND status <> 'superseded'
+           AND map_step_id IS NULL
          ORDER BY position",
     )
     .bind(task_id)
@@ -168,6 +169,7 @@ pub(crate) async fn insert_steps_for_version(
                 "expected_output": s.expected_output,
                 "optional": s.optional,
                 "actions": s.actions,
+                "map": s.map,
                 "status": status,
                 "attempts": floors.get(&s.id).copied().unwrap_or(0),
                 "output": if status == StepStatus::Succeeded { kept_outputs.get(&s.id).cloned() } else { None },

@@ -44,7 +44,14 @@ pub(super) async fn execute(
 ) -> (Option<ClaimedDecision>, Option<OwnedSemaphorePermit>) {
     let (store, cfg) = (&rt.store, &rt.cfg);
     let began = std::time::Instant::now();
-    let ran = match run_step(rt, &step).await {
+    let ran = match &step.map {
+        Some(map) => match super::maps::expand(rt, &step, &map.0).await {
+            Some(ran) => Ok(ran),
+            None => return (None, Some(permit)),
+        },
+        None => run_step(rt, &step).await,
+    };
+    let ran = match ran {
         Ok(ran) => ran,
         Err(Hold::Parked) => return (None, Some(permit)),
         Err(Hold::Defer(wait)) => {
@@ -133,6 +140,19 @@ pub(super) async fn execute(
     }
 }
 
+/// An item step's item, as its placeholders read it.
+fn item_of<'a>(step: &'a ClaimedStep, index: &'a Option<Value>) -> Option<params::Item<'a>> {
+    const NULL: &Value = &Value::Null;
+    match (&step.item_name, index) {
+        (Some(name), Some(index)) => Some(params::Item {
+            name,
+            value: step.item.as_ref().unwrap_or(NULL),
+            index,
+        }),
+        _ => None,
+    }
+}
+
 /// A step that records no attempt now.
 pub(super) enum Hold {
     /// Given back until a time: its tool's circuit is open or a rate limit holds it.
@@ -186,11 +206,13 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Hold> {
         }
         action_outputs = done.outputs;
     }
+    let index = step.item_index.map(Value::from);
     let scope = Scope {
         steps: &ctx.outputs,
         metadata: &ctx.metadata,
         context: &ctx.context,
         actions: Some(&action_outputs),
+        item: item_of(step, &index),
     };
     let call = Call {
         tool: main_tool,
@@ -307,7 +329,7 @@ pub(super) struct Call<'a> {
 /// What the placeholders and tools of a step need. The claim brought the merged metadata and
 /// the outputs of the step's direct dependencies, and the tools come from the worker's cache;
 /// only a placeholder naming a transitive dependency costs a read.
-async fn load_context(
+pub(super) async fn load_context(
     rt: &Runtime,
     step: &ClaimedStep,
     parameters: &Value,
@@ -326,7 +348,8 @@ async fn load_context(
         tool_ids.push(&step.tool);
     }
     for v in std::iter::once(parameters).chain(actions.iter().map(|a| &a.parameters)) {
-        let refs = plan::references(v).map_err(|e| param_error(e.message))?;
+        let refs = plan::references_in(v, step.item_name.as_deref())
+            .map_err(|e| param_error(e.message))?;
         keys.extend(refs.into_iter().filter_map(|r| match r {
             Reference::Step { key, .. } => Some(key),
             _ => None,
@@ -380,6 +403,7 @@ async fn run_actions(env: Env<'_>, actions: &[ActionSpec]) -> Result<ActionsDone
         metadata: &ctx.metadata,
         context: &ctx.context,
         actions: None,
+        item: None,
     };
     let calls = actions.iter().map(|a| {
         let scope = &scope;
@@ -609,7 +633,7 @@ fn scrubbed(
 /// A tool's output did not match its `output_schema` (the seeds' step evaluation).
 pub const OUTPUT_MISMATCH: &str = "output_mismatch";
 
-fn param_error(message: String) -> ToolFailure {
+pub(super) fn param_error(message: String) -> ToolFailure {
     ToolFailure::new("parameter_error", message, false)
 }
 

@@ -38,6 +38,7 @@ mod completer;
 mod decisions;
 mod execute;
 mod maintenance;
+mod maps;
 mod tool_cache;
 mod waits;
 mod webhooks;
@@ -73,6 +74,8 @@ pub struct WorkerConfig {
     pub webhooks: crate::config::WebhookSettings,
     /// Opens the secrets tools' headers name (`[secrets] key`).
     pub secret_box: Option<crate::secretbox::SecretBox>,
+    /// The most items a map without `max_items` runs (`[limits] max_steps_per_plan`).
+    pub max_map_items: usize,
 }
 
 /// What the maintenance deletes ([`Store::prune_finished`]).
@@ -143,6 +146,7 @@ impl WorkerConfig {
             secret_box: crate::secretbox::SecretBox::from_settings(s.secrets.key.as_deref())
                 .ok()
                 .flatten(),
+            max_map_items: s.limits.max_steps_per_plan as usize,
         }
     }
 }

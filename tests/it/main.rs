@@ -14,6 +14,7 @@ mod execution;
 mod invariants;
 mod llm_brain;
 mod llm_client;
+mod maps;
 mod mcp;
 mod metrics;
 mod protocol_model;

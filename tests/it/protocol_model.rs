@@ -186,6 +186,9 @@ const MODELLED: &[(&str, &str)] = &[
 /// failure (plan changes, evaluations, reflections), a whole-task rerun, waits' expiry,
 /// planning, webhook deliveries; their fences are checked by the integration tests named.
 const OUTSIDE: &[(&str, &str)] = &[
+    ("StepMove::Expand", "map steps (tests/it/maps.rs)"),
+    ("StepMove::Join", "map steps (tests/it/maps.rs)"),
+    ("StepMove::GiveUp", "map steps (tests/it/maps.rs)"),
     ("StepMove::Skip", "plan changes (tests/it/state_table.rs)"),
     (
         "StepMove::Supersede",

@@ -1117,6 +1117,11 @@ export interface components {
             /** @description `ok` (alive) or `ready`. */
             status: string;
         };
+        /**
+         * @description What an item that fails for good does to its map.
+         * @enum {string}
+         */
+        ItemFailure: "fail" | "continue";
         /** @description An API key (`/keys`): never the key itself, except in the answer to `POST /keys`. */
         Key: {
             /** Format: date-time */
@@ -1560,6 +1565,7 @@ export interface components {
             expected_output?: string;
             /** @description The step's id in its plan; not one of metadata, context, input. */
             id: string;
+            map?: components["schemas"]["StepMap"] | null;
             name?: string;
             optional?: boolean;
             parameters?: {
@@ -1591,6 +1597,29 @@ export interface components {
              * @description Waiting for an approval, an event, a callback or a time (holding no worker).
              */
             waiting: number;
+        };
+        /** @description A step's `map`: the list it runs over and how. */
+        StepMap: {
+            /** @description The name the step's parameters read each item by (`${item}`, `${item.field}`). */
+            as?: string;
+            /**
+             * Format: int32
+             * @description More items than this fail the step (none is started). Required when `over` reads a
+             *     step's output; otherwise `[limits] max_steps_per_plan`.
+             */
+            max_items?: number | null;
+            /**
+             * Format: int32
+             * @description At most this many items run at once (default: all, within the task's
+             *     `max_concurrent_steps`).
+             */
+            max_parallel?: number | null;
+            on_item_failure?: components["schemas"]["ItemFailure"];
+            /**
+             * @description One placeholder that resolves to an array: `${a.output.items}`, `${context.docs}` or
+             *     `${metadata.ids}`.
+             */
+            over: string;
         };
         /** @description Overrides for one step in a [`ResumeRequest`] or a [`RerunRequest`]. */
         StepOverride: {

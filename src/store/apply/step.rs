@@ -69,6 +69,9 @@ pub(super) async fn apply_step_reflection(
             let kind = DecisionKind::StepRepair;
             create_decision(tx, task.id, kind, Some(step.id), &next, Some(lease)).await
         }
+        AfterStepReflection::OverallReflection { .. } if tolerated(step) => {
+            give_up(tx, c, step, events).await
+        }
         AfterStepReflection::OverallReflection { summary } => {
             let next = DecisionInput {
                 trigger: Some(Trigger::StepFailure),
@@ -79,6 +82,22 @@ pub(super) async fn apply_step_reflection(
             start_overall(tx, task.id, Some(step.id), next, lease).await
         }
     }
+}
+
+/// An item of a map with `on_item_failure: continue`: past its retries and repair it is given
+/// up (its map goes on) instead of escalating to the task's reflection.
+fn tolerated(step: &StepRow) -> bool {
+    step.is_item() && step.optional
+}
+
+async fn give_up(
+    tx: &mut Tx,
+    c: &Applying<'_>,
+    step: &StepRow,
+    events: &mut Vec<NewEvent>,
+) -> Result<Option<ClaimedDecision>> {
+    let (task, version) = (c.task.id, step.plan_version);
+    crate::store::maps::give_up(tx, task, version, step.id, Some(c.lease), events).await
 }
 
 /// What a tier 1 retry changes.
@@ -150,6 +169,14 @@ pub(super) async fn apply_repair(
             };
             let at = step.position;
             insert_steps_for_version(tx, task, version, &one, &Carry::default(), at).await?;
+            if step.is_item() {
+                // the repaired item stays its map's item, with its item
+                sqlx::query(sql!("map/repaired_item"))
+                    .bind(step.id)
+                    .bind(version)
+                    .execute(&mut **tx)
+                    .await?;
+            }
             keep_backing_off(tx, c, version).await?;
             record_recovery(tx, input.attempt_id, RecoveryAction::Repair, category).await?;
             events.push(NewEvent::new(
@@ -185,6 +212,9 @@ pub(super) async fn apply_repair(
                     reason: Some(reason.clone()),
                 }),
             ));
+            if tolerated(step) {
+                return give_up(tx, c, step, events).await;
+            }
             let next = DecisionInput {
                 trigger: Some(Trigger::StepFailure),
                 summary: Some(format!("single-step repair failed: {reason}")),
@@ -210,6 +240,24 @@ async fn check_repair(
         )));
     }
     let live = live_steps(&mut **tx, c.task.id, c.task.plan_version).await?;
+    let known = known_tools(tx).await?;
+    if step.is_item() {
+        // an item is not a step of the plan (its parameters read `${item}`): the plan stays
+        // as it is, and only the item changes
+        let plan = PlanSpec {
+            steps: live.iter().map(StepRow::effective_spec).collect(),
+            reasoning: format!("repair of item {}", step.step_key),
+            estimated_duration: None,
+        };
+        return Ok(match (&spec.map, spec.actions.is_empty()) {
+            (None, true) if known.contains(&spec.tool) => Ok((spec.clone(), plan)),
+            (None, true) => Err(format!(
+                "the repaired item's tool {:?} is unknown",
+                spec.tool
+            )),
+            _ => Err("a repaired item calls one tool: no map, no actions".into()),
+        });
+    }
     let plan = PlanSpec {
         steps: live
             .iter()
@@ -224,7 +272,6 @@ async fn check_repair(
         reasoning: format!("repair of step {}", step.step_key),
         estimated_duration: None,
     };
-    let known = known_tools(tx).await?;
     Ok(match crate::domain::plan::validate(&plan, &known) {
         Ok(_) => Ok((spec.clone(), plan)),
         Err(e) => Err(format!("the repaired step is invalid: {}", e.message)),

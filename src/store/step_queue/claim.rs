@@ -43,6 +43,13 @@ pub struct ClaimedStep {
     /// Why the step runs again: a later step failed on what this one produced (set by a replan
     /// from this step; sent to the tool as `feedback`).
     pub feedback: Option<Value>,
+    /// A map step's `map`: the worker expands it instead of calling its tool.
+    pub map: Option<sqlx::types::Json<crate::domain::model::MapSpec>>,
+    /// An item step's item and index (`${item}`, `${item_index}`).
+    pub item: Option<Value>,
+    pub item_index: Option<i32>,
+    /// The map's `as` name, for an item step.
+    pub item_name: Option<String>,
 }
 
 /// Who claims, how many, for how long.

@@ -8,10 +8,10 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::super::apply::{Evaluated, Stage, apply_evaluations};
-use super::super::claim_queue;
 use super::super::decision_queue::{ClaimedDecision, Lease};
 use super::super::lifecycle::start_evaluation;
 use super::super::{NewEvent, Result, Store, StoreError, Tx, append_events, notify_ready};
+use super::super::{claim_queue, maps};
 use super::claim::{Claim, ClaimedStep, claim_in};
 use super::{FailurePolicy, StepSuccess};
 use crate::domain::decision::{DecisionContext, DecisionInput};
@@ -282,6 +282,16 @@ async fn advance_tasks(
         return Ok((decisions, false));
     }
     update_task_rows(tx, &active, task_state, params).await?;
+    // items move their maps on (the next released, a finished map joined) before promotion,
+    // so a joined map step's dependents are promoted with the rest
+    let items: Vec<Uuid> = done
+        .iter()
+        .filter(|(_, d)| d.map_step_id.is_some() && active.iter().any(|(t, _)| *t == d.task_id))
+        .map(|(_, d)| d.id)
+        .collect();
+    if !items.is_empty() {
+        resync.extend(maps::items_ended(tx, &items, events).await?.tasks);
+    }
     let ids: Vec<Uuid> = active.iter().map(|(t, _)| *t).collect();
     let versions: Vec<i32> = active.iter().map(|(_, v)| *v).collect();
     let mut any_ready = false;
@@ -473,6 +483,8 @@ pub(crate) struct DoneStep {
     pub step_key: String,
     pub plan_version: i32,
     pub attempts: i32,
+    /// An item's map step.
+    pub map_step_id: Option<Uuid>,
 }
 
 /// One fenced success: (step, task, lease token, output), and what its attempt records.

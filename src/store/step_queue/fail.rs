@@ -8,13 +8,13 @@
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::super::circuits;
 use super::super::claim_queue;
 use super::super::decision_queue::{ClaimedDecision, Lease, create_decision};
 use super::super::lifecycle::{fail_task, record_recovery};
 use super::super::{
     NewEvent, Result, Store, StoreError, Tx, append_events, lock_task, notify_ready,
 };
+use super::super::{circuits, maps};
 use super::{FailurePolicy, LockedStep, StepFailure, StepLease, lock_running_step};
 use crate::domain::decision::DecisionInput;
 use crate::domain::event::{self, Event, TaskError};
@@ -281,6 +281,15 @@ async fn follow_failure(
             let kind = DecisionKind::StepReflection;
             decision =
                 create_decision(tx, task_id, kind, Some(f.fence.step_id), &input, lease).await?;
+        }
+        AfterFailure::FailTask { .. } if counted.active && step.tolerated_item => {
+            // an item of a map that goes on without it: its map's next item, or the join
+            let lease = f.worker_id.map(|worker_id| Lease {
+                worker_id,
+                lease_secs: policy.lease_secs,
+            });
+            let (version, id) = (step.plan_version, f.fence.step_id);
+            decision = maps::give_up(tx, task_id, version, id, lease, &mut events).await?;
         }
         AfterFailure::FailTask { reason } if counted.active => {
             let error = TaskError {

@@ -92,6 +92,8 @@ struct LockedStep {
     lease_owner: Option<Uuid>,
     tool: String,
     parameters: Value,
+    /// An item of a map with `on_item_failure: continue` (given up rather than escalated).
+    tolerated_item: bool,
 }
 
 impl Store {

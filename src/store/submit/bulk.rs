@@ -104,6 +104,8 @@ struct StepColumns {
     actions: Vec<Value>,
     status: Vec<&'static str>,
     priority: Vec<i32>,
+    /// A map step's `map`, JSON null for the others.
+    map: Vec<Value>,
 }
 
 impl Batch {
@@ -198,6 +200,7 @@ impl Batch {
             .bind(&t.delay_secs)
             .bind(&t.webhook_url)
             .bind(&t.webhook_events)
+            .bind(&s.map)
             .fetch_all(pool)
             .await?;
         match rows.first() {
@@ -358,6 +361,8 @@ impl StepColumns {
                 .push(serde_json::to_value(&s.actions).expect("actions serialize"));
             self.status.push(status.as_str());
             self.priority.push(priority);
+            self.map
+                .push(serde_json::to_value(&s.map).expect("map serializes"));
         }
     }
 }

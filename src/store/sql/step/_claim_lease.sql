@@ -8,7 +8,8 @@
     WHERE s.id = ANY(ARRAY(SELECT id FROM picked)) AND (s.status IN ('ready')) IS NOT FALSE
     RETURNING s.id, s.task_id, s.plan_version, s.step_key, coalesce(s.tool_override, s.tool) AS tool,
               s.parameters, s.param_overrides, s.actions, s.attempts + 1 AS attempt,
-              s.lease_token, s.started_at, s.run_after, s.dependencies, s.feedback
+              s.lease_token, s.started_at, s.run_after, s.dependencies, s.feedback, s.map, s.item,
+              s.item_index, s.map_step_id
 ), ev AS (
     SELECT c.task_id, p.ord,
            row_number() OVER (PARTITION BY c.task_id ORDER BY p.ord) AS rn,

@@ -2,7 +2,9 @@
 )
 SELECT c.id, c.task_id, c.plan_version, c.step_key, c.tool, c.parameters, c.param_overrides,
        c.actions, c.attempt, c.lease_token, c.started_at, c.run_after AS due_at, b.metadata,
-       b.context, c.feedback,
+       b.context, c.feedback, c.map, c.item, c.item_index,
+       CASE WHEN c.map_step_id IS NOT NULL THEN
+       (SELECT coalesce(m.map ->> 'as', 'item') FROM steps m WHERE m.id = c.map_step_id) END AS item_name,
        CASE WHEN cardinality(c.dependencies) = 0 THEN '{}'::jsonb ELSE
        (SELECT coalesce(jsonb_object_agg(d.step_key, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb)
         FROM steps d

@@ -12,7 +12,8 @@ WITH i AS (
     -- by primary key (the task and status checks are written so no index matches them)
     WHERE s.id = i.step_id AND s.lease_token = i.token
       AND (s.task_id = i.task_id AND s.status IN ('running')) IS NOT FALSE
-    RETURNING s.id, s.task_id, s.step_key, s.plan_version, s.attempts, s.started_at, s.output
+    RETURNING s.id, s.task_id, s.step_key, s.plan_version, s.attempts, s.started_at, s.output,
+              s.map_step_id
 ), recorded AS (
     INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, parameters,
                           status, output, worker_id, started_at, finished_at)
@@ -27,4 +28,4 @@ WITH i AS (
     WHERE c.tool_id IN (SELECT DISTINCT i.tool FROM i)
       AND (c.consecutive_failures > 0 OR c.open_until IS NOT NULL)
 )
-SELECT id, task_id, step_key, plan_version, attempts FROM done
+SELECT id, task_id, step_key, plan_version, attempts, map_step_id FROM done

@@ -45,17 +45,19 @@ WITH missing AS (
 ), steps_in AS (
     INSERT INTO steps (id, task_id, plan_version, step_key, position, name, tool, parameters,
                        dependencies, expected_output, optional, actions, status, priority,
-                       run_after)
+                       run_after, map)
     SELECT r.id, r.task_id, 1, r.step_key, r.position, r.name, r.tool, r.parameters,
            -- unnest cannot take arrays of arrays of different lengths: a step's dependencies
            -- travel as one text, joined by the unit separator (no step key contains it)
            string_to_array(r.dependencies, chr(31)), r.expected_output,
-           r.optional, r.actions, r.status, r.priority, coalesce(ins.run_at, now())
+           r.optional, r.actions, r.status, r.priority, coalesce(ins.run_at, now()),
+           -- a map step's `map` (JSON null for the others)
+           CASE WHEN jsonb_typeof(r.map) = 'object' THEN r.map END
     FROM unnest($38::uuid[], $39::uuid[], $40::text[], $41::int[], $42::text[], $43::text[],
                 $44::jsonb[], $45::text[], $46::text[], $47::boolean[], $48::jsonb[],
-                $49::text[], $50::int[])
+                $49::text[], $50::int[], $55::jsonb[])
          AS r(id, task_id, step_key, position, name, tool, parameters, dependencies,
-              expected_output, optional, actions, status, priority)
+              expected_output, optional, actions, status, priority, map)
     JOIN ins ON ins.id = r.task_id
     RETURNING id, task_id, position, tool, status, priority, run_after
 ), queue_in AS (

@@ -30,6 +30,7 @@ from .event import Event
 from .event_payload import EventPayload
 from .events_resolved import EventsResolved
 from .health import Health
+from .item_failure import ItemFailure
 from .key import Key
 from .key_input import KeyInput
 from .limits import Limits
@@ -94,6 +95,7 @@ from .stats_view_steps import StatsViewSteps
 from .stats_view_tasks import StatsViewTasks
 from .step import Step
 from .step_counts_view import StepCountsView
+from .step_map import StepMap
 from .step_override import StepOverride
 from .step_override_parameters_type_0 import StepOverrideParametersType0
 from .step_parameters import StepParameters
@@ -180,6 +182,7 @@ __all__ = (
     "EventPayload",
     "EventsResolved",
     "Health",
+    "ItemFailure",
     "Key",
     "KeyInput",
     "Limits",
@@ -236,6 +239,7 @@ __all__ = (
     "StatsViewTasks",
     "Step",
     "StepCountsView",
+    "StepMap",
     "StepOverride",
     "StepOverrideParametersType0",
     "StepParameters",

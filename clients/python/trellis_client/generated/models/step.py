@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.action import Action
+    from ..models.step_map import StepMap
     from ..models.step_parameters import StepParameters
 
 
@@ -25,6 +26,7 @@ class Step:
         actions (list[Action] | Unset):
         dependencies (list[str] | Unset):
         expected_output (str | Unset):
+        map_ (None | StepMap | Unset):
         name (str | Unset):
         optional (bool | Unset):
         parameters (StepParameters | Unset):
@@ -35,12 +37,15 @@ class Step:
     actions: list[Action] | Unset = UNSET
     dependencies: list[str] | Unset = UNSET
     expected_output: str | Unset = UNSET
+    map_: None | StepMap | Unset = UNSET
     name: str | Unset = UNSET
     optional: bool | Unset = UNSET
     parameters: StepParameters | Unset = UNSET
     tool: str | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.step_map import StepMap
+
         id = self.id
 
         actions: list[dict[str, Any]] | Unset = UNSET
@@ -55,6 +60,14 @@ class Step:
             dependencies = self.dependencies
 
         expected_output = self.expected_output
+
+        map_: dict[str, Any] | None | Unset
+        if isinstance(self.map_, Unset):
+            map_ = UNSET
+        elif isinstance(self.map_, StepMap):
+            map_ = self.map_.to_dict()
+        else:
+            map_ = self.map_
 
         name = self.name
 
@@ -79,6 +92,8 @@ class Step:
             field_dict["dependencies"] = dependencies
         if expected_output is not UNSET:
             field_dict["expected_output"] = expected_output
+        if map_ is not UNSET:
+            field_dict["map"] = map_
         if name is not UNSET:
             field_dict["name"] = name
         if optional is not UNSET:
@@ -93,6 +108,7 @@ class Step:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.action import Action
+        from ..models.step_map import StepMap
         from ..models.step_parameters import StepParameters
 
         d = dict(src_dict)
@@ -110,6 +126,23 @@ class Step:
         dependencies = cast(list[str], d.pop("dependencies", UNSET))
 
         expected_output = d.pop("expected_output", UNSET)
+
+        def _parse_map_(data: object) -> None | StepMap | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                map_type_0 = StepMap.from_dict(data)
+
+                return map_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | StepMap | Unset, data)
+
+        map_ = _parse_map_(d.pop("map", UNSET))
 
         name = d.pop("name", UNSET)
 
@@ -129,6 +162,7 @@ class Step:
             actions=actions,
             dependencies=dependencies,
             expected_output=expected_output,
+            map_=map_,
             name=name,
             optional=optional,
             parameters=parameters,

@@ -1,0 +1,190 @@
+//! Map steps (the fan-out issue): expansion, the sliding window, the join and giving up an
+//! item, each inside the transaction that causes it (migration `20261127000030_maps.sql`).
+//!
+//! A map step is claimed like any step; its worker resolves the list and calls
+//! [`Store::expand_map`], which in one transaction moves the step `running → waiting`, writes
+//! its `step_maps` row (the list and its counters) and inserts the first `max_parallel` items
+//! ready. A worker killed before the commit leaves nothing: the step's lease expires, it is
+//! rescued and expanded again. From then on every item that ends, in the transaction that ends
+//! it ([`items_ended`]), releases the next item, and the one that ends the list joins the map
+//! step (`waiting → succeeded`). Nothing sweeps, and a completion batch without items runs no
+//! statement of this module.
+
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::decision_queue::{ClaimedDecision, Lease};
+use super::lifecycle::start_evaluation;
+use super::step_queue::complete::promote_and_count;
+use super::step_queue::{StepLease, lock_running};
+use super::steps::moved_one;
+use super::{NewEvent, Result, Store, Tx, append_events, claim_queue, lock_task, notify_ready};
+use crate::domain::event::{self, Event};
+use crate::domain::transitions::StepMove;
+
+impl Store {
+    /// Expand a claimed map step over `items` (a JSON array), `max_parallel` of them at once:
+    /// one transaction, fenced on the step's lease (`Err(Fenced)` when it was taken over).
+    pub async fn expand_map(
+        &self,
+        fence: &StepLease,
+        step_key: &str,
+        items: &Value,
+        max_parallel: i32,
+    ) -> Result<()> {
+        let total = items.as_array().map_or(0, Vec::len) as i64;
+        in_tx!(self.pool, |tx| {
+            lock_task(tx, fence.task_id).await?;
+            lock_running(tx, fence).await?;
+            let version: Option<i32> = sqlx::query_scalar(sql!("map/expand"))
+                .bind(fence.step_id)
+                .fetch_optional(&mut **tx)
+                .await?;
+            let Some(version) = version else {
+                return Err(super::steps::illegal(StepMove::Expand, fence.step_id));
+            };
+            let (complete, kept): (bool, i64) = sqlx::query_as(sql!("map/start"))
+                .bind(fence.step_id)
+                .bind(items)
+                .bind(max_parallel.max(1))
+                .fetch_one(&mut **tx)
+                .await?;
+            let mut events = vec![NewEvent::new(
+                fence.task_id,
+                Event::MapExpanded(event::MapExpanded {
+                    step_key: step_key.to_string(),
+                    items: total,
+                    max_parallel: i64::from(max_parallel).min(total),
+                    kept,
+                }),
+            )];
+            if complete {
+                // a replan kept every item: the map joins at once
+                join(tx, &[fence.step_id], &mut events).await?;
+                after_items(tx, fence.task_id, version, None).await?;
+            }
+            claim_queue::sync(tx, &[fence.task_id]).await?;
+            notify_ready(tx).await?;
+            append_events(tx, &events).await
+        })
+    }
+}
+
+/// What items that ended did to their maps.
+#[derive(Debug, Default)]
+pub(crate) struct MapsMoved {
+    /// Tasks whose maps released items or joined (their claim queue entries change).
+    pub tasks: Vec<Uuid>,
+    pub released: i64,
+}
+
+#[derive(sqlx::FromRow)]
+struct Moved {
+    step_id: Uuid,
+    task_id: Uuid,
+    complete: bool,
+    released: i64,
+}
+
+#[derive(sqlx::FromRow)]
+struct Joined {
+    task_id: Uuid,
+    step_key: String,
+    attempts: i32,
+}
+
+/// Items among `step_ids` that ended (succeeded or given up; the others are ignored) move
+/// their maps on: the next items are released, and each map whose items have all ended is
+/// joined (its `step_completed` event added to `events`). The caller holds the tasks' row
+/// locks, promotes afterwards (a joined map step's dependents) and syncs the claim queue of
+/// the tasks returned.
+pub(crate) async fn items_ended(
+    tx: &mut Tx,
+    step_ids: &[Uuid],
+    events: &mut Vec<NewEvent>,
+) -> Result<MapsMoved> {
+    let moved: Vec<Moved> = sqlx::query_as(sql!("map/items_ended"))
+        .bind(step_ids)
+        .fetch_all(&mut **tx)
+        .await?;
+    let mut out = MapsMoved::default();
+    let complete: Vec<Uuid> = moved
+        .iter()
+        .filter(|m| m.complete)
+        .map(|m| m.step_id)
+        .collect();
+    for m in &moved {
+        out.released += m.released;
+        if !out.tasks.contains(&m.task_id) {
+            out.tasks.push(m.task_id);
+        }
+    }
+    if !complete.is_empty() {
+        join(tx, &complete, events).await?;
+    }
+    Ok(out)
+}
+
+/// Join these map steps (their items have all ended): `waiting → succeeded` with the items'
+/// outputs, a `step_completed` event each.
+async fn join(tx: &mut Tx, map_steps: &[Uuid], events: &mut Vec<NewEvent>) -> Result<()> {
+    let joined: Vec<Joined> = sqlx::query_as(sql!("map/join"))
+        .bind(map_steps)
+        .fetch_all(&mut **tx)
+        .await?;
+    for j in joined {
+        events.push(NewEvent::new(
+            j.task_id,
+            Event::StepCompleted(event::StepCompleted {
+                step_key: j.step_key,
+                attempt: j.attempts,
+                tool: String::new(),
+                promoted: vec![],
+            }),
+        ));
+    }
+    Ok(())
+}
+
+/// After a map moved outside a completion batch: promote the task's steps (a joined map
+/// step's dependents), start the evaluation when nothing of the plan is left (leased to
+/// `lease` when given), and sync its claim queue entries.
+async fn after_items(
+    tx: &mut Tx,
+    task_id: Uuid,
+    plan_version: i32,
+    lease: Option<Lease>,
+) -> Result<Option<ClaimedDecision>> {
+    let mut decision = None;
+    for p in promote_and_count(tx, &[task_id], &[plan_version]).await? {
+        if p.open == 0 {
+            decision = start_evaluation(tx, task_id, lease).await?;
+        }
+    }
+    claim_queue::sync(tx, &[task_id]).await?;
+    notify_ready(tx).await?;
+    Ok(decision)
+}
+
+/// An item of a map with `on_item_failure: continue` that failed past its retries and repair
+/// (the task still runs its plan version): `failed → skipped`, its map goes on (the next item
+/// released, or the join), the map step's dependents are promoted, and when nothing of the
+/// plan is left the evaluation starts, leased to `lease` when given. The caller holds the
+/// task's row lock.
+pub(crate) async fn give_up(
+    tx: &mut Tx,
+    task_id: Uuid,
+    plan_version: i32,
+    step_id: Uuid,
+    lease: Option<Lease>,
+    events: &mut Vec<NewEvent>,
+) -> Result<Option<ClaimedDecision>> {
+    let n = sqlx::query(sql!("map/give_up"))
+        .bind(step_id)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    moved_one(n, StepMove::GiveUp, step_id)?;
+    items_ended(tx, &[step_id], events).await?;
+    after_items(tx, task_id, plan_version, lease).await
+}

@@ -1,0 +1,43 @@
+-- name: map/items_ended
+-- Items that ended ($1: succeeded or given up; others are ignored) move their maps on: each
+-- releases its map's next item without a step (the window slides; items a replan kept are
+-- skipped), and a map whose items have all ended is returned for its join. Under the tasks'
+-- row locks, so the counters' read and write agree.
+WITH e AS (
+    SELECT s.map_step_id AS id, count(*)::int AS n,
+           (count(*) FILTER (WHERE s.status = 'skipped'))::int AS gave_up
+    FROM steps s
+    WHERE s.id = ANY($1) AND s.map_step_id IS NOT NULL AND s.status IN ('succeeded', 'skipped')
+    GROUP BY s.map_step_id
+), nxt AS (
+    SELECT e.id AS step_id, x.i
+    FROM e JOIN step_maps m ON m.step_id = e.id JOIN steps ms ON ms.id = e.id
+    CROSS JOIN LATERAL (
+        SELECT g.i FROM generate_series(m.released, m.total - 1) AS g(i)
+        WHERE NOT EXISTS (SELECT 1 FROM steps k
+                          WHERE k.task_id = ms.task_id AND k.plan_version = ms.plan_version
+                            AND k.step_key = ms.step_key || '[' || g.i || ']' AND k.live)
+        ORDER BY g.i LIMIT e.n) x
+    WHERE ms.status = 'waiting'
+), bumped AS (
+    UPDATE step_maps m
+    SET ended = m.ended + e.n, given_up = m.given_up + e.gave_up,
+        released = coalesce((SELECT max(n.i) + 1 FROM nxt n WHERE n.step_id = e.id), m.released)
+    FROM e
+    WHERE m.step_id = e.id
+    RETURNING m.step_id, m.task_id, m.ended, m.total
+), released AS (
+    INSERT INTO steps (id, task_id, plan_version, step_key, position, name, tool, parameters,
+                       dependencies, optional, status, priority, map_step_id, item_index, item)
+    SELECT gen_random_uuid(), ms.task_id, ms.plan_version, ms.step_key || '[' || n.i || ']',
+           ms.position, ms.name, coalesce(ms.tool_override, ms.tool),
+           ms.parameters || ms.param_overrides, ms.dependencies,
+           ms.map ->> 'on_item_failure' = 'continue', 'ready', ms.priority, ms.id, n.i,
+           m.items -> n.i
+    FROM nxt n JOIN steps ms ON ms.id = n.step_id JOIN step_maps m ON m.step_id = n.step_id
+    ON CONFLICT (task_id, plan_version, step_key) WHERE live DO NOTHING
+    RETURNING task_id
+)
+SELECT b.step_id, b.task_id, b.ended >= b.total AS complete,
+       (SELECT count(*) FROM released r WHERE r.task_id = b.task_id) AS released
+FROM bumped b

@@ -1,0 +1,46 @@
+-- name: map/start
+-- The expanded map step's ($1) list ($2) and window ($3): items that succeeded in an earlier
+-- plan version with the same item, tool and parameters are kept (copied as succeeded, not run
+-- again; only after a replan, version > 1), and the first $3 of the others are inserted ready.
+WITH m AS (
+    SELECT s.id, s.task_id, s.plan_version, s.step_key, s.position, s.name,
+           coalesce(s.tool_override, s.tool) AS tool, s.parameters || s.param_overrides AS parameters,
+           s.dependencies, s.priority, s.map ->> 'on_item_failure' = 'continue' AS tolerant
+    FROM steps s WHERE s.id = $1
+), kept AS (
+    SELECT i, o.output, o.attempts
+    FROM m CROSS JOIN generate_series(0, jsonb_array_length($2) - 1) AS i
+    CROSS JOIN LATERAL (
+        SELECT o.output, o.attempts FROM steps o
+        WHERE o.task_id = m.task_id AND o.plan_version < m.plan_version
+          AND o.step_key = m.step_key || '[' || i || ']' AND o.status = 'succeeded'
+          AND o.item = $2 -> i AND o.tool = m.tool AND o.parameters = m.parameters
+        ORDER BY o.plan_version DESC LIMIT 1) o
+    WHERE m.plan_version > 1
+), first AS (
+    SELECT g.i FROM generate_series(0, jsonb_array_length($2) - 1) AS g(i)
+    WHERE NOT EXISTS (SELECT 1 FROM kept k WHERE k.i = g.i)
+    ORDER BY g.i LIMIT $3
+), progress AS (
+    INSERT INTO step_maps (step_id, task_id, items, total, released, ended, max_parallel)
+    SELECT m.id, m.task_id, $2, jsonb_array_length($2),
+           coalesce((SELECT max(f.i) + 1 FROM first f), jsonb_array_length($2)),
+           (SELECT count(*) FROM kept), $3
+    FROM m
+    RETURNING ended, total
+), items AS (
+    INSERT INTO steps (id, task_id, plan_version, step_key, position, name, tool, parameters,
+                       dependencies, optional, status, priority, map_step_id, item_index, item,
+                       output, attempts, finished_at)
+    SELECT gen_random_uuid(), m.task_id, m.plan_version, m.step_key || '[' || x.i || ']',
+           m.position, m.name, m.tool, m.parameters, m.dependencies, m.tolerant, x.status,
+           m.priority, m.id, x.i, $2 -> x.i, x.output, x.attempts, x.finished_at
+    FROM m CROSS JOIN (
+        SELECT f.i, 'ready' AS status, NULL::jsonb AS output, 0 AS attempts,
+               NULL::timestamptz AS finished_at
+        FROM first f
+        UNION ALL
+        SELECT k.i, 'succeeded', k.output, k.attempts, now() FROM kept k
+    ) x
+)
+SELECT p.ended = p.total AS complete, p.ended::bigint AS kept FROM progress p

@@ -1,0 +1,359 @@
+//! Map steps (the fan-out issue): a step mapped over a list that an earlier step produced runs
+//! one item step per element, at most `max_parallel` at once, each with its own attempts and
+//! recovery; the map step joins their outputs in item order. `continue` gives up an item that
+//! fails for good and lists its error; `fail` sends it through the tiers and the task ends
+//! bounded; a list over `max_items` fails the step with nothing started. Bad maps are 422s.
+
+use trellis::testkit as common;
+
+use std::time::Duration;
+
+use common::spawn_app;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+const LIMIT: Duration = Duration::from_secs(90);
+
+/// A producer `a` (echo of `items`), the map `m` over its output, and `b` reading the join.
+fn mapped(items: Value, map: Value, tool: &str, params: Value) -> Value {
+    json!({"description": "map", "plan": {"steps": [
+        {"id": "a", "tool": "echo", "parameters": {"items": items}},
+        {"id": "m", "tool": tool, "parameters": params, "dependencies": ["a"], "map": map},
+        {"id": "b", "tool": "echo", "parameters": {"all": "${m.output}"}, "dependencies": ["m"]}
+    ]}})
+}
+
+async fn attempts(app: &common::TestApp, id: Uuid) -> Vec<Value> {
+    let (status, v) = app.get(&format!("/api/v1/tasks/{id}/attempts")).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    v.as_array()
+        .or_else(|| v["attempts"].as_array())
+        .cloned()
+        .unwrap_or_default()
+}
+
+async fn events(app: &common::TestApp, id: Uuid) -> Vec<Value> {
+    let (status, v) = app.get(&format!("/api/v1/tasks/{id}/events")).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    v.as_array()
+        .or_else(|| v["events"].as_array())
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The most attempts of item steps of `m` that overlapped in time.
+fn peak_overlap(attempts: &[Value]) -> usize {
+    let mut edges: Vec<(String, i32)> = Vec::new();
+    for a in attempts {
+        if a["step_id"].as_str().is_some_and(|k| k.starts_with("m[")) {
+            edges.push((a["started_at"].as_str().unwrap().to_string(), 1));
+            edges.push((a["finished_at"].as_str().unwrap().to_string(), -1));
+        }
+    }
+    // RFC 3339 in UTC with a fixed precision sorts as text; an end before a start at a tie
+    edges.sort_by(|x, y| x.0.cmp(&y.0).then(x.1.cmp(&y.1)));
+    let (mut now, mut peak) = (0i32, 0i32);
+    for (_, d) in edges {
+        now += d;
+        peak = peak.max(now);
+    }
+    peak as usize
+}
+
+#[tokio::test]
+async fn a_map_runs_every_item_within_its_window_and_joins_their_outputs_in_order() {
+    let app = spawn_app().await;
+    let w = app.worker(|c| c.concurrency = 8);
+    let items: Vec<Value> = (1..=25).map(|n| json!({"n": n})).collect();
+    let id = app
+        .submit(mapped(
+            json!(items),
+            json!({"over": "${a.output.items}", "max_items": 100, "max_parallel": 3}),
+            "echo",
+            json!({"n": "${item.n}", "i": "${item_index}", "label": "item ${item.n}"}),
+        ))
+        .await;
+    let done = app.wait_done(id, LIMIT).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let (_, result) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    let out = result["outputs"]["m"]
+        .as_array()
+        .expect("the join's output")
+        .clone();
+    assert_eq!(out.len(), 25);
+    for (i, o) in out.iter().enumerate() {
+        assert_eq!(o["n"], json!(i + 1), "item {i} out of order: {o}");
+        assert_eq!(o["i"], json!(i));
+        assert_eq!(o["label"], json!(format!("item {}", i + 1)));
+    }
+    // the dependent read the join
+    assert_eq!(result["outputs"]["b"]["all"], json!(out));
+    let tried = attempts(&app, id).await;
+    let items_run = tried
+        .iter()
+        .filter(|a| a["step_id"].as_str().is_some_and(|k| k.starts_with("m[")))
+        .count();
+    assert_eq!(items_run, 25, "one attempt per item");
+    let peak = peak_overlap(&tried);
+    assert!(
+        (1..=3).contains(&peak),
+        "at most max_parallel items run at once: {peak}"
+    );
+    let expanded: Vec<Value> = events(&app, id)
+        .await
+        .into_iter()
+        .filter(|e| e["kind"] == "map_expanded")
+        .collect();
+    assert_eq!(expanded.len(), 1, "{expanded:?}");
+    assert_eq!(expanded[0]["payload"]["items"], 25);
+    assert_eq!(expanded[0]["payload"]["step_id"], "m");
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn continue_gives_up_items_that_fail_for_good_and_the_join_lists_them() {
+    let app = spawn_app().await;
+    let w = app.worker(|_| {});
+    // items 1, 3 and 5 fail every attempt; the others succeed at once
+    let fails = [0, 1000, 0, 1000, 0, 1000, 0];
+    let items: Vec<Value> = fails.iter().map(|f| json!({"fails": f})).collect();
+    let id = app
+        .submit(mapped(
+            json!(items),
+            json!({"over": "${a.output.items}", "max_items": 10, "max_parallel": 2,
+                   "on_item_failure": "continue"}),
+            "flaky",
+            json!({"fail_times": "${item.fails}", "index": "${item_index}"}),
+        ))
+        .await;
+    let done = app.wait_done(id, LIMIT).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let (_, result) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    let out = result["outputs"]["m"].as_array().unwrap().clone();
+    assert_eq!(out.len(), 7);
+    for (i, o) in out.iter().enumerate() {
+        if fails[i] > 0 {
+            assert_eq!(*o, Value::Null, "item {i} failed: null in its place");
+        } else {
+            assert_eq!(o["index"], json!(i), "{o}");
+        }
+    }
+    let tried = attempts(&app, id).await;
+    let join = tried
+        .iter()
+        .find(|a| a["step_id"] == "m")
+        .expect("the map step's attempt");
+    let listed: Vec<i64> = join["error"]["failed_items"]
+        .as_array()
+        .expect("the failed items listed")
+        .iter()
+        .map(|f| f["item_index"].as_i64().unwrap())
+        .collect();
+    assert_eq!(listed, vec![1, 3, 5]);
+    for f in join["error"]["failed_items"].as_array().unwrap() {
+        assert!(
+            f["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("flaky failure")),
+            "{f}"
+        );
+    }
+    // each failing item was retried before it was given up (its own tiers)
+    for i in [1, 3, 5] {
+        let key = format!("m[{i}]");
+        let n = tried
+            .iter()
+            .filter(|a| a["step_id"] == key.as_str())
+            .count();
+        assert!(n >= 2, "item {i} had {n} attempts");
+    }
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn with_fail_a_failing_item_goes_through_the_tiers_and_the_task_ends_bounded() {
+    let app = spawn_app().await;
+    let w = app.worker(|_| {});
+    let items = json!([{"fails": 0}, {"fails": 1000}, {"fails": 0}]);
+    let id = app
+        .submit(mapped(
+            items,
+            json!({"over": "${a.output.items}", "max_items": 10}),
+            "flaky",
+            json!({"fail_times": "${item.fails}"}),
+        ))
+        .await;
+    let done = app.wait_done(id, LIMIT).await;
+    assert_ne!(done["status"], "succeeded", "{done}");
+    let kinds: Vec<(String, String)> = events(&app, id)
+        .await
+        .iter()
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap_or_default().to_string(),
+                e["payload"]["step_id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    let on_item = |k: &str| kinds.iter().any(|(kind, s)| kind == k && s == "m[1]");
+    assert!(on_item("step_failed"), "{kinds:?}");
+    assert!(
+        on_item("step_reflected"),
+        "tier 1 decided on the item: {kinds:?}"
+    );
+    assert!(
+        kinds.iter().any(|(k, _)| k == "overall_reflected"),
+        "tier 3 reflected on the task: {kinds:?}"
+    );
+    // the replan kept the items that had succeeded: they ran once
+    let kept: Vec<i64> = events(&app, id)
+        .await
+        .iter()
+        .filter(|e| e["kind"] == "map_expanded")
+        .map(|e| e["payload"]["kept"].as_i64().unwrap())
+        .collect();
+    assert!(
+        kept.len() >= 2 && kept[1..].iter().all(|k| *k == 2),
+        "{kept:?}"
+    );
+    let tried = attempts(&app, id).await;
+    for key in ["m[0]", "m[2]"] {
+        let n = tried
+            .iter()
+            .filter(|a| a["step_id"] == key && a["status"] == "succeeded")
+            .count();
+        assert_eq!(n, 1, "{key}: {kinds:?}");
+    }
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn a_list_longer_than_max_items_fails_the_step_with_no_item_started() {
+    let app = spawn_app().await;
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(mapped(
+            json!([1, 2, 3, 4, 5]),
+            json!({"over": "${a.output.items}", "max_items": 3}),
+            "echo",
+            json!({"v": "${item}"}),
+        ))
+        .await;
+    let done = app.wait_done(id, LIMIT).await;
+    assert_ne!(done["status"], "succeeded", "{done}");
+    let tried = attempts(&app, id).await;
+    assert!(
+        !tried
+            .iter()
+            .any(|a| a["step_id"].as_str().is_some_and(|k| k.starts_with("m["))),
+        "no item ran: {tried:?}"
+    );
+    let failed = tried
+        .iter()
+        .find(|a| a["step_id"] == "m" && a["status"] == "failed")
+        .expect("the map step failed");
+    let message = failed["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("5 items, more than map.max_items (3)"),
+        "{message}"
+    );
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn an_empty_list_joins_at_once_and_a_map_over_the_context_needs_no_max_items() {
+    let app = spawn_app().await;
+    let w = app.worker(|_| {});
+    let empty = app
+        .submit(mapped(
+            json!([]),
+            json!({"over": "${a.output.items}", "max_items": 3}),
+            "echo",
+            json!({"v": "${item}"}),
+        ))
+        .await;
+    let from_context = app
+        .submit(
+            json!({"description": "ctx", "context": {"docs": ["x", "y"]}, "plan": {"steps": [
+                {"id": "m", "tool": "echo", "parameters": {"doc": "${d}"},
+                 "map": {"over": "${context.docs}", "as": "d"}}
+            ]}}),
+        )
+        .await;
+    for id in [empty, from_context] {
+        let done = app.wait_done(id, LIMIT).await;
+        assert_eq!(done["status"], "succeeded", "{done}");
+    }
+    let (_, r) = app.get(&format!("/api/v1/tasks/{empty}/result")).await;
+    assert_eq!(r["outputs"]["m"], json!([]));
+    let (_, r) = app
+        .get(&format!("/api/v1/tasks/{from_context}/result"))
+        .await;
+    assert_eq!(r["outputs"]["m"], json!([{"doc": "x"}, {"doc": "y"}]));
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn bad_maps_are_refused_with_what_to_write() {
+    let app = spawn_app().await;
+    let cases = [
+        (
+            mapped(
+                json!([1]),
+                json!({"over": "${a.output.items}"}),
+                "echo",
+                json!({}),
+            ),
+            "map.max_items is required",
+        ),
+        (
+            mapped(
+                json!([1]),
+                json!({"over": "items: ${a.output.items}", "max_items": 2}),
+                "echo",
+                json!({}),
+            ),
+            "map.over must be one placeholder",
+        ),
+        (
+            json!({"description": "x", "plan": {"steps": [
+                {"id": "s", "tool": "echo", "parameters": {"v": "${item}"}}
+            ]}}),
+            "only in the parameters of a step with a map",
+        ),
+        (
+            mapped(
+                json!([1]),
+                json!({"over": "${a.output.items}", "max_items": 2, "max_parallel": 0}),
+                "echo",
+                json!({}),
+            ),
+            "at least 1",
+        ),
+        (
+            mapped(
+                json!([1]),
+                json!({"over": "${a.output.items}", "max_items": 2, "as": "a"}),
+                "echo",
+                json!({}),
+            ),
+            "choose another name",
+        ),
+    ];
+    for (body, says) in cases {
+        let (status, v) = app.post("/api/v1/tasks", &body).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+        assert!(v.to_string().contains(says), "{says:?} not in {v}");
+    }
+    // nothing was created
+    let (_, list) = app.get("/api/v1/tasks").await;
+    let n = list
+        .as_array()
+        .or_else(|| list["tasks"].as_array())
+        .map_or(0, Vec::len);
+    assert_eq!(n, 0, "{list}");
+}
