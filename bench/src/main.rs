@@ -24,6 +24,7 @@ use trellis::worker::{self, WorkerConfig};
 use uuid::Uuid;
 
 mod fleet;
+mod maps;
 mod peers;
 mod recovery;
 mod soak;
@@ -1490,6 +1491,30 @@ async fn main() -> Result<()> {
             r.deliveries,
             r.deliveries_per_sec
         );
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--map") {
+        // scenario 16: a map over 10,000 items against the same steps written out
+        let n = env_usize("BENCH_MAP_ITEMS", if quick { 1_000 } else { 10_000 });
+        for run in 1..=env_usize("BENCH_MAP_RUNS", 1) {
+            let r = maps::run(&b, n).await?;
+            let mut bufs = r.map_buffers.clone();
+            bufs.sort_unstable();
+            let (lo, mid, hi) = match bufs.as_slice() {
+                [] => (0, 0, 0),
+                v => (v[0], v[v.len() / 2], v[v.len() - 1]),
+            };
+            println!(
+                "run {run}: {} steps written out {:.0} steps/s; a map over {} items {:.0} steps/s = {:.2} × (expanded in {:.2} s); claim buffers shallow {} / during the map {lo} / {mid} / {hi}",
+                r.items,
+                r.plan_rate,
+                r.items,
+                r.map_rate,
+                r.map_rate / r.plan_rate,
+                r.expansion_secs,
+                r.shallow_buffers
+            );
+        }
         return Ok(());
     }
     if let Some(i) = args.iter().position(|a| a == "--soak") {

@@ -182,7 +182,10 @@ pub struct TaskResultView {
 pub fn result(t: &TaskRow, steps: &[StepRow], duration_ms: i64) -> TaskResultView {
     let outputs = steps
         .iter()
-        .filter(|s| s.plan_version == t.plan_version && s.status == StepStatus::Succeeded)
+        // a map's items are in its joined output, not listed on their own
+        .filter(|s| {
+            s.plan_version == t.plan_version && s.status == StepStatus::Succeeded && !s.is_item()
+        })
         .map(|s| (s.step_key.clone(), s.output.clone().unwrap_or(Value::Null)))
         .collect();
     TaskResultView {
@@ -225,6 +228,27 @@ pub struct PlanStepView {
     /// overrides, or an approver's edit (redacted like `parameters`).
     #[schema(value_type = Object)]
     pub param_overrides: Value,
+    /// A map step's `map` (its items are the steps `<id>[<index>]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub map: Option<crate::domain::model::MapSpec>,
+    /// An item of a map: its index in the map's list (its map step is the id before `[`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item_index: Option<i32>,
+    /// An expanded map step: how far its items are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub map_progress: Option<MapProgressView>,
+}
+
+/// How far an expanded map step's items are.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = MapProgress)]
+pub struct MapProgressView {
+    /// Items in the map's list.
+    pub total: i32,
+    /// Items that succeeded or were given up.
+    pub ended: i32,
+    /// Items given up (`on_item_failure: continue`).
+    pub given_up: i32,
 }
 
 /// A step of a plan version (`GET /tasks/{id}/plan`).
@@ -244,6 +268,16 @@ pub fn step(s: &StepRow) -> PlanStepView {
         attempts: s.attempts,
         output: s.output.clone(),
         error: s.error.clone(),
+        map: s.map.as_ref().map(|m| m.0.clone()),
+        item_index: s.item_index,
+        map_progress: match (s.map_total, s.map_ended, s.map_given_up) {
+            (Some(total), Some(ended), Some(given_up)) => Some(MapProgressView {
+                total,
+                ended,
+                given_up,
+            }),
+            _ => None,
+        },
     }
 }
 

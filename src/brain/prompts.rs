@@ -472,6 +472,11 @@ fn step_schema() -> Value {
             "dependencies": {"type": "array", "items": {"type": "string"}},
             "expected_output": {"description": "what the step produces (text)"},
             "optional": {"type": "boolean"},
+            "map": {"type": "object", "required": ["over", "max_items"],
+                "properties": {"over": {"type": "string"}, "as": {"type": "string"},
+                               "max_items": {"type": "integer", "minimum": 1},
+                               "max_parallel": {"type": "integer", "minimum": 1},
+                               "on_item_failure": {"enum": ["fail", "continue"]}}},
             "actions": {"type": "array", "items": {"type": "object",
                 "required": ["action_id", "tool"],
                 "properties": {"action_id": {"type": "string"}, "name": {"type": "string"},
@@ -695,7 +700,12 @@ pub fn tool_selection(
 const PLAN_RULES: &str = "Rules: step ids are step_1, step_2, … in order; `tool` is one of the listed \
 tool ids; `dependencies` lists the step ids whose results a step needs (no cycles); independent steps \
 run in parallel; `actions` (optional) are sub-calls run in parallel inside one step, each \
-{\"action_id\", \"tool\", \"parameters\"}, referenced as \"{{action_1_1.output}}\".";
+{\"action_id\", \"tool\", \"parameters\"}, referenced as \"{{action_1_1.output}}\". To run one tool \
+once per element of a list an earlier step produces, give the step a `map`: {\"over\": \
+\"${step_1.output.items}\", \"max_items\": n, \"max_parallel\": n, \"on_item_failure\": \"fail\" or \
+\"continue\"}; its parameters read the element as \"${item}\" (\"${item.field}\") and its position as \
+\"${item_index}\", and its output is the list of the items' outputs in order. `max_items` is required: \
+a longer list fails the step.";
 
 const PLAN_SYSTEM: &str = "You are the planner of a task orchestration system. Turn the task into a \
 plan: a DAG of steps, each calling one tool with JSON parameters.";

@@ -249,6 +249,8 @@ impl RulesBrain {
             return o;
         }
         let key = ctx.input.step_key.clone().unwrap_or_default();
+        // an item of a map (`m[3]`) is replanned as its map step: the plan names `m`
+        let plan_key = key.split('[').next().unwrap_or_default().to_string();
         let failure = ctx.input.failure.as_ref();
         if let Some(f) = failure {
             o.root_causes
@@ -305,7 +307,7 @@ impl RulesBrain {
             o.lessons_learned
                 .push("earlier results can be kept; only the failed part runs again".into());
             o.replanning_strategy = Some(Strategy::ReplanFromStep {
-                step_id: key.clone(),
+                step_id: plan_key,
                 reason: "the failure looked transient or recoverable".into(),
             });
         } else {

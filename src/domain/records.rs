@@ -114,6 +114,14 @@ pub struct StepRow {
     /// An item step's index in its map's list.
     #[sqlx(default)]
     pub item_index: Option<i32>,
+    /// An expanded map step's items, those ended and those given up (read with its
+    /// `step_maps` row by the task's step list only).
+    #[sqlx(default)]
+    pub map_total: Option<i32>,
+    #[sqlx(default)]
+    pub map_ended: Option<i32>,
+    #[sqlx(default)]
+    pub map_given_up: Option<i32>,
 }
 
 impl StepRow {

@@ -15,27 +15,39 @@ use uuid::Uuid;
 
 use super::decision_queue::{ClaimedDecision, Lease};
 use super::lifecycle::start_evaluation;
-use super::step_queue::complete::promote_and_count;
-use super::step_queue::{StepLease, lock_running};
-use super::steps::moved_one;
-use super::{NewEvent, Result, Store, Tx, append_events, claim_queue, lock_task, notify_ready};
+use super::steps::{moved_one, promote_and_count};
+use super::{
+    NewEvent, Result, Store, StoreError, Tx, append_events, claim_queue, lock_task, notify_ready,
+};
 use crate::domain::event::{self, Event};
 use crate::domain::transitions::StepMove;
 
 impl Store {
-    /// Expand a claimed map step over `items` (a JSON array), `max_parallel` of them at once:
-    /// one transaction, fenced on the step's lease (`Err(Fenced)` when it was taken over).
+    /// Expand a claimed map step over `items` (a JSON array), `max_parallel` of them at once
+    /// (at most the task's `max_concurrent_steps`): one transaction, fenced on the step's
+    /// lease (`Err(Fenced)` when it was taken over).
     pub async fn expand_map(
         &self,
-        fence: &StepLease,
-        step_key: &str,
+        fence: MapFence<'_>,
         items: &Value,
         max_parallel: i32,
     ) -> Result<()> {
         let total = items.as_array().map_or(0, Vec::len) as i64;
+        let step_key = fence.step_key;
         in_tx!(self.pool, |tx| {
-            lock_task(tx, fence.task_id).await?;
-            lock_running(tx, fence).await?;
+            let task = lock_task(tx, fence.task_id).await?;
+            // no more items exist ahead of the ones done than the task may run at once: a
+            // larger window would only make every promotion and claim queue sync read more
+            let window = max_parallel.min(task.max_concurrent_steps).max(1);
+            // the step, if it still carries this lease (`step_queue`'s fenced lock)
+            sqlx::query(sql!("step/lock_running"))
+                .bind(fence.step_id)
+                .bind(fence.task_id)
+                .bind(fence.lease_token)
+                .bind(false)
+                .fetch_optional(&mut **tx)
+                .await?
+                .ok_or(StoreError::Fenced)?;
             let version: Option<i32> = sqlx::query_scalar(sql!("map/expand"))
                 .bind(fence.step_id)
                 .fetch_optional(&mut **tx)
@@ -46,7 +58,7 @@ impl Store {
             let (complete, kept): (bool, i64) = sqlx::query_as(sql!("map/start"))
                 .bind(fence.step_id)
                 .bind(items)
-                .bind(max_parallel.max(1))
+                .bind(window)
                 .fetch_one(&mut **tx)
                 .await?;
             let mut events = vec![NewEvent::new(
@@ -54,7 +66,7 @@ impl Store {
                 Event::MapExpanded(event::MapExpanded {
                     step_key: step_key.to_string(),
                     items: total,
-                    max_parallel: i64::from(max_parallel).min(total),
+                    max_parallel: i64::from(window).min(total),
                     kept,
                 }),
             )];
@@ -68,6 +80,15 @@ impl Store {
             append_events(tx, &events).await
         })
     }
+}
+
+/// A claimed map step, as its lease fences it.
+#[derive(Debug, Clone, Copy)]
+pub struct MapFence<'a> {
+    pub step_id: Uuid,
+    pub task_id: Uuid,
+    pub lease_token: i64,
+    pub step_key: &'a str,
 }
 
 /// What items that ended did to their maps.

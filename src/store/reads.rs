@@ -71,14 +71,10 @@ impl Store {
 
     /// Steps of a task, all plan versions, in plan order.
     pub async fn list_steps(&self, task_id: Uuid) -> Result<Vec<StepRow>> {
-        Ok(
-            sqlx::query_as(
-                "SELECT * FROM steps WHERE task_id = $1 ORDER BY plan_version, position",
-            )
+        Ok(sqlx::query_as(sql!("read/steps_of_task"))
             .bind(task_id)
             .fetch_all(&self.pool)
-            .await?,
-        )
+            .await?)
     }
 
     /// Plan versions, oldest first (columns `version, origin, reasoning, estimated_duration,

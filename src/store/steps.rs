@@ -111,3 +111,28 @@ pub(crate) async fn fence_running_steps(
         .fetch_one(&mut **tx)
         .await?)
 }
+
+/// What promotion left of one task's plan version.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct Promoted {
+    pub task_id: Uuid,
+    /// Steps still blocked, ready, running or failed.
+    pub open: i64,
+    pub ready: i64,
+    /// Keys of the steps just promoted, in plan order.
+    pub promoted: Vec<String>,
+}
+
+/// `blocked → ready` for the steps of these (task, plan version)s whose dependencies are all
+/// done; per task, what is left open.
+pub(crate) async fn promote_and_count(
+    tx: &mut Tx,
+    task_ids: &[Uuid],
+    versions: &[i32],
+) -> Result<Vec<Promoted>> {
+    Ok(sqlx::query_as(sql!("step/promote"))
+        .bind(task_ids)
+        .bind(versions)
+        .fetch_all(&mut **tx)
+        .await?)
+}

@@ -44,12 +44,9 @@ pub(super) async fn execute(
 ) -> (Option<ClaimedDecision>, Option<OwnedSemaphorePermit>) {
     let (store, cfg) = (&rt.store, &rt.cfg);
     let began = std::time::Instant::now();
-    let ran = match &step.map {
-        Some(map) => match super::maps::expand(rt, &step, &map.0).await {
-            Some(ran) => Ok(ran),
-            None => return (None, Some(permit)),
-        },
-        None => run_step(rt, &step).await,
+    let ran = match run_or_expand(rt, &step).await {
+        None => return (None, Some(permit)),
+        Some(ran) => ran,
     };
     let ran = match ran {
         Ok(ran) => ran,
@@ -137,6 +134,14 @@ pub(super) async fn execute(
             );
             (None, permit)
         }
+    }
+}
+
+/// Run the step, or expand it when it is a map (`None`: expanded, nothing to record).
+async fn run_or_expand(rt: &Runtime, step: &ClaimedStep) -> Option<Result<Ran, Hold>> {
+    match &step.map {
+        Some(map) => super::maps::expand(rt, step, &map.0).await.map(Ok),
+        None => Some(run_step(rt, step).await),
     }
 }
 

@@ -12,6 +12,7 @@ use crate::domain::model::MapSpec;
 use crate::domain::params::{self, Scope};
 use crate::domain::{ActionSpec, ToolFailure};
 use crate::store::StoreError;
+use crate::store::maps::MapFence;
 use crate::store::step_queue::ClaimedStep;
 use crate::tools::ToolOutput;
 
@@ -42,11 +43,14 @@ pub(super) async fn expand(rt: &Runtime, step: &ClaimedStep, map: &MapSpec) -> O
         });
     }
     let window = map.max_parallel.map_or(n, |p| p as usize).min(n) as i32;
-    let fence = step.fence();
+    let fence = MapFence {
+        step_id: step.id,
+        task_id: step.task_id,
+        lease_token: step.lease_token,
+        step_key: &step.step_key,
+    };
     let store = &rt.store;
-    match super::with_retries(|| Box::pin(store.expand_map(&fence, &step.step_key, &items, window)))
-        .await
-    {
+    match super::with_retries(|| Box::pin(store.expand_map(fence, &items, window))).await {
         Ok(()) => {
             tracing::debug!(step = %step.step_key, task = %step.task_id, items = n, "map expanded");
         }

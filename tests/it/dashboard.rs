@@ -259,3 +259,48 @@ async fn approvals_and_schedules_pages_in_headless_chromium() {
     assert_eq!(s["enabled"], false);
     worker.stop().await;
 }
+
+/// A map step in headless Chromium: one node with its progress that opens into its items,
+/// the given-up one shown with its error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_map_is_one_node_that_opens_into_its_items_in_headless_chromium() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let app = spawn_app().await;
+    let worker = app.worker(|_| {});
+    let fails = [0, 1000, 0, 0, 0, 0];
+    let items: Vec<serde_json::Value> = fails.iter().map(|f| json!({"fails": f})).collect();
+    let task = app
+        .submit(json!({"description": "a map", "plan": {"steps": [
+            {"id": "a", "tool": "echo", "parameters": {"items": items}},
+            {"id": "m", "tool": "flaky", "parameters": {"fail_times": "${item.fails}"},
+             "dependencies": ["a"],
+             "map": {"over": "${a.output.items}", "max_items": 10, "max_parallel": 2,
+                     "on_item_failure": "continue"}},
+            {"id": "b", "tool": "echo", "parameters": {"all": "${m.output}"}, "dependencies": ["m"]}
+        ]}}))
+        .await;
+    let done = app.wait_done(task, Duration::from_secs(60)).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let artifacts = format!("{root}/target/dashboard-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let out = tokio::process::Command::new("node")
+        .arg(format!("{root}/tests/dashboard/maps.mjs"))
+        .env("DASHBOARD_URL", app.url("/"))
+        .env("ADMIN_KEY", common::ADMIN_KEY)
+        .env("MAP_TASK", task.to_string())
+        .env("MAP_ITEMS", fails.len().to_string())
+        .env("MAP_GIVEN_UP", "1")
+        .env("ARTIFACTS", &artifacts)
+        .env("NO_PROXY", "127.0.0.1")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("node runs (install nodejs)");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the browser run failed:\n{log}");
+    worker.stop().await;
+}

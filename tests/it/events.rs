@@ -61,11 +61,17 @@ async fn every_stored_event_reads_back_as_its_variant() {
         )
         .await;
     assert!(status.is_success(), "{v}");
+    // a map, expanded
+    let mapped = app
+        .submit(json!({"description": "map", "context": {"items": [1, 2]},
+                       "plan": {"steps": [{"id": "m", "tool": "echo", "parameters": {"v": "${item}"},
+                                           "map": {"over": "${context.items}"}}]}}))
+        .await;
     let mut no_reflection =
         common::new_task(json!([{"id": "s", "tool": "flaky", "parameters": {"fail_times": 9}}]));
     no_reflection.limits.step_reflection = false;
     let plain = store.submit_task(&no_reflection).await.unwrap().task_id;
-    for id in [ok, stuck, late, plain, waits, moved] {
+    for id in [ok, stuck, late, plain, waits, moved, mapped] {
         app.wait_done(id, LIMIT).await;
     }
     let (status, v) = app

@@ -1176,3 +1176,58 @@ async fn an_invalid_answer_is_kept_redacted() {
     assert!(answer.contains("[redacted]"), "{answer}");
     w.stop().await;
 }
+
+/// The fan-out issue, part 3: the planning prompt teaches `map` (and its schema accepts one),
+/// and a plan the model writes with a map runs: one item per element, joined in order.
+#[tokio::test]
+async fn the_planner_is_taught_maps_and_a_planned_map_runs() {
+    let fake = FakeLlm::start(vec![
+        (
+            "tool_selection",
+            vec![answers(
+                json!({"selected_tools": ["echo"], "reasoning": "list, then one echo per item"}),
+            )],
+        ),
+        (
+            "plan",
+            vec![answers(json!({"reasoning": "find the documents, then summarise each",
+                "steps": [
+                    {"step_id": "step_1", "name": "find", "tool": "echo",
+                     "parameters": {"docs": ["a", "b", "c"]}, "dependencies": []},
+                    {"step_id": "step_2", "name": "summarise", "tool": "echo",
+                     "parameters": {"doc": "${item}", "n": "${item_index}"},
+                     "dependencies": ["step_1"],
+                     "map": {"over": "${step_1.output.docs}", "max_items": 10, "max_parallel": 2}}]}))],
+        ),
+        ("evaluation", vec![evaluation(95.0)]),
+    ])
+    .await;
+    let app = spawn_app_with(llm_settings(&fake)).await;
+    let (code, v) = app
+        .post(
+            "/api/v1/tasks",
+            &json!({"description": "summarise every document"}),
+        )
+        .await;
+    assert_eq!(code, StatusCode::ACCEPTED, "{v}");
+    let id: uuid::Uuid = v["task_id"].as_str().unwrap().parse().unwrap();
+    let w = app.worker(|_| {});
+    let done = app.wait_done(id, Duration::from_secs(30)).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let (_, result) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(
+        result["outputs"]["step_2"],
+        json!([{"doc": "a", "n": 0}, {"doc": "b", "n": 1}, {"doc": "c", "n": 2}])
+    );
+    let plan = fake.seen("plan");
+    let text = plan[0].user_text();
+    for taught in ["`map`", "${item}", "${item_index}", "max_items"] {
+        assert!(text.contains(taught), "the prompt teaches {taught}");
+    }
+    let schema = &plan[0].body["response_format"]["json_schema"]["schema"];
+    assert!(
+        schema.to_string().contains("\"on_item_failure\""),
+        "the plan schema accepts a map: {schema}"
+    );
+    w.stop().await;
+}

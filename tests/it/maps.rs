@@ -89,6 +89,23 @@ async fn a_map_runs_every_item_within_its_window_and_joins_their_outputs_in_orde
     }
     // the dependent read the join
     assert_eq!(result["outputs"]["b"]["all"], json!(out));
+    // the result lists the plan's steps; the items are in the join
+    assert_eq!(
+        result["outputs"].as_object().unwrap().len(),
+        3,
+        "{}",
+        result["outputs"]
+    );
+    // the plan shows the map, then its items in order
+    let (_, plan) = app.get(&format!("/api/v1/tasks/{id}/plan")).await;
+    let steps = plan["steps"].as_array().unwrap();
+    let m = steps.iter().find(|s| s["id"] == "m").unwrap();
+    assert_eq!(m["map"]["max_parallel"], 3, "{m}");
+    let listed: Vec<i64> = steps
+        .iter()
+        .filter_map(|s| s["item_index"].as_i64())
+        .collect();
+    assert_eq!(listed, (0..25).collect::<Vec<i64>>());
     let tried = attempts(&app, id).await;
     let items_run = tried
         .iter()

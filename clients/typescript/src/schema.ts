@@ -1190,6 +1190,24 @@ export interface components {
             /** Format: int64 */
             total_tokens: number;
         };
+        /** @description How far an expanded map step's items are. */
+        MapProgress: {
+            /**
+             * Format: int32
+             * @description Items that succeeded or were given up.
+             */
+            ended: number;
+            /**
+             * Format: int32
+             * @description Items given up (`on_item_failure: continue`).
+             */
+            given_up: number;
+            /**
+             * Format: int32
+             * @description Items in the map's list.
+             */
+            total: number;
+        };
         /** @description An MCP server and the tools imported from it. */
         McpServer: {
             /** Format: date-time */
@@ -1255,6 +1273,13 @@ export interface components {
             } | null;
             expected_output: string;
             id: string;
+            /**
+             * Format: int32
+             * @description An item of a map: its index in the map's list (its map step is the id before `[`).
+             */
+            item_index?: number | null;
+            map?: components["schemas"]["StepMap"] | null;
+            map_progress?: components["schemas"]["MapProgress"] | null;
             name: string;
             optional: boolean;
             /** @description the tool's output: any JSON value (null while there is none) */

@@ -246,7 +246,7 @@ async function task(view, id) {
       h('h2', {}, 'Attempts'), gantt(attempts), attemptTable(attempts),
       h('h2', {}, 'Recovery'), chain(events, reflections),
       h('h2', {}, 'Counters'), json(t.counters),
-      collapsible('Result outputs', shown && Object.fromEntries(shown.steps.filter((s) => s.output !== null).map((s) => [s.id, s.output]))),
+      collapsible('Result outputs', shown && Object.fromEntries(shown.steps.filter((s) => s.output !== null && (s.item_index === undefined || s.item_index === null)).map((s) => [s.id, s.output]))),
     );
   };
   render(await load());
@@ -271,9 +271,13 @@ function actions(t, plan) {
   }
   return bar.childElementCount ? bar : null;
 }
-// the plan as a graph: a column per dependency depth, an edge per dependency
+// the plan as a graph: a column per dependency depth, an edge per dependency; a map step is one
+// node (N of M items done) that opens its items below the graph
 function graph(plan) {
-  const steps = plan.steps.filter((s) => s.status !== 'superseded' || plan.steps.every((x) => x.status === 'superseded'));
+  const live = plan.steps.filter((s) => s.status !== 'superseded' || plan.steps.every((x) => x.status === 'superseded'));
+  const isItem = (s) => s.item_index !== undefined && s.item_index !== null;
+  const steps = live.filter((s) => !isItem(s));
+  const itemsOf = (m) => live.filter((s) => isItem(s) && s.id.startsWith(`${m.id}[`));
   const depth = {};
   const byId = Object.fromEntries(steps.map((s) => [s.id, s]));
   const d = (s, seen = new Set()) => {
@@ -293,12 +297,22 @@ function graph(plan) {
     const a = pos[x]; const b = pos[s.id];
     return h('path', { class: 'edge', 'data-from': x, 'data-to': s.id, d: `M${a.x + W},${a.y + H / 2} C${a.x + W + GX / 2},${a.y + H / 2} ${b.x - GX / 2},${b.y + H / 2} ${b.x},${b.y + H / 2}` });
   }));
-  const nodes = steps.map((s) => h('g', { class: `node ${s.status}`, 'data-step': s.id, 'data-status': s.status, tabindex: 0, role: 'img', 'aria-label': `step ${s.id}: ${s.status}`, transform: `translate(${pos[s.id].x},${pos[s.id].y})` },
-    h('title', {}, `${s.id}: ${s.status}, tool ${s.tool}, ${s.attempts} attempt(s)`),
+  const maps = steps.filter((s) => s.map);
+  const progress = (s) => (s.map_progress ? `${s.map_progress.ended} of ${s.map_progress.total} done` : 'map');
+  const nodes = steps.map((s) => h('g', { class: `node ${s.status}${s.map ? ' map' : ''}`, 'data-step': s.id, 'data-status': s.status, 'data-map': s.map ? progress(s) : null, tabindex: 0, role: s.map ? 'button' : 'img', 'aria-label': `step ${s.id}: ${s.status}${s.map ? `, ${progress(s)}` : ''}`, transform: `translate(${pos[s.id].x},${pos[s.id].y})`,
+    onclick: s.map ? () => { const d = document.querySelector(`[data-map-items="${CSS.escape(s.id)}"]`); if (d) { d.open = !d.open; d.scrollIntoView({ block: 'nearest' }); } } : null },
+    h('title', {}, `${s.id}: ${s.status}, tool ${s.tool}, ${s.map ? progress(s) : `${s.attempts} attempt(s)`}`),
     h('rect', { width: W, height: H }),
     h('text', { x: 8, y: 17 }, s.id.length > 20 ? `${s.id.slice(0, 19)}…` : s.id),
-    h('text', { x: 8, y: 34, fill: '#555' }, `${s.tool} · ${s.status}${s.attempts > 1 ? ` · ×${s.attempts}` : ''}`)));
-  return h('div', { class: 'scroll' }, h('svg', { id: 'plan-graph', role: 'img', 'aria-label': `plan version ${plan.version}`, width, height, viewBox: `0 0 ${width} ${height}` }, edges, nodes));
+    h('text', { x: 8, y: 34, fill: '#555' }, s.map ? `${s.tool} · ${progress(s)}` : `${s.tool} · ${s.status}${s.attempts > 1 ? ` · ×${s.attempts}` : ''}`)));
+  const lists = maps.map((m) => {
+    const items = itemsOf(m);
+    return h('details', { class: 'map-items', 'data-map-items': m.id },
+      h('summary', {}, `${m.id}: ${progress(m)} (${items.length} started)`),
+      h('ol', { start: 0 }, items.map((i) => h('li', { 'data-item': i.id, 'data-status': i.status },
+        status(i.status), ` ${i.id}${i.attempts > 1 ? ` · ×${i.attempts}` : ''}${i.error ? ` · ${i.error.message || ''}` : ''}`))));
+  });
+  return h('div', {}, h('div', { class: 'scroll' }, h('svg', { id: 'plan-graph', role: 'img', 'aria-label': `plan version ${plan.version}`, width, height, viewBox: `0 0 ${width} ${height}` }, edges, nodes)), lists);
 }
 // what changed between the version shown and another (the one before it, unless picked)
 function changes(versions, shown) {

@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::super::apply::{Evaluated, Stage, apply_evaluations};
 use super::super::decision_queue::{ClaimedDecision, Lease};
 use super::super::lifecycle::start_evaluation;
+use super::super::steps::promote_and_count;
 use super::super::{NewEvent, Result, Store, StoreError, Tx, append_events, notify_ready};
 use super::super::{claim_queue, maps};
 use super::claim::{Claim, ClaimedStep, claim_in};
@@ -514,31 +515,6 @@ pub(crate) async fn complete_running(tx: &mut Tx, items: &[Success<'_>]) -> Resu
                 .collect::<Vec<_>>(),
         )
         .bind(items.iter().map(|i| i.worker_id).collect::<Vec<_>>())
-        .fetch_all(&mut **tx)
-        .await?)
-}
-
-/// What promotion left of one task's plan version.
-#[derive(Debug, sqlx::FromRow)]
-pub(crate) struct Promoted {
-    pub task_id: Uuid,
-    /// Steps still blocked, ready, running or failed.
-    pub open: i64,
-    pub ready: i64,
-    /// Keys of the steps just promoted, in plan order.
-    pub promoted: Vec<String>,
-}
-
-/// `blocked → ready` for the steps of these (task, plan version)s whose dependencies are all
-/// done; per task, what is left open.
-pub(crate) async fn promote_and_count(
-    tx: &mut Tx,
-    task_ids: &[Uuid],
-    versions: &[i32],
-) -> Result<Vec<Promoted>> {
-    Ok(sqlx::query_as(sql!("step/promote"))
-        .bind(task_ids)
-        .bind(versions)
         .fetch_all(&mut **tx)
         .await?)
 }

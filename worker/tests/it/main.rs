@@ -8,6 +8,7 @@ mod connections;
 mod crash;
 mod fleet;
 mod limits;
+mod maps;
 mod pooler;
 mod schedules;
 mod waits;

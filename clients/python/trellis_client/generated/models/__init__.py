@@ -38,6 +38,7 @@ from .list_tasks_status_type_0 import ListTasksStatusType0
 from .list_waits_kind import ListWaitsKind
 from .list_waits_status import ListWaitsStatus
 from .llm_usage_view import LlmUsageView
+from .map_progress import MapProgress
 from .mcp_server import McpServer
 from .mcp_server_headers import McpServerHeaders
 from .mcp_server_input import McpServerInput
@@ -190,6 +191,7 @@ __all__ = (
     "ListWaitsKind",
     "ListWaitsStatus",
     "LlmUsageView",
+    "MapProgress",
     "McpServer",
     "McpServerHeaders",
     "McpServerInput",

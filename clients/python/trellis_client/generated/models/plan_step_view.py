@@ -11,10 +11,12 @@ from ..models.step_status import StepStatus
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.map_progress import MapProgress
     from ..models.plan_step_view_actions_item import PlanStepViewActionsItem
     from ..models.plan_step_view_error_type_0 import PlanStepViewErrorType0
     from ..models.plan_step_view_param_overrides import PlanStepViewParamOverrides
     from ..models.plan_step_view_parameters import PlanStepViewParameters
+    from ..models.step_map import StepMap
 
 
 T = TypeVar("T", bound="PlanStepView")
@@ -40,6 +42,10 @@ class PlanStepView:
         status (StepStatus):
         tool (str): The tool it runs (a recovery may have switched it).
         error (None | PlanStepViewErrorType0 | Unset):
+        item_index (int | None | Unset): An item of a map: its index in the map's list (its map step is the id before
+            `[`).
+        map_ (None | StepMap | Unset):
+        map_progress (MapProgress | None | Unset):
         output (Any | Unset): the tool's output: any JSON value (null while there is none)
     """
 
@@ -56,11 +62,16 @@ class PlanStepView:
     status: StepStatus
     tool: str
     error: None | PlanStepViewErrorType0 | Unset = UNSET
+    item_index: int | None | Unset = UNSET
+    map_: None | StepMap | Unset = UNSET
+    map_progress: MapProgress | None | Unset = UNSET
     output: Any | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.map_progress import MapProgress
         from ..models.plan_step_view_error_type_0 import PlanStepViewErrorType0
+        from ..models.step_map import StepMap
 
         actions = []
         for actions_item_data in self.actions:
@@ -97,6 +108,28 @@ class PlanStepView:
         else:
             error = self.error
 
+        item_index: int | None | Unset
+        if isinstance(self.item_index, Unset):
+            item_index = UNSET
+        else:
+            item_index = self.item_index
+
+        map_: dict[str, Any] | None | Unset
+        if isinstance(self.map_, Unset):
+            map_ = UNSET
+        elif isinstance(self.map_, StepMap):
+            map_ = self.map_.to_dict()
+        else:
+            map_ = self.map_
+
+        map_progress: dict[str, Any] | None | Unset
+        if isinstance(self.map_progress, Unset):
+            map_progress = UNSET
+        elif isinstance(self.map_progress, MapProgress):
+            map_progress = self.map_progress.to_dict()
+        else:
+            map_progress = self.map_progress
+
         output = self.output
 
         field_dict: dict[str, Any] = {}
@@ -119,6 +152,12 @@ class PlanStepView:
         )
         if error is not UNSET:
             field_dict["error"] = error
+        if item_index is not UNSET:
+            field_dict["item_index"] = item_index
+        if map_ is not UNSET:
+            field_dict["map"] = map_
+        if map_progress is not UNSET:
+            field_dict["map_progress"] = map_progress
         if output is not UNSET:
             field_dict["output"] = output
 
@@ -126,10 +165,12 @@ class PlanStepView:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.map_progress import MapProgress
         from ..models.plan_step_view_actions_item import PlanStepViewActionsItem
         from ..models.plan_step_view_error_type_0 import PlanStepViewErrorType0
         from ..models.plan_step_view_param_overrides import PlanStepViewParamOverrides
         from ..models.plan_step_view_parameters import PlanStepViewParameters
+        from ..models.step_map import StepMap
 
         d = dict(src_dict)
         actions = []
@@ -178,6 +219,49 @@ class PlanStepView:
 
         error = _parse_error(d.pop("error", UNSET))
 
+        def _parse_item_index(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        item_index = _parse_item_index(d.pop("item_index", UNSET))
+
+        def _parse_map_(data: object) -> None | StepMap | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                map_type_0 = StepMap.from_dict(data)
+
+                return map_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | StepMap | Unset, data)
+
+        map_ = _parse_map_(d.pop("map", UNSET))
+
+        def _parse_map_progress(data: object) -> MapProgress | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                map_progress_type_0 = MapProgress.from_dict(data)
+
+                return map_progress_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(MapProgress | None | Unset, data)
+
+        map_progress = _parse_map_progress(d.pop("map_progress", UNSET))
+
         output = d.pop("output", UNSET)
 
         plan_step_view = cls(
@@ -194,6 +278,9 @@ class PlanStepView:
             status=status,
             tool=tool,
             error=error,
+            item_index=item_index,
+            map_=map_,
+            map_progress=map_progress,
             output=output,
         )
 

@@ -1,0 +1,49 @@
+// A map step in headless Chromium: drawn as one node with its progress (N of M items done)
+// that opens into its items, each with its status; the items are not nodes of the graph.
+import { chromium } from 'playwright-core';
+
+const env = (k) => { const v = process.env[k]; if (!v) throw new Error(`${k} is not set`); return v; };
+const URL = env('DASHBOARD_URL');
+const ADMIN = env('ADMIN_KEY');
+const TASK = env('MAP_TASK');
+const ITEMS = Number(env('MAP_ITEMS'));
+const GIVEN_UP = Number(env('MAP_GIVEN_UP'));
+const ARTIFACTS = env('ARTIFACTS');
+const check = (ok, what) => { if (!ok) throw new Error(`check failed: ${what}`); console.log(`ok - ${what}`); };
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const errors = [];
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(URL);
+  await page.waitForSelector('#signin:not([hidden])');
+  await page.fill('#key', ADMIN);
+  await page.click('#signin button[type=submit]');
+  await page.waitForSelector('#nav:not([hidden])');
+
+  await page.goto(`${URL}#/tasks/${TASK}`);
+  const node = '#plan-graph g[data-step="m"]';
+  await page.waitForSelector(node);
+  check(await page.getAttribute(node, 'data-map') === `${ITEMS} of ${ITEMS} done`, 'the map is one node with its progress');
+  check((await page.textContent(node)).includes(`${ITEMS} of ${ITEMS} done`), 'the node says how many items are done');
+  check(await page.locator('#plan-graph g[data-step^="m["]').count() === 0, 'its items are not nodes of the graph');
+  check(await page.locator('#plan-graph path.edge').count() === 2, 'the map sits between its producer and its consumer');
+  const list = '[data-map-items="m"]';
+  check(!(await page.locator(list).evaluate((d) => d.open)), 'the items are folded at first');
+  await page.click(node);
+  await page.waitForFunction((sel) => document.querySelector(sel).open, list);
+  check(await page.locator(`${list} li[data-item]`).count() === ITEMS, 'clicking the node opens its items');
+  check(await page.locator(`${list} li[data-status="skipped"]`).count() === GIVEN_UP, 'the items given up are shown as such');
+  check(await page.locator(`${list} li[data-status="succeeded"]`).count() === ITEMS - GIVEN_UP, 'the others succeeded');
+  check((await page.textContent(`${list} li[data-item="m[1]"]`)).includes('flaky failure'), 'an item given up shows its error');
+  await page.screenshot({ path: `${ARTIFACTS}/map.png`, fullPage: true });
+  check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+} finally {
+  if (errors.length) console.error(`console errors: ${errors.join('; ')}`);
+  await browser.close();
+}
