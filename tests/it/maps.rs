@@ -125,6 +125,21 @@ async fn a_map_runs_every_item_within_its_window_and_joins_their_outputs_in_orde
     assert_eq!(expanded.len(), 1, "{expanded:?}");
     assert_eq!(expanded[0]["payload"]["items"], 25);
     assert_eq!(expanded[0]["payload"]["step_id"], "m");
+    // a rerun from the map runs every item again (a replan would keep them)
+    let (status, v) = app
+        .post(
+            &format!("/api/v1/tasks/{id}/rerun"),
+            &json!({"from_step": "m"}),
+        )
+        .await;
+    assert!(status.is_success(), "{v}");
+    assert_eq!(app.wait_done(id, LIMIT).await["status"], "succeeded");
+    let again = attempts(&app, id)
+        .await
+        .iter()
+        .filter(|a| a["step_id"].as_str().is_some_and(|k| k.starts_with("m[")))
+        .count();
+    assert_eq!(again, 50, "every item ran again");
     w.stop().await;
 }
 

@@ -56,7 +56,7 @@ async fn kill_9_during_expansions_leaves_every_map_whole_or_absent() {
     for round in 0..10 {
         let mut task = common::new_task(json!([
             {"id": "m", "tool": "echo", "parameters": {"n": "${item}", "at": "${item_index}"},
-             "map": {"over": "${context.items}"}}
+             "map": {"over": "${context.items}", "max_items": ITEMS}}
         ]));
         task.context = json!({ "items": items });
         task.limits.max_concurrent_steps = 32;

@@ -1,7 +1,7 @@
 -- name: map/start
--- The expanded map step's ($1) list ($2) and window ($3): items that succeeded in an earlier
--- plan version with the same item, tool and parameters are kept (copied as succeeded, not run
--- again; only after a replan, version > 1), and the first $3 of the others are inserted ready.
+-- The expanded map step's ($1) list ($2) and window ($3): in a version a replan made, items
+-- that succeeded in an earlier version with the same item, tool and parameters are kept
+-- (copied as succeeded, not run again), and the first $3 of the others are inserted ready.
 WITH m AS (
     SELECT s.id, s.task_id, s.plan_version, s.step_key, s.position, s.name,
            coalesce(s.tool_override, s.tool) AS tool, s.parameters || s.param_overrides AS parameters,
@@ -16,7 +16,10 @@ WITH m AS (
           AND o.step_key = m.step_key || '[' || i || ']' AND o.status = 'succeeded'
           AND o.item = $2 -> i AND o.tool = m.tool AND o.parameters = m.parameters
         ORDER BY o.plan_version DESC LIMIT 1) o
+    -- only a replan (recovery) keeps them: a rerun asked for the map to run again
     WHERE m.plan_version > 1
+      AND EXISTS (SELECT 1 FROM plans p WHERE p.task_id = m.task_id AND p.version = m.plan_version
+                    AND p.origin LIKE 'replan:%')
 ), first AS (
     SELECT g.i FROM generate_series(0, jsonb_array_length($2) - 1) AS g(i)
     WHERE NOT EXISTS (SELECT 1 FROM kept k WHERE k.i = g.i)
