@@ -71,12 +71,13 @@ impl Store {
                 }),
             )];
             if complete {
-                // a replan kept every item: the map joins at once
+                // a replan kept every item: the map joins at once (and its dependents go on)
                 join(tx, &[fence.step_id], &mut events).await?;
                 after_items(tx, fence.task_id, version, None).await?;
+            } else {
+                claim_queue::sync(tx, &[fence.task_id]).await?;
+                notify_ready(tx).await?;
             }
-            claim_queue::sync(tx, &[fence.task_id]).await?;
-            notify_ready(tx).await?;
             append_events(tx, &events).await
         })
     }
@@ -91,20 +92,11 @@ pub struct MapFence<'a> {
     pub step_key: &'a str,
 }
 
-/// What items that ended did to their maps.
-#[derive(Debug, Default)]
-pub(crate) struct MapsMoved {
-    /// Tasks whose maps released items or joined (their claim queue entries change).
-    pub tasks: Vec<Uuid>,
-    pub released: i64,
-}
-
 #[derive(sqlx::FromRow)]
 struct Moved {
     step_id: Uuid,
     task_id: Uuid,
     complete: bool,
-    released: i64,
 }
 
 #[derive(sqlx::FromRow)]
@@ -118,26 +110,25 @@ struct Joined {
 /// their maps on: the next items are released, and each map whose items have all ended is
 /// joined (its `step_completed` event added to `events`). The caller holds the tasks' row
 /// locks, promotes afterwards (a joined map step's dependents) and syncs the claim queue of
-/// the tasks returned.
+/// the tasks returned (those whose maps moved).
 pub(crate) async fn items_ended(
     tx: &mut Tx,
     step_ids: &[Uuid],
     events: &mut Vec<NewEvent>,
-) -> Result<MapsMoved> {
+) -> Result<Vec<Uuid>> {
     let moved: Vec<Moved> = sqlx::query_as(sql!("map/items_ended"))
         .bind(step_ids)
         .fetch_all(&mut **tx)
         .await?;
-    let mut out = MapsMoved::default();
     let complete: Vec<Uuid> = moved
         .iter()
         .filter(|m| m.complete)
         .map(|m| m.step_id)
         .collect();
+    let mut out: Vec<Uuid> = Vec::new();
     for m in &moved {
-        out.released += m.released;
-        if !out.tasks.contains(&m.task_id) {
-            out.tasks.push(m.task_id);
+        if !out.contains(&m.task_id) {
+            out.push(m.task_id);
         }
     }
     if !complete.is_empty() {

@@ -291,7 +291,7 @@ async fn advance_tasks(
         .map(|(_, d)| d.id)
         .collect();
     if !items.is_empty() {
-        resync.extend(maps::items_ended(tx, &items, events).await?.tasks);
+        resync.extend(maps::items_ended(tx, &items, events).await?);
     }
     let ids: Vec<Uuid> = active.iter().map(|(t, _)| *t).collect();
     let versions: Vec<i32> = active.iter().map(|(_, v)| *v).collect();
