@@ -263,6 +263,45 @@ mod tests {
     }
 
     #[test]
+    fn an_item_step_reads_its_item_and_index_under_the_maps_name() {
+        let steps: HashMap<String, Value> = [("a".to_string(), json!({"k": 1}))].into();
+        let (metadata, context) = (Map::new(), json!({}));
+        let (value, index) = (json!({"title": "T", "tags": ["x", "y"]}), json!(4));
+        let scope = |name| Scope {
+            steps: &steps,
+            metadata: &metadata,
+            context: &context,
+            actions: None,
+            item: Some(Item {
+                name,
+                value: &value,
+                index: &index,
+            }),
+        };
+        let out = resolve(
+            &json!({"all": "${doc}", "title": "${doc.title}", "tag": "${doc.tags.1}",
+                    "i": "${item_index}", "said": "#${item_index}: ${doc.title}", "a": "${a.output.k}"}),
+            &scope("doc"),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            json!({"all": value, "title": "T", "tag": "y", "i": 4, "said": "#4: T", "a": 1})
+        );
+        // a path the item lacks, and `${item}` when the map calls it something else
+        let e = resolve(&json!("${doc.nope}"), &scope("doc")).unwrap_err().0;
+        assert!(e.contains("path not found in the item"), "{e}");
+        let e = resolve(&json!("${item}"), &scope("doc")).unwrap_err().0;
+        assert!(e.contains("has no output"), "{e}");
+        // a step that is not an item reads no item
+        let plain = Scope {
+            item: None,
+            ..scope("doc")
+        };
+        assert!(resolve(&json!("${doc}"), &plain).is_err());
+    }
+
+    #[test]
     fn fills_declared_parameters_from_metadata_only_when_missing() {
         let mut params = json!({"a": 1});
         let schema = json!({"properties": {"a": {}, "b": {}, "c": {}}});

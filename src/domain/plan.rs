@@ -669,6 +669,124 @@ mod tests {
         }
     }
 
+    /// A map step: each rule of `validate_map`, and the item placeholders, which read as the
+    /// item only in a map step's parameters (under its `as` name).
+    #[test]
+    fn map_steps_follow_their_rules() {
+        let with = |map: Value, params: Value| {
+            json!({"steps": [
+                {"id": "a", "tool": "echo"},
+                {"id": "m", "tool": "echo", "dependencies": ["a"], "parameters": params, "map": map}]})
+        };
+        let ok = [
+            (
+                json!({"over": "${a.output.items}", "max_items": 5}),
+                json!({"v": "${item}", "i": "${item_index}", "t": "n=${item.n}"}),
+            ),
+            (
+                json!({"over": "${context.docs}", "as": "doc", "max_parallel": 2}),
+                json!({"v": "${doc.title}", "i": "${item_index}", "from": "${a.output}"}),
+            ),
+            (json!({"over": "${metadata.ids}"}), json!({})),
+        ];
+        for (map, params) in ok {
+            check(with(map.clone(), params.clone()))
+                .unwrap_or_else(|e| panic!("{map} {params}: {}", e.message));
+        }
+        let bad = [
+            (
+                json!({"over": "${a.output.items}"}),
+                json!({}),
+                "map.max_items is required",
+            ),
+            (
+                json!({"over": "${a} and ${a}", "max_items": 2}),
+                json!({}),
+                "one placeholder",
+            ),
+            (
+                json!({"over": "items", "max_items": 2}),
+                json!({}),
+                "one placeholder",
+            ),
+            (
+                json!({"over": "${zz.output}", "max_items": 2}),
+                json!({}),
+                "unknown step",
+            ),
+            (
+                json!({"over": "${m.output}", "max_items": 2}),
+                json!({}),
+                "not one of its",
+            ),
+            (
+                json!({"over": "${context.x}", "max_items": 0}),
+                json!({}),
+                "at least 1",
+            ),
+            (
+                json!({"over": "${context.x}", "max_parallel": 0}),
+                json!({}),
+                "at least 1",
+            ),
+            (
+                json!({"over": "${context.x}", "as": "a"}),
+                json!({}),
+                "choose another name",
+            ),
+            (
+                json!({"over": "${context.x}", "as": "context"}),
+                json!({}),
+                "choose another name",
+            ),
+            (
+                json!({"over": "${context.x}", "as": "item_index"}),
+                json!({}),
+                "choose another name",
+            ),
+            (
+                json!({"over": "${context.x}", "as": "a b"}),
+                json!({}),
+                "is invalid",
+            ),
+            (
+                json!({"over": "${context.x}"}),
+                json!({"v": "${item_index.x}"}),
+                "has no fields",
+            ),
+            // under another name, `${item}` is no longer the item
+            (
+                json!({"over": "${context.x}", "as": "doc"}),
+                json!({"v": "${item}"}),
+                "only in the parameters",
+            ),
+        ];
+        for (map, params, says) in bad {
+            let e = check(with(map.clone(), params.clone()))
+                .expect_err(&format!("{map} {params}"))
+                .message;
+            assert!(e.contains(says), "{map} {params}: {says:?} not in {e:?}");
+        }
+        // outside a map step, the item placeholders name no step
+        let e = check(
+            json!({"steps": [{"id": "s", "tool": "echo", "parameters": {"v": "${item_index}"}}]}),
+        )
+        .unwrap_err()
+        .message;
+        assert!(
+            e.contains("only in the parameters of a step with a map"),
+            "{e}"
+        );
+        // a map runs one tool: no actions
+        let e = check(
+            json!({"steps": [{"id": "s", "tool": "echo", "map": {"over": "${context.x}"},
+                                        "actions": [{"id": "s1", "tool": "echo"}]}]}),
+        )
+        .unwrap_err()
+        .message;
+        assert!(e.contains("cannot have actions"), "{e}");
+    }
+
     #[test]
     fn accepts_a_valid_dag() {
         check(json!({"steps": [
