@@ -6,7 +6,7 @@
 //! its `step_maps` row (the list and its counters) and inserts the first `max_parallel` items
 //! ready. A worker killed before the commit leaves nothing: the step's lease expires, it is
 //! rescued and expanded again. From then on every item that ends, in the transaction that ends
-//! it ([`items_ended`]), releases the next item, and the one that ends the list joins the map
+//! it (`items_ended`), releases the next item, and the one that ends the list joins the map
 //! step (`waiting → succeeded`). Nothing sweeps, and a completion batch without items runs no
 //! statement of this module.
 
