@@ -20,6 +20,10 @@ pub const APPROVAL_REJECTED: &str = "approval_rejected";
 pub const APPROVAL_TOOL: &str = "approval";
 pub const WAIT_EVENT_TOOL: &str = "wait_event";
 pub const SLEEP_UNTIL_TOOL: &str = "sleep_until";
+/// The built-in tool that starts a child task (and waits for it).
+pub const TASK_TOOL: &str = "task";
+/// A failure category: the child task a step waited for failed or was cancelled.
+pub const CHILD_TASK_FAILED: &str = "child_task_failed";
 
 /// The longest a wait may last when it names no timeout (30 days).
 pub const MAX_WAIT_SECS: f64 = 30.0 * 86_400.0;
@@ -32,14 +36,17 @@ pub enum WaitKind {
     Event,
     Callback,
     Sleep,
+    /// A child task started by the step (the built-in `task`).
+    Child,
 }
 
 impl WaitKind {
-    pub const ALL: [WaitKind; 4] = [
+    pub const ALL: [WaitKind; 5] = [
         WaitKind::Approval,
         WaitKind::Event,
         WaitKind::Callback,
         WaitKind::Sleep,
+        WaitKind::Child,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -48,6 +55,7 @@ impl WaitKind {
             WaitKind::Event => "event",
             WaitKind::Callback => "callback",
             WaitKind::Sleep => "sleep",
+            WaitKind::Child => "child",
         }
     }
 
@@ -91,6 +99,8 @@ pub struct WaitSpec {
     pub expires_in_secs: Option<f64>,
     /// An absolute expiry (`sleep_until` `at`).
     pub expires_at: Option<DateTime<Utc>>,
+    /// The child task a `child` wait waits for.
+    pub child_task_id: Option<uuid::Uuid>,
 }
 
 impl WaitSpec {
@@ -107,6 +117,7 @@ impl WaitSpec {
             matcher: None,
             expires_in_secs: None,
             expires_at: None,
+            child_task_id: None,
         }
     }
 
@@ -128,6 +139,13 @@ impl WaitSpec {
         w.gated_tool = Some(tool.to_string());
         w.parameters = Some(parameters.clone());
         w.role = Some(Role::Operator);
+        w
+    }
+
+    /// The end of the child task `child` (no expiry: the child's own deadline bounds it).
+    pub fn child(child: uuid::Uuid) -> WaitSpec {
+        let mut w = WaitSpec::new(WaitKind::Child);
+        w.child_task_id = Some(child);
         w
     }
 
@@ -256,6 +274,15 @@ pub enum Resolution {
     Failed { error: Value },
     /// A sleep's time came.
     Slept { at: DateTime<Utc> },
+    /// The child task ended: its status, and its outputs (succeeded) or its error.
+    ChildEnded {
+        task_id: uuid::Uuid,
+        status: String,
+        #[serde(default)]
+        outputs: Value,
+        #[serde(default)]
+        error: Value,
+    },
     /// Nobody resolved it in time.
     Timeout,
 }
@@ -352,6 +379,28 @@ pub fn after_wait(
             AfterWait::Fail(f)
         }
         Resolution::Slept { at } => AfterWait::Output(json!({ "slept_until": at })),
+        Resolution::ChildEnded {
+            task_id,
+            status,
+            outputs,
+            error,
+        } => match status.as_str() {
+            "succeeded" => AfterWait::Output(json!({"task_id": task_id, "outputs": outputs})),
+            _ => {
+                let why = error
+                    .get("message")
+                    .or_else(|| error.get("reason"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given");
+                // the same child would end the same way: recovery decides (a repair runs a
+                // new child)
+                AfterWait::Fail(ToolFailure::new(
+                    CHILD_TASK_FAILED,
+                    format!("child task {task_id} ended {status}: {why}"),
+                    false,
+                ))
+            }
+        },
         Resolution::Timeout => AfterWait::Fail(ToolFailure::new(
             WAIT_TIMEOUT,
             format!("the {} wait expired before it was resolved", kind.as_str()),

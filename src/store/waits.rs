@@ -46,6 +46,9 @@ pub struct WaitRow {
     pub resolved_at: Option<DateTime<Utc>>,
     pub resolution: Option<Value>,
     pub resolved_by: Option<Uuid>,
+    /// A `child` wait's child task.
+    #[sqlx(default)]
+    pub child_task_id: Option<Uuid>,
 }
 
 impl WaitRow {
@@ -118,8 +121,23 @@ async fn insert_wait(
         .bind(token)
         .bind(spec.expires_at)
         .bind(spec.expires_in_secs)
+        .bind(spec.child_task_id)
         .fetch_one(&mut **tx)
         .await?)
+}
+
+/// The resolution of a wait for the child task `child`, if the child has ended.
+async fn child_ended(tx: &mut Tx, child: Uuid) -> Result<Option<Resolution>> {
+    let row: Option<(String, Value, Value)> = sqlx::query_as(sql!("wait/child_ended"))
+        .bind(child)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(row.map(|(status, outputs, error)| Resolution::ChildEnded {
+        task_id: child,
+        status,
+        outputs,
+        error,
+    }))
 }
 
 async fn lock_open(tx: &mut Tx, id: Uuid) -> Result<Option<WaitRow>> {
@@ -207,6 +225,7 @@ fn outcome_name(r: &Resolution) -> &'static str {
         Resolution::Completed { .. } => "completed",
         Resolution::Failed { .. } => "failed",
         Resolution::Slept { .. } => "slept",
+        Resolution::ChildEnded { .. } => "child_ended",
         Resolution::Timeout => "timeout",
     }
 }
@@ -269,6 +288,14 @@ impl Store {
                 return Ok(Parked::Resolved(self_read(tx, row.id).await?));
             };
             let mut events = Vec::new();
+            if let Some(child) = spec.child_task_id
+                && let Some(r) = child_ended(tx, child).await?
+            {
+                // the child ended before its parent parked: no wait
+                let (resolved, _) = resolve_locked(tx, &row, &r, None, &mut events).await?;
+                append_events(tx, &events).await?;
+                return Ok(Parked::Resolved(resolved));
+            }
             if let Some(key) = &spec.event_key {
                 let earlier: Option<Value> = sqlx::query_scalar(sql!("wait/earlier_event"))
                     .bind(key)
@@ -398,6 +425,39 @@ impl Store {
 
     /// Expire (or, for a sleep or an approval that approves on timeout, resolve) up to `limit`
     /// open waits whose time has come. Returns how many.
+    /// Resolve open child waits whose child task has ended (each in its own transaction,
+    /// under the parent's lock, fenced on the wait being open); how many.
+    pub async fn resolve_ended_children(&self, limit: i64) -> Result<usize> {
+        let ended: Vec<(Uuid, Uuid)> = sqlx::query_as(sql!("wait/children_ended"))
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut n = 0;
+        for (id, task_id) in ended {
+            let done = in_tx!(self.pool, |tx| {
+                lock_task(tx, task_id).await?;
+                let Some(row) = lock_open(tx, id).await? else {
+                    return Ok(false);
+                };
+                let Some(child) = row.child_task_id else {
+                    return Ok(false);
+                };
+                let Some(r) = child_ended(tx, child).await? else {
+                    return Ok(false);
+                };
+                let mut events = Vec::new();
+                if resolve_locked(tx, &row, &r, None, &mut events).await?.1 {
+                    claim_queue::sync(tx, &[task_id]).await?;
+                    super::notify_ready(tx).await?;
+                }
+                append_events(tx, &events).await?;
+                Ok(true)
+            })?;
+            n += usize::from(done);
+        }
+        Ok(n)
+    }
+
     pub async fn expire_due_waits(&self, limit: i64) -> Result<usize> {
         let due: Vec<(Uuid, Uuid)> = sqlx::query_as(
             "SELECT id, task_id FROM waits WHERE status = 'open' AND expires_at <= now()
