@@ -13,3 +13,7 @@ ALTER TABLE waits ADD CONSTRAINT waits_kind_check
     CHECK (kind IN ('approval', 'event', 'callback', 'sleep', 'child'));
 ALTER TABLE waits ADD COLUMN child_task_id uuid;
 CREATE INDEX waits_open_child_idx ON waits (child_task_id) WHERE status = 'open' AND kind = 'child';
+
+INSERT INTO tools (id, name, description, kind, timeout_ms, input_schema) VALUES
+  ('task', 'task', 'Starts a child task and (with "wait", the default) waits without a worker until it ends: {"template": id, "input"} or {"plan", "input"} (the child''s context), "description", "wait"; output {"task_id", "outputs"} (the child''s), or {"task_id"} without waiting. A child that fails or is cancelled fails the step (child_task_failed).', 'builtin', 30000,
+   '{"type":"object","properties":{"template":{"type":"string","minLength":1},"plan":{"type":"object"},"input":{"type":"object"},"description":{"type":"string"},"wait":{"type":"boolean"}}}');

@@ -16,7 +16,7 @@ use crate::net::{self, Outbound};
 /// Longest sleep the `sleep` built-in takes, in milliseconds (one hour).
 pub const MAX_SLEEP_MS: u64 = 3_600_000;
 
-pub const BUILTIN_TOOLS: [&str; 8] = [
+pub const BUILTIN_TOOLS: [&str; 9] = [
     "echo",
     "sleep",
     "fail",
@@ -25,6 +25,7 @@ pub const BUILTIN_TOOLS: [&str; 8] = [
     "approval",
     "wait_event",
     "sleep_until",
+    "task",
 ];
 
 /// One call of a tool.
@@ -193,7 +194,7 @@ impl ToolRunner {
                 }
             }
             "http_request" => self.http_request(p).await,
-            "approval" | "wait_event" | "sleep_until" => Err(ToolFailure::new(
+            "approval" | "wait_event" | "sleep_until" | "task" => Err(ToolFailure::new(
                 "parameter_error",
                 format!(
                     "{} waits, so it can only be a step's own tool, not an action",

@@ -264,6 +264,7 @@ impl Bench {
                 template: None,
                 start: Default::default(),
                 webhook: None,
+                parent: None,
             })
             .await?
             .task_id)
@@ -349,6 +350,7 @@ impl Bench {
             template: None,
             start: Default::default(),
             webhook: None,
+            parent: None,
         };
         let all = vec![task; self.sizes.tasks];
         for chunk in all.chunks(1000) {
@@ -678,6 +680,7 @@ impl Bench {
             template: None,
             start: Default::default(),
             webhook: None,
+            parent: None,
         };
         let chunk = vec![task; 1000];
         let mut left = n;
@@ -828,6 +831,7 @@ impl Bench {
             template: None,
             start: Default::default(),
             webhook: None,
+            parent: None,
         };
         for chunk in vec![task; n].chunks(1000) {
             if let Err(missing) = store.submit_tasks(chunk).await? {

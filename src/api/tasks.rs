@@ -363,6 +363,7 @@ fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
         template: None,
         start,
         webhook,
+        parent: None,
     })
 }
 
@@ -609,7 +610,8 @@ pub(super) async fn get(
         .filter(|s| s.plan_version == t.plan_version && s.status != StepStatus::Superseded)
         .collect();
     let usage: LlmUsageView = st.store.llm_usage(id).await?;
-    Ok(Json(views::task(&t, &counts, &current, usage)))
+    let children = st.store.children_of(id).await?;
+    Ok(Json(views::task(&t, &counts, &current, usage, &children)))
 }
 
 /// Task result.

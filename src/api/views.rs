@@ -56,6 +56,20 @@ pub struct TaskView {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// The task whose step started this one (the built-in `task`), if any.
+    pub parent_task_id: Option<Uuid>,
+    /// Tasks this task's steps started, oldest first.
+    pub children: Vec<ChildView>,
+}
+
+/// A child task, as its parent lists it.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ChildTask)]
+pub struct ChildView {
+    pub task_id: Uuid,
+    /// The parent's step that started it.
+    pub step_id: String,
+    pub status: TaskStatus,
 }
 
 /// The recovery counters of a task (and of its current step).
@@ -101,6 +115,7 @@ pub fn task(
     counts: &BTreeMap<StepStatus, i64>,
     current: &[&StepRow],
     usage: LlmUsageView,
+    children: &[crate::store::children::ChildRow],
 ) -> TaskView {
     let n = |s: StepStatus| counts.get(&s).copied().unwrap_or(0);
     let focus = current
@@ -155,6 +170,15 @@ pub fn task(
         created_at: t.created_at,
         updated_at: t.updated_at,
         finished_at: t.finished_at,
+        parent_task_id: t.parent_task_id,
+        children: children
+            .iter()
+            .map(|c| ChildView {
+                task_id: c.task_id,
+                step_id: c.step_key.clone(),
+                status: c.status,
+            })
+            .collect(),
     }
 }
 

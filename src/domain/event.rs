@@ -45,6 +45,8 @@ pub enum Event {
     WaitResolved(WaitResolved),
     TaskRescheduled(TaskRescheduled),
     MapExpanded(MapExpanded),
+    ChildTaskStarted(ChildTaskStarted),
+    ChildTaskEnded(ChildTaskEnded),
 }
 
 /// A task was accepted.
@@ -386,6 +388,26 @@ pub struct MapExpanded {
     pub kept: i64,
 }
 
+/// A step's `task` call started a child task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChildTaskStarted {
+    #[serde(rename = "step_id")]
+    pub step_key: String,
+    pub child_task_id: Uuid,
+}
+
+/// A child task a step waited for ended; the step runs on with its outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChildTaskEnded {
+    #[serde(rename = "step_id")]
+    pub step_key: String,
+    pub child_task_id: Uuid,
+    /// The child's status: `succeeded`, `failed` or `cancelled`.
+    pub status: String,
+}
+
 /// A wait was resolved, expired into its timeout, or cancelled with its task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -428,7 +450,7 @@ impl PlanGenerated {
 
 impl Event {
     /// Every kind, in the order of the enum.
-    pub const KINDS: [&'static str; 26] = [
+    pub const KINDS: [&'static str; 28] = [
         "task_submitted",
         "tools_selected",
         "plan_generated",
@@ -455,6 +477,8 @@ impl Event {
         "wait_resolved",
         "task_rescheduled",
         "map_expanded",
+        "child_task_started",
+        "child_task_ended",
     ];
 
     /// The kind's wire name.
@@ -487,6 +511,8 @@ impl Event {
             WaitResolved(_) => "wait_resolved",
             TaskRescheduled(_) => "task_rescheduled",
             MapExpanded(_) => "map_expanded",
+            ChildTaskStarted(_) => "child_task_started",
+            ChildTaskEnded(_) => "child_task_ended",
         }
     }
 
@@ -737,6 +763,15 @@ fn examples_c() -> Vec<Event> {
             items: 3,
             max_parallel: 2,
             kept: 1,
+        }),
+        Event::ChildTaskStarted(ChildTaskStarted {
+            step_key: key(),
+            child_task_id: Uuid::nil(),
+        }),
+        Event::ChildTaskEnded(ChildTaskEnded {
+            step_key: key(),
+            child_task_id: Uuid::nil(),
+            status: "succeeded".into(),
         }),
     ]
 }

@@ -20,6 +20,7 @@
 //!   [`secrets`]: credentials kept out of answers.
 
 pub mod auth;
+pub mod child;
 pub mod circuit;
 pub mod decision;
 pub mod event;

@@ -309,7 +309,8 @@ pub fn validate(plan: &PlanSpec, known_tools: &HashSet<String>) -> Result<(), Pl
             }
             None => None,
         };
-        for r in references_in(&step.parameters, item).map_err(|e| in_step(step, e))? {
+        let own = super::params::resolvable(&step.tool, &step.parameters);
+        for r in references_in(&own, item).map_err(|e| in_step(step, e))? {
             check_reference(step, &r, deps, &index, Some(&action_ids))?;
         }
         for action in &step.actions {

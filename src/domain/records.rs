@@ -53,6 +53,9 @@ pub struct TaskRow {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// The task whose step started this one (a child task).
+    #[sqlx(default)]
+    pub parent_task_id: Option<Uuid>,
 }
 
 impl TaskRow {

@@ -179,6 +179,7 @@ impl Store {
             template: s.template.clone(),
             start: Start::Now,
             webhook: None,
+            parent: None,
         })
     }
 

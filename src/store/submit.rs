@@ -42,6 +42,15 @@ pub struct NewTask {
     pub start: Start,
     /// The task's own completion webhook.
     pub webhook: Option<TaskWebhook>,
+    /// A child task's parent (the built-in `task`), recorded as it is inserted.
+    pub parent: Option<ParentRef>,
+}
+
+/// The task and step that start a child task.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ParentRef {
+    pub task_id: Uuid,
+    pub step_id: Uuid,
 }
 
 /// A task's own webhook: where its events go, and which kinds (empty: the terminal kinds and
@@ -187,31 +196,29 @@ impl Store {
         })
     }
 
-    /// Cancel a task unless it is terminal: open steps are skipped; running steps finish but
-    /// nothing after them starts.
+    /// Cancel a task unless it is terminal, and its unfinished descendants (child tasks, theirs,
+    /// …) with it: open steps are skipped; running steps finish but nothing after them starts.
+    /// Every task is locked in id order before any changes.
     pub async fn cancel_task(&self, id: Uuid) -> Result<TaskStatus> {
         in_tx!(self.pool, |tx| {
-            let status = lock_task(tx, id).await?.status;
-            if status.is_terminal() {
+            let mut all = super::children::open_descendants(tx, id).await?;
+            all.push(id);
+            all.sort();
+            let mut status = std::collections::HashMap::new();
+            for t in &all {
+                status.insert(*t, lock_task(tx, *t).await?.status);
+            }
+            let root = status[&id];
+            if root.is_terminal() {
                 return Err(StoreError::Conflict(format!(
-                    "task {id} is already {status}; only unfinished tasks can be cancelled"
+                    "task {id} is already {root}; only unfinished tasks can be cancelled"
                 )));
             }
-            move_task(tx, id, TaskMove::Cancel).await?;
-            let skipped = skip_open_steps(tx, id).await?;
-            cancel_open_decisions(tx, id).await?;
-            super::claim_queue::sync(tx, &[id]).await?;
-            append_events(
-                tx,
-                &[NewEvent::new(
-                    id,
-                    Event::TaskCancelled(event::TaskCancelled {
-                        previous_status: status,
-                        skipped_steps: skipped,
-                    }),
-                )],
-            )
-            .await?;
+            for t in &all {
+                if !status[t].is_terminal() {
+                    cancel_locked(tx, *t, status[t]).await?;
+                }
+            }
             Ok(TaskStatus::Cancelled)
         })
     }
@@ -305,4 +312,23 @@ async fn rerun_failed_steps(tx: &mut Tx, task: &TaskRow) -> Result<()> {
         notify_ready(tx).await?;
     }
     Ok(())
+}
+
+/// Cancel the task `id` (locked by the caller, in `status`, not terminal).
+pub(crate) async fn cancel_locked(tx: &mut super::Tx, id: Uuid, status: TaskStatus) -> Result<()> {
+    move_task(tx, id, TaskMove::Cancel).await?;
+    let skipped = skip_open_steps(tx, id).await?;
+    cancel_open_decisions(tx, id).await?;
+    super::claim_queue::sync(tx, &[id]).await?;
+    append_events(
+        tx,
+        &[NewEvent::new(
+            id,
+            Event::TaskCancelled(event::TaskCancelled {
+                previous_status: status,
+                skipped_steps: skipped,
+            }),
+        )],
+    )
+    .await
 }

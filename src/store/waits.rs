@@ -197,6 +197,19 @@ async fn resolve_locked(
         .await?
         .rows_affected()
         > 0;
+    if let Resolution::ChildEnded {
+        task_id, status, ..
+    } = r
+    {
+        events.push(NewEvent::new(
+            w.task_id,
+            Event::ChildTaskEnded(event::ChildTaskEnded {
+                step_key: w.step_key.clone(),
+                child_task_id: *task_id,
+                status: status.clone(),
+            }),
+        ));
+    }
     let waited = (row.resolved_at.unwrap_or(row.created_at) - row.created_at).num_milliseconds();
     events.push(NewEvent::new(
         w.task_id,

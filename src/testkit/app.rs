@@ -443,6 +443,7 @@ pub fn new_task(steps: Value) -> crate::store::submit::NewTask {
         template: None,
         start: Default::default(),
         webhook: None,
+        parent: None,
     }
 }
 

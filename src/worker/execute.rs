@@ -352,7 +352,8 @@ pub(super) async fn load_context(
     if !step.tool.is_empty() {
         tool_ids.push(&step.tool);
     }
-    for v in std::iter::once(parameters).chain(actions.iter().map(|a| &a.parameters)) {
+    let own = params::resolvable(&step.tool, parameters);
+    for v in std::iter::once(own.as_ref()).chain(actions.iter().map(|a| &a.parameters)) {
         let refs = plan::references_in(v, step.item_name.as_deref())
             .map_err(|e| param_error(e.message))?;
         keys.extend(refs.into_iter().filter_map(|r| match r {
@@ -510,7 +511,7 @@ fn prepare<'e>(
             unknown_tool(tool),
         )));
     };
-    let mut resolved = match params::resolve(parameters, scope) {
+    let mut resolved = match params::resolve_call(tool, parameters, scope) {
         Ok(p) => p,
         Err(e) => {
             return Err(Box::new(Ran::failed(

@@ -328,6 +328,14 @@ async fn wait_loop(s: Sweep) {
             }
             Err(e) => tracing::warn!(error = %e, "wait sweep failed"),
         }
+        match s.store.resolve_ended_children(100).await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::debug!(waits = n, "child tasks that ended");
+                s.wake.notify.notify_one();
+            }
+            Err(e) => tracing::warn!(error = %e, "child wait sweep failed"),
+        }
     }
 }
 

@@ -9,9 +9,11 @@ use sha2::Digest;
 use super::Runtime;
 use super::execute::{Call, Env, Ran, call_tool};
 use crate::domain::ToolFailure;
+use crate::domain::child::ChildSpec;
 use crate::domain::status::WaitStatus;
-use crate::domain::wait::{AfterWait, WaitKind, WaitSpec, after_wait};
+use crate::domain::wait::{AfterWait, TASK_TOOL, WaitKind, WaitSpec, after_wait};
 use crate::store::StoreError;
+use crate::store::children::ChildOf;
 use crate::store::step_queue::ClaimedStep;
 use crate::store::waits::{Parked, WaitRow, Waiter};
 use crate::tools::{ToolDef, ToolOutput};
@@ -58,6 +60,9 @@ pub(super) async fn before_call(
     def: &ToolDef,
     resolved: &Value,
 ) -> Result<Next, Parks> {
+    if def.kind == "builtin" && def.id == TASK_TOOL {
+        return child(rt, step, resolved).await;
+    }
     if def.kind == "builtin"
         && let Some(spec) = WaitSpec::of_builtin(&def.id, resolved)
     {
@@ -198,6 +203,46 @@ pub(super) async fn call_async(
         Ok(row) => Ok(done(after(resolved(&row, WaitKind::Callback, false)))),
         Err(f) => Ok(done(Err(f))),
     }
+}
+
+/// The built-in `task`: start the child (or find the one this attempt started) and wait for
+/// it to end; once it has, its outcome is the step's.
+async fn child(rt: &Runtime, step: &ClaimedStep, params: &Value) -> Result<Next, Parks> {
+    match rt
+        .store
+        .wait_of(step.id, step.attempt, WaitKind::Child)
+        .await
+    {
+        Ok(Some(row)) if row.status != WaitStatus::Open => {
+            return Ok(Next::Done(after(resolved(&row, WaitKind::Child, false))));
+        }
+        Ok(_) => {}
+        Err(e) => return Ok(Next::Done(Err(unavailable(e)))),
+    }
+    let spec = match ChildSpec::from_params(params) {
+        Ok(s) => s,
+        Err(f) => return Ok(Next::Done(Err(f))),
+    };
+    let parent = ChildOf {
+        task_id: step.task_id,
+        step_id: step.id,
+        step_key: &step.step_key,
+        attempt: step.attempt,
+    };
+    let child = match rt.store.start_child(parent, &spec).await {
+        Ok(Ok(id)) => id,
+        Ok(Err(f)) => return Ok(Next::Done(Err(f))),
+        Err(e) => return Ok(Next::Done(Err(unavailable(e)))),
+    };
+    if !spec.wait {
+        return Ok(Next::Done(output(serde_json::json!({ "task_id": child }))));
+    }
+    Ok(Next::Done(
+        match park(rt, step, &WaitSpec::child(child)).await? {
+            Ok(row) => after(resolved(&row, WaitKind::Child, false)),
+            Err(f) => Err(f),
+        },
+    ))
 }
 
 fn after(a: AfterWait) -> Result<ToolOutput, ToolFailure> {

@@ -256,6 +256,7 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
                     // a third expire at once (the next expiry pass resolves them)
                     expires_in_secs: (rng.below(3) == 0).then_some(0.0),
                     expires_at: None,
+                    child_task_id: None,
                 };
                 match store.park_step(waiter, &spec).await {
                     // resolved by an earlier event: the worker still holds the step

@@ -6,6 +6,7 @@
 mod api;
 mod architecture;
 mod bulk_submit;
+mod children;
 mod dashboard;
 mod depth;
 mod durability;

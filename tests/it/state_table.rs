@@ -68,6 +68,7 @@ async fn setup(max_step_retries: i32) -> H {
             template: None,
             start: Default::default(),
             webhook: None,
+            parent: None,
         })
         .await
         .unwrap();

@@ -83,6 +83,9 @@ struct TaskColumns {
     run_at: Vec<Option<chrono::DateTime<chrono::Utc>>>,
     delay_secs: Vec<Option<f64>>,
     webhook_url: Vec<Option<String>>,
+    /// A child task's parent and the parent's step.
+    parent_task_id: Vec<Option<Uuid>>,
+    parent_step_id: Vec<Option<Uuid>>,
     /// Joined by the unit separator (split in the statement).
     webhook_events: Vec<String>,
 }
@@ -201,6 +204,8 @@ impl Batch {
             .bind(&t.webhook_url)
             .bind(&t.webhook_events)
             .bind(&s.map)
+            .bind(&t.parent_task_id)
+            .bind(&t.parent_step_id)
             .fetch_all(pool)
             .await?;
         match rows.first() {
@@ -329,6 +334,8 @@ impl TaskColumns {
         self.delay_secs.push(after);
         self.webhook_url
             .push(t.webhook.as_ref().map(|w| w.url.clone()));
+        self.parent_task_id.push(t.parent.map(|p| p.task_id));
+        self.parent_step_id.push(t.parent.map(|p| p.step_id));
         self.webhook_events.push(
             t.webhook
                 .as_ref()
