@@ -171,7 +171,7 @@ const NAMED_ENUMS: &[(&str, &[&str])] = &[
     ("ToolMode", &["sync", "async"]),
     ("ToolKind", &crate::domain::tool::ToolKind::NAMES),
     ("CircuitState", &["closed", "open", "half_open"]),
-    ("WaitKind", &["approval", "event", "callback", "sleep"]),
+    ("WaitKind", &crate::domain::wait::WaitKind::NAMES),
     ("WaitStatus", &["open", "resolved", "expired", "cancelled"]),
     ("DeliveryStatus", &["pending", "delivered", "dead"]),
 ];

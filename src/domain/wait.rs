@@ -49,6 +49,9 @@ impl WaitKind {
         WaitKind::Child,
     ];
 
+    /// Every kind's name, in [`WaitKind::ALL`]'s order (the OpenAPI document's enumeration).
+    pub const NAMES: [&'static str; 5] = ["approval", "event", "callback", "sleep", "child"];
+
     pub fn as_str(self) -> &'static str {
         match self {
             WaitKind::Approval => "approval",
@@ -422,6 +425,12 @@ pub fn expiry(spec: &WaitSpec, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_kind_is_named_in_order() {
+        let names: Vec<&str> = WaitKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(names, WaitKind::NAMES);
+    }
 
     #[test]
     fn builtins_read_their_parameters() {

@@ -151,12 +151,3 @@ async fn announce(tx: &mut Tx, parent: ChildOf<'_>, child: Uuid, created: bool) 
     }
     Ok(())
 }
-
-/// The unfinished descendants of `task_id` (children, their children, …), in id order: what
-/// a cancel of it cancels too.
-pub(crate) async fn open_descendants(tx: &mut Tx, task_id: Uuid) -> Result<Vec<Uuid>> {
-    Ok(sqlx::query_scalar(sql!("task/open_descendants"))
-        .bind(task_id)
-        .fetch_all(&mut **tx)
-        .await?)
-}

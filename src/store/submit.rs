@@ -201,7 +201,11 @@ impl Store {
     /// Every task is locked in id order before any changes.
     pub async fn cancel_task(&self, id: Uuid) -> Result<TaskStatus> {
         in_tx!(self.pool, |tx| {
-            let mut all = super::children::open_descendants(tx, id).await?;
+            // the unfinished descendants (children, theirs, …), in id order
+            let mut all: Vec<Uuid> = sqlx::query_scalar(sql!("task/open_descendants"))
+                .bind(id)
+                .fetch_all(&mut **tx)
+                .await?;
             all.push(id);
             all.sort();
             let mut status = std::collections::HashMap::new();

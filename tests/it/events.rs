@@ -67,11 +67,17 @@ async fn every_stored_event_reads_back_as_its_variant() {
                        "plan": {"steps": [{"id": "m", "tool": "echo", "parameters": {"v": "${item}"},
                                            "map": {"over": "${context.items}"}}]}}))
         .await;
+    // a child task, waited for
+    let parent = app
+        .submit(json!({"description": "parent", "plan": {"steps": [
+            {"id": "k", "tool": "task", "parameters": {"plan": {"steps": [{"id": "e", "tool": "echo"}]}}}
+        ]}}))
+        .await;
     let mut no_reflection =
         common::new_task(json!([{"id": "s", "tool": "flaky", "parameters": {"fail_times": 9}}]));
     no_reflection.limits.step_reflection = false;
     let plain = store.submit_task(&no_reflection).await.unwrap().task_id;
-    for id in [ok, stuck, late, plain, waits, moved, mapped] {
+    for id in [ok, stuck, late, plain, waits, moved, mapped, parent] {
         app.wait_done(id, LIMIT).await;
     }
     let (status, v) = app

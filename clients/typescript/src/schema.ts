@@ -1013,6 +1013,14 @@ export interface components {
              */
             extend_secs?: number | null;
         };
+        /** @description A child task, as its parent lists it. */
+        ChildTask: {
+            status: components["schemas"]["TaskStatus"];
+            /** @description The parent's step that started it. */
+            step_id: string;
+            /** Format: uuid */
+            task_id: string;
+        };
         /** @description A tool's circuit breaker as the fleet sees it now. */
         Circuit: {
             /**
@@ -1800,6 +1808,8 @@ export interface components {
         TaskStatus: "pending" | "planning" | "running" | "reflecting" | "replanning" | "evaluating" | "succeeded" | "failed" | "needs_intervention" | "cancelled";
         /** @description `GET /tasks/{id}`. */
         TaskStatusView: {
+            /** @description Tasks this task's steps started, oldest first. */
+            children: components["schemas"]["ChildTask"][];
             /** @description The caller's context, readable as `${context.key}`. */
             context: {
                 [key: string]: unknown;
@@ -1830,6 +1840,11 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
+            /**
+             * Format: uuid
+             * @description The task whose step started this one (the built-in `task`), if any.
+             */
+            parent_task_id?: string | null;
             /** Format: int32 */
             plan_version: number;
             /** Format: int32 */
@@ -2161,7 +2176,7 @@ export interface components {
             wait_id: string;
         };
         /** @enum {string} */
-        WaitKind: "approval" | "event" | "callback" | "sleep";
+        WaitKind: "approval" | "event" | "callback" | "sleep" | "child";
         /** @enum {string} */
         WaitStatus: "open" | "resolved" | "expired" | "cancelled";
         /** @description A subscription. */
@@ -5863,7 +5878,7 @@ export interface operations {
         parameters: {
             query?: {
                 status?: "" | "open" | "resolved" | "expired" | "cancelled";
-                kind?: "" | "approval" | "event" | "callback" | "sleep";
+                kind?: "" | "approval" | "event" | "callback" | "sleep" | "child";
                 /** @description Only this task's waits. */
                 task_id?: string;
                 limit?: number;

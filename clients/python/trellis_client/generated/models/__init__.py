@@ -18,6 +18,7 @@ from .callback_complete_output import CallbackCompleteOutput
 from .callback_fail import CallbackFail
 from .callback_fail_error import CallbackFailError
 from .callback_heartbeat import CallbackHeartbeat
+from .child_task import ChildTask
 from .circuit import Circuit
 from .circuit_breaker import CircuitBreaker
 from .circuit_state import CircuitState
@@ -171,6 +172,7 @@ __all__ = (
     "CallbackFail",
     "CallbackFailError",
     "CallbackHeartbeat",
+    "ChildTask",
     "Circuit",
     "CircuitBreaker",
     "CircuitState",

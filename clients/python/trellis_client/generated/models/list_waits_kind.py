@@ -4,6 +4,7 @@ from enum import StrEnum
 class ListWaitsKind(StrEnum):
     APPROVAL = "approval"
     CALLBACK = "callback"
+    CHILD = "child"
     EVENT = "event"
     SLEEP = "sleep"
     VALUE_0 = ""

@@ -13,6 +13,7 @@ from ..models.task_status import TaskStatus
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.child_task import ChildTask
     from ..models.counters_view import CountersView
     from ..models.llm_usage_view import LlmUsageView
     from ..models.step_counts_view import StepCountsView
@@ -31,6 +32,7 @@ class TaskStatusView:
     """`GET /tasks/{id}`.
 
     Attributes:
+        children (list[ChildTask]): Tasks this task's steps started, oldest first.
         context (TaskStatusViewContext): The caller's context, readable as `${context.key}`.
         counters (CountersView): The recovery counters of a task (and of its current step).
         created_at (datetime.datetime):
@@ -53,11 +55,13 @@ class TaskStatusView:
         error (None | TaskStatusViewErrorType0 | Unset): Why the task failed, when it did (`code`, `message`).
         final_score (float | None | Unset):
         finished_at (datetime.datetime | None | Unset):
+        parent_task_id (None | Unset | UUID): The task whose step started this one (the built-in `task`), if any.
         run_at (datetime.datetime | None | Unset): A delayed start (`run_at` / `delay_secs`): nothing of the task runs
             before it.
         stop_reason (None | str | Unset):
     """
 
+    children: list[ChildTask]
     context: TaskStatusViewContext
     counters: CountersView
     created_at: datetime.datetime
@@ -78,12 +82,18 @@ class TaskStatusView:
     error: None | TaskStatusViewErrorType0 | Unset = UNSET
     final_score: float | None | Unset = UNSET
     finished_at: datetime.datetime | None | Unset = UNSET
+    parent_task_id: None | Unset | UUID = UNSET
     run_at: datetime.datetime | None | Unset = UNSET
     stop_reason: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.task_status_view_error_type_0 import TaskStatusViewErrorType0
+
+        children = []
+        for children_item_data in self.children:
+            children_item = children_item_data.to_dict()
+            children.append(children_item)
 
         context = self.context.to_dict()
 
@@ -151,6 +161,14 @@ class TaskStatusView:
         else:
             finished_at = self.finished_at
 
+        parent_task_id: None | str | Unset
+        if isinstance(self.parent_task_id, Unset):
+            parent_task_id = UNSET
+        elif isinstance(self.parent_task_id, UUID):
+            parent_task_id = str(self.parent_task_id)
+        else:
+            parent_task_id = self.parent_task_id
+
         run_at: None | str | Unset
         if isinstance(self.run_at, Unset):
             run_at = UNSET
@@ -169,6 +187,7 @@ class TaskStatusView:
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
+                "children": children,
                 "context": context,
                 "counters": counters,
                 "created_at": created_at,
@@ -196,6 +215,8 @@ class TaskStatusView:
             field_dict["final_score"] = final_score
         if finished_at is not UNSET:
             field_dict["finished_at"] = finished_at
+        if parent_task_id is not UNSET:
+            field_dict["parent_task_id"] = parent_task_id
         if run_at is not UNSET:
             field_dict["run_at"] = run_at
         if stop_reason is not UNSET:
@@ -205,6 +226,7 @@ class TaskStatusView:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.child_task import ChildTask
         from ..models.counters_view import CountersView
         from ..models.llm_usage_view import LlmUsageView
         from ..models.step_counts_view import StepCountsView
@@ -217,6 +239,13 @@ class TaskStatusView:
         )
 
         d = dict(src_dict)
+        children = []
+        _children = d.pop("children")
+        for children_item_data in _children:
+            children_item = ChildTask.from_dict(children_item_data)
+
+            children.append(children_item)
+
         context = TaskStatusViewContext.from_dict(d.pop("context"))
 
         counters = CountersView.from_dict(d.pop("counters"))
@@ -318,6 +347,23 @@ class TaskStatusView:
 
         finished_at = _parse_finished_at(d.pop("finished_at", UNSET))
 
+        def _parse_parent_task_id(data: object) -> None | Unset | UUID:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                parent_task_id_type_0 = UUID(data)
+
+                return parent_task_id_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Unset | UUID, data)
+
+        parent_task_id = _parse_parent_task_id(d.pop("parent_task_id", UNSET))
+
         def _parse_run_at(data: object) -> datetime.datetime | None | Unset:
             if data is None:
                 return data
@@ -345,6 +391,7 @@ class TaskStatusView:
         stop_reason = _parse_stop_reason(d.pop("stop_reason", UNSET))
 
         task_status_view = cls(
+            children=children,
             context=context,
             counters=counters,
             created_at=created_at,
@@ -365,6 +412,7 @@ class TaskStatusView:
             error=error,
             final_score=final_score,
             finished_at=finished_at,
+            parent_task_id=parent_task_id,
             run_at=run_at,
             stop_reason=stop_reason,
         )
