@@ -626,7 +626,18 @@ pub(super) async fn result(
     let t = st.store.get_task(id).await?;
     let steps = st.store.list_steps(id).await?;
     let duration_ms = st.store.task_duration_ms(id).await?;
-    Ok(Json(views::result(&t, &steps, duration_ms)))
+    let ((tokens, calls), (all_tokens, all_calls)) = st.store.usage_with_descendants(id).await?;
+    let usage = (
+        views::UsageView {
+            llm_tokens: tokens,
+            tool_calls: calls,
+        },
+        views::UsageView {
+            llm_tokens: all_tokens,
+            tool_calls: all_calls,
+        },
+    );
+    Ok(Json(views::result(&t, &steps, duration_ms, usage)))
 }
 
 /// Current plan and plan history.

@@ -200,10 +200,27 @@ pub struct TaskResultView {
     pub duration_ms: i64,
     /// Whether the task has ended (succeeded, failed or cancelled).
     pub finished: bool,
+    /// This task's own LLM tokens and tool calls.
+    pub usage: UsageView,
+    /// With every descendant's (its child tasks, theirs, …).
+    pub usage_total: UsageView,
+}
+
+/// LLM tokens and tool calls (attempts of a tool).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[schema(as = Usage)]
+pub struct UsageView {
+    pub llm_tokens: i64,
+    pub tool_calls: i64,
 }
 
 /// `GET /tasks/{id}/result`.
-pub fn result(t: &TaskRow, steps: &[StepRow], duration_ms: i64) -> TaskResultView {
+pub fn result(
+    t: &TaskRow,
+    steps: &[StepRow],
+    duration_ms: i64,
+    (usage, usage_total): (UsageView, UsageView),
+) -> TaskResultView {
     let outputs = steps
         .iter()
         // a map's items are in its joined output, not listed on their own
@@ -223,6 +240,8 @@ pub fn result(t: &TaskRow, steps: &[StepRow], duration_ms: i64) -> TaskResultVie
         error: t.error.clone(),
         duration_ms,
         finished: t.status.is_terminal(),
+        usage,
+        usage_total,
     }
 }
 

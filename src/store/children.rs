@@ -114,6 +114,15 @@ impl Store {
         Ok(Ok(child))
     }
 
+    /// A task's usage on its own and with every descendant: (LLM tokens, tool calls) each.
+    pub async fn usage_with_descendants(&self, task_id: Uuid) -> Result<((i64, i64), (i64, i64))> {
+        let (a, b, c, d): (i64, i64, i64, i64) = sqlx::query_as(sql!("read/usage"))
+            .bind(task_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(((a, b), (c, d)))
+    }
+
     /// A task's children, oldest first.
     pub async fn children_of(&self, task_id: Uuid) -> Result<Vec<ChildRow>> {
         Ok(sqlx::query_as(sql!("task/children"))

@@ -42,6 +42,18 @@ try {
   check(await page.locator(`${list} li[data-status="succeeded"]`).count() === ITEMS - GIVEN_UP, 'the others succeeded');
   check((await page.textContent(`${list} li[data-item="m[1]"]`)).includes('flaky failure'), 'an item given up shows its error');
   await page.screenshot({ path: `${ARTIFACTS}/map.png`, fullPage: true });
+
+  // a parent and its child task, linked both ways
+  const PARENT = env('PARENT_TASK');
+  const CHILD = env('CHILD_TASK');
+  await page.goto(`${URL}#/tasks/${PARENT}`);
+  const kid = `#child-tasks li[data-child="${CHILD}"]`;
+  await page.waitForSelector(kid);
+  check((await page.textContent(kid)).includes('succeeded'), 'the parent lists its child with its status');
+  await page.click(`${kid} a[data-task-link="${CHILD}"]`);
+  await page.waitForSelector(`h1[data-task="${CHILD}"]`);
+  check((await page.textContent('#parent-task')).includes(PARENT), 'the child links back to its parent');
+  await page.screenshot({ path: `${ARTIFACTS}/child-task.png`, fullPage: true });
   check(errors.length === 0, `no console errors (${errors.join('; ')})`);
 } finally {
   if (errors.length) console.error(`console errors: ${errors.join('; ')}`);

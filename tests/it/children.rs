@@ -84,6 +84,13 @@ async fn a_three_level_tree_ends_with_each_childs_outputs_in_its_parents_step() 
         json!({"leaf": true}),
         "{r}"
     );
+    // usage: the root's own 10 calls of `task`; with its tree, 10 + 100 + 100 (the echoes)
+    assert_eq!(r["usage"]["tool_calls"], 10, "{r}");
+    assert_eq!(r["usage_total"]["tool_calls"], 210, "{r}");
+    assert_eq!(
+        r["usage_total"]["llm_tokens"], 0,
+        "the rules brain spends none"
+    );
     // one child per step (no retry started another), each announced and ended on its parent
     assert_eq!(
         count(

@@ -261,7 +261,7 @@ async fn approvals_and_schedules_pages_in_headless_chromium() {
 }
 
 /// A map step in headless Chromium: one node with its progress that opens into its items,
-/// the given-up one shown with its error.
+/// the given-up one shown with its error; then a parent and its child task, linked both ways.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_map_is_one_node_that_opens_into_its_items_in_headless_chromium() {
     let root = env!("CARGO_MANIFEST_DIR");
@@ -281,10 +281,20 @@ async fn a_map_is_one_node_that_opens_into_its_items_in_headless_chromium() {
         .await;
     let done = app.wait_done(task, Duration::from_secs(60)).await;
     assert_eq!(done["status"], "succeeded", "{done}");
+    let parent = app
+        .submit(json!({"description": "a parent", "plan": {"steps": [
+            {"id": "k", "tool": "task", "parameters": {"plan": {"steps": [{"id": "e", "tool": "echo"}]}}}
+        ]}}))
+        .await;
+    let done = app.wait_done(parent, Duration::from_secs(60)).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let child = done["children"][0]["task_id"].as_str().unwrap().to_string();
     let artifacts = format!("{root}/target/dashboard-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
     let out = tokio::process::Command::new("node")
         .arg(format!("{root}/tests/dashboard/maps.mjs"))
+        .env("PARENT_TASK", parent.to_string())
+        .env("CHILD_TASK", &child)
         .env("DASHBOARD_URL", app.url("/"))
         .env("ADMIN_KEY", common::ADMIN_KEY)
         .env("MAP_TASK", task.to_string())

@@ -1803,6 +1803,10 @@ export interface components {
             task_id: string;
             /** Format: int32 */
             total_rounds: number;
+            /** @description This task's own LLM tokens and tool calls. */
+            usage: components["schemas"]["Usage"];
+            /** @description With every descendant's (its child tasks, theirs, …). */
+            usage_total: components["schemas"]["Usage"];
         };
         /** @enum {string} */
         TaskStatus: "pending" | "planning" | "running" | "reflecting" | "replanning" | "evaluating" | "succeeded" | "failed" | "needs_intervention" | "cancelled";
@@ -2124,6 +2128,13 @@ export interface components {
         Triggered: {
             /** Format: uuid */
             task_id: string;
+        };
+        /** @description LLM tokens and tool calls (attempts of a tool). */
+        Usage: {
+            /** Format: int64 */
+            llm_tokens: number;
+            /** Format: int64 */
+            tool_calls: number;
         };
         /** @description A wait (`GET /waits`): a step waiting for an approval, an event, a callback or a time. */
         Wait: {

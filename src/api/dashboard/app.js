@@ -240,6 +240,7 @@ async function task(view, id) {
       h('div', { class: 'toolbar' }, status(t.status), h('span', { class: 'muted' }, `round ${t.round} · plan v${t.plan_version} · ${t.task_id}`)),
       actions(t, shown),
       t.error ? h('p', { class: 'error' }, `${t.error.code || 'error'}: ${t.error.message || ''}`) : null,
+      family(t),
       h('h2', {}, 'Plan '), picker,
       shown ? graph(shown) : h('p', { class: 'muted' }, 'Not planned yet.'),
       shown && versions.length > 1 ? changes(versions, shown) : null,
@@ -270,6 +271,16 @@ function actions(t, plan) {
     }));
   }
   return bar.childElementCount ? bar : null;
+}
+// the task's place in a tree of child tasks: its parent, and the children its steps started
+function family(t) {
+  const link = (id, label) => h('a', { href: `#/tasks/${id}`, 'data-task-link': id }, label);
+  const parent = t.parent_task_id ? h('p', { id: 'parent-task' }, 'Started by ', link(t.parent_task_id, t.parent_task_id)) : null;
+  const kids = (t.children || []).length
+    ? h('details', { id: 'child-tasks', open: true }, h('summary', {}, `${t.children.length} child task(s)`),
+      h('ul', {}, t.children.map((c) => h('li', { 'data-child': c.task_id }, status(c.status), ' ', link(c.task_id, c.task_id), h('span', { class: 'muted' }, ` · step ${c.step_id}`)))))
+    : null;
+  return parent || kids ? h('div', { class: 'family' }, parent, kids) : null;
 }
 // the plan as a graph: a column per dependency depth, an edge per dependency; a map step is one
 // node (N of M items done) that opens its items below the graph

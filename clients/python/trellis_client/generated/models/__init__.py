@@ -139,6 +139,7 @@ from .tool_kind import ToolKind
 from .tool_mode import ToolMode
 from .tool_output_schema_type_0 import ToolOutputSchemaType0
 from .triggered import Triggered
+from .usage import Usage
 from .wait import Wait
 from .wait_form_type_0 import WaitFormType0
 from .wait_kind import WaitKind
@@ -285,6 +286,7 @@ __all__ = (
     "ToolMode",
     "ToolOutputSchemaType0",
     "Triggered",
+    "Usage",
     "Wait",
     "WaitFormType0",
     "WaitKind",

@@ -14,6 +14,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.task_result_error_type_0 import TaskResultErrorType0
     from ..models.task_result_outputs import TaskResultOutputs
+    from ..models.usage import Usage
 
 
 T = TypeVar("T", bound="TaskResult")
@@ -31,6 +32,8 @@ class TaskResult:
         status (TaskStatus):
         task_id (UUID):
         total_rounds (int):
+        usage (Usage): LLM tokens and tool calls (attempts of a tool).
+        usage_total (Usage): LLM tokens and tool calls (attempts of a tool).
         error (None | TaskResultErrorType0 | Unset):
         final_score (float | None | Unset):
         stop_reason (None | str | Unset):
@@ -43,6 +46,8 @@ class TaskResult:
     status: TaskStatus
     task_id: UUID
     total_rounds: int
+    usage: Usage
+    usage_total: Usage
     error: None | TaskResultErrorType0 | Unset = UNSET
     final_score: float | None | Unset = UNSET
     stop_reason: None | str | Unset = UNSET
@@ -64,6 +69,10 @@ class TaskResult:
         task_id = str(self.task_id)
 
         total_rounds = self.total_rounds
+
+        usage = self.usage.to_dict()
+
+        usage_total = self.usage_total.to_dict()
 
         error: dict[str, Any] | None | Unset
         if isinstance(self.error, Unset):
@@ -96,6 +105,8 @@ class TaskResult:
                 "status": status,
                 "task_id": task_id,
                 "total_rounds": total_rounds,
+                "usage": usage,
+                "usage_total": usage_total,
             }
         )
         if error is not UNSET:
@@ -111,6 +122,7 @@ class TaskResult:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.task_result_error_type_0 import TaskResultErrorType0
         from ..models.task_result_outputs import TaskResultOutputs
+        from ..models.usage import Usage
 
         d = dict(src_dict)
         duration_ms = d.pop("duration_ms")
@@ -126,6 +138,10 @@ class TaskResult:
         task_id = UUID(d.pop("task_id"))
 
         total_rounds = d.pop("total_rounds")
+
+        usage = Usage.from_dict(d.pop("usage"))
+
+        usage_total = Usage.from_dict(d.pop("usage_total"))
 
         def _parse_error(data: object) -> None | TaskResultErrorType0 | Unset:
             if data is None:
@@ -170,6 +186,8 @@ class TaskResult:
             status=status,
             task_id=task_id,
             total_rounds=total_rounds,
+            usage=usage,
+            usage_total=usage_total,
             error=error,
             final_score=final_score,
             stop_reason=stop_reason,
