@@ -4,6 +4,7 @@
 
 mod breaker;
 mod chaos;
+mod children;
 mod connections;
 mod crash;
 mod fleet;
