@@ -31,10 +31,10 @@ WITH e AS (
                        dependencies, optional, status, priority, map_step_id, item_index, item)
     SELECT gen_random_uuid(), ms.task_id, ms.plan_version, ms.step_key || '[' || n.i || ']',
            ms.position, ms.name, coalesce(ms.tool_override, ms.tool),
-           ms.parameters || ms.param_overrides, ms.dependencies,
-           ms.map ->> 'on_item_failure' = 'continue', 'ready', ms.priority, ms.id, n.i,
-           m.items -> n.i
-    FROM nxt n JOIN steps ms ON ms.id = n.step_id JOIN step_maps m ON m.step_id = n.step_id
+           ms.parameters || ms.param_overrides, '{}',
+           ms.map ->> 'on_item_failure' = 'continue', 'ready', ms.priority, ms.id, n.i, mi.item
+    FROM nxt n JOIN steps ms ON ms.id = n.step_id
+         JOIN map_items mi ON mi.step_id = n.step_id AND mi.idx = n.i
     ON CONFLICT (task_id, plan_version, step_key) WHERE live DO NOTHING
     RETURNING task_id
 )
