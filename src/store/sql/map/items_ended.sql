@@ -13,11 +13,13 @@ WITH e AS (
     SELECT e.id AS step_id, x.i
     FROM e JOIN step_maps m ON m.step_id = e.id JOIN steps ms ON ms.id = e.id
     CROSS JOIN LATERAL (
+        -- the series comes in order and the probes stop at the n-th free index (an ORDER BY
+        -- would probe every index to the end of the list first)
         SELECT g.i FROM generate_series(m.released, m.total - 1) AS g(i)
         WHERE NOT EXISTS (SELECT 1 FROM steps k
                           WHERE k.task_id = ms.task_id AND k.plan_version = ms.plan_version
                             AND k.step_key = ms.step_key || '[' || g.i || ']' AND k.live)
-        ORDER BY g.i LIMIT e.n) x
+        LIMIT e.n) x
     WHERE ms.status = 'waiting'
 ), bumped AS (
     UPDATE step_maps m
