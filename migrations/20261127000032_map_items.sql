@@ -9,3 +9,6 @@ CREATE TABLE map_items (
 );
 COMMENT ON TABLE map_items IS 'A map step''s list, one row per item, in order (the fan-out issue).';
 ALTER TABLE step_maps DROP COLUMN items;
+-- items a replan kept when the map was expanded: only then does a release have to look for the
+-- next item without a step (otherwise the next items are the ones after the cursor)
+ALTER TABLE step_maps ADD COLUMN kept integer NOT NULL DEFAULT 0 CHECK (kept >= 0);

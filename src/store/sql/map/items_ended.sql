@@ -10,17 +10,22 @@ WITH e AS (
     WHERE s.id = ANY($1) AND s.map_step_id IS NOT NULL AND s.status IN ('succeeded', 'skipped')
     GROUP BY s.map_step_id
 ), nxt AS (
-    SELECT e.id AS step_id, x.i
+    -- the next items: the ones after the cursor, or, in a map a replan kept items of, the
+    -- next ones without a step (probed in order, stopping at the n-th)
+    SELECT e.id AS step_id, g.i
+    FROM e JOIN step_maps m ON m.step_id = e.id JOIN steps ms ON ms.id = e.id
+    CROSS JOIN LATERAL generate_series(m.released, least(m.total, m.released + e.n) - 1) AS g(i)
+    WHERE ms.status = 'waiting' AND m.kept = 0
+    UNION ALL
+    SELECT e.id, x.i
     FROM e JOIN step_maps m ON m.step_id = e.id JOIN steps ms ON ms.id = e.id
     CROSS JOIN LATERAL (
-        -- the series comes in order and the probes stop at the n-th free index (an ORDER BY
-        -- would probe every index to the end of the list first)
         SELECT g.i FROM generate_series(m.released, m.total - 1) AS g(i)
         WHERE NOT EXISTS (SELECT 1 FROM steps k
                           WHERE k.task_id = ms.task_id AND k.plan_version = ms.plan_version
                             AND k.step_key = ms.step_key || '[' || g.i || ']' AND k.live)
         LIMIT e.n) x
-    WHERE ms.status = 'waiting'
+    WHERE ms.status = 'waiting' AND m.kept > 0
 ), bumped AS (
     UPDATE step_maps m
     SET ended = m.ended + e.n, given_up = m.given_up + e.gave_up,

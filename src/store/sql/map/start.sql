@@ -27,10 +27,10 @@ WITH m AS (
     WHERE NOT EXISTS (SELECT 1 FROM kept k WHERE k.i = g.i)
     ORDER BY g.i LIMIT $3
 ), progress AS (
-    INSERT INTO step_maps (step_id, task_id, total, released, ended, max_parallel)
+    INSERT INTO step_maps (step_id, task_id, total, released, ended, max_parallel, kept)
     SELECT m.id, m.task_id, jsonb_array_length($2),
            coalesce((SELECT max(f.i) + 1 FROM first f), jsonb_array_length($2)),
-           (SELECT count(*) FROM kept), $3
+           (SELECT count(*) FROM kept), $3, (SELECT count(*) FROM kept)
     FROM m
     RETURNING step_id, ended, total
 ), listed AS (
