@@ -43,8 +43,7 @@ WITH e AS (
     FROM nxt n JOIN steps ms ON ms.id = n.step_id
          JOIN map_items mi ON mi.step_id = n.step_id AND mi.idx = n.i
     ON CONFLICT (task_id, plan_version, step_key) WHERE live DO NOTHING
-    RETURNING task_id
 )
-SELECT b.step_id, b.task_id, b.ended >= b.total AS complete,
-       (SELECT count(*) FROM released r WHERE r.task_id = b.task_id) AS released
+-- (`released` runs whether or not it is read: a data-modifying WITH always does)
+SELECT b.step_id, b.task_id, b.ended >= b.total AS complete
 FROM bumped b
