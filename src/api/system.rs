@@ -34,6 +34,7 @@ pub(super) async fn recovery_stats(
             ReportView::RecoveryByCategory => out.recovery_by_category = rows,
             ReportView::RecoveryByTier => out.recovery_by_tier = rows,
             ReportView::RecoveryByAction => out.recovery_by_action = rows,
+            ReportView::RecoveryByTemplate => out.recovery_by_template = rows,
             ReportView::TaskOutcomes => out.task_outcomes = rows,
         }
     }

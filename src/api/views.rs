@@ -660,6 +660,9 @@ pub struct RecoveryStatsView {
     /// Per day, tier and action (`replan:<strategy>` for replans).
     #[schema(value_type = Vec<Object>)]
     pub recovery_by_action: Vec<Value>,
+    /// Per day, template, tier and action; `item_actions` counts those on map items.
+    #[schema(value_type = Vec<Object>)]
+    pub recovery_by_template: Vec<Value>,
     #[schema(value_type = Vec<Object>)]
     pub task_outcomes: Vec<Value>,
 }

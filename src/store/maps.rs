@@ -169,7 +169,7 @@ async fn after_items(
 ) -> Result<Option<ClaimedDecision>> {
     let mut decision = None;
     for p in promote_and_count(tx, &[task_id], &[plan_version]).await? {
-        if p.open == 0 {
+        if !p.open {
             decision = start_evaluation(tx, task_id, lease).await?;
         }
     }

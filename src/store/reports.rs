@@ -11,15 +11,17 @@ pub enum ReportView {
     RecoveryByCategory,
     RecoveryByTier,
     RecoveryByAction,
+    RecoveryByTemplate,
     TaskOutcomes,
 }
 
 impl ReportView {
-    pub const ALL: [ReportView; 5] = [
+    pub const ALL: [ReportView; 6] = [
         ReportView::RecoveryByTool,
         ReportView::RecoveryByCategory,
         ReportView::RecoveryByTier,
         ReportView::RecoveryByAction,
+        ReportView::RecoveryByTemplate,
         ReportView::TaskOutcomes,
     ];
 
@@ -29,6 +31,7 @@ impl ReportView {
             ReportView::RecoveryByCategory => "recovery_by_category",
             ReportView::RecoveryByTier => "recovery_by_tier",
             ReportView::RecoveryByAction => "recovery_by_action",
+            ReportView::RecoveryByTemplate => "recovery_by_template",
             ReportView::TaskOutcomes => "task_outcomes",
         }
     }
@@ -49,6 +52,9 @@ impl Store {
             }
             ReportView::RecoveryByAction => {
                 "SELECT to_jsonb(v) FROM recovery_by_action v ORDER BY day, tier, action"
+            }
+            ReportView::RecoveryByTemplate => {
+                "SELECT to_jsonb(v) FROM recovery_by_template v ORDER BY day, template, tier, action"
             }
             ReportView::TaskOutcomes => {
                 "SELECT to_jsonb(v) FROM task_outcomes v ORDER BY day, status"

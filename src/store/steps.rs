@@ -116,9 +116,10 @@ pub(crate) async fn fence_running_steps(
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct Promoted {
     pub task_id: Uuid,
-    /// Steps still blocked, ready, running or failed.
-    pub open: i64,
-    pub ready: i64,
+    /// Whether a step is still blocked, ready, running, failed or waiting.
+    pub open: bool,
+    /// Whether a step is ready (promoted now or before).
+    pub ready: bool,
     /// Keys of the steps just promoted, in plan order.
     pub promoted: Vec<String>,
 }

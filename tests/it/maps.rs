@@ -389,3 +389,73 @@ async fn bad_maps_are_refused_with_what_to_write() {
         .map_or(0, Vec::len);
     assert_eq!(n, 0, "{list}");
 }
+
+/// Part 5: a map's items are steps of their own, and their recovery actions add up to the
+/// template the task came from (`recovery_by_template`), live and after a prune (the daily
+/// roll-ups); a task not submitted from a template is not in the view.
+#[tokio::test]
+async fn item_recoveries_roll_up_to_the_template_live_and_after_a_prune() {
+    let app = spawn_app().await;
+    let template = json!({
+        "id": "fan",
+        "plan": {"steps": [
+            {"id": "a", "tool": "echo", "parameters": {"items": [{"fails": 1}, {"fails": 0}, {"fails": 1}]}},
+            {"id": "m", "tool": "flaky", "dependencies": ["a"],
+             "parameters": {"fail_times": "${item.fails}", "index": "${item_index}"},
+             "map": {"over": "${a.output.items}", "max_items": 3, "max_parallel": 3}}
+        ]}
+    });
+    let (s, v) = app.post("/api/v1/templates", &template).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let w = app.worker(|_| {});
+    let fan = app.submit(json!({"template": "fan", "input": {}})).await;
+    // the same failures without a template: counted elsewhere, not here
+    let plain = app
+        .submit(mapped(
+            json!([{"fails": 1}]),
+            json!({"over": "${a.output.items}", "max_items": 3}),
+            "flaky",
+            json!({"fail_times": "${item.fails}"}),
+        ))
+        .await;
+    for id in [fan, plain] {
+        assert_eq!(app.wait_done(id, LIMIT).await["status"], "succeeded");
+    }
+    w.stop().await;
+    let store = app.store();
+    let rows = store
+        .report(trellis::store::reports::ReportView::RecoveryByTemplate)
+        .await
+        .unwrap();
+    assert_eq!(
+        rows.len(),
+        1,
+        "one template, one tier, one action: {rows:?}"
+    );
+    let r = &rows[0];
+    assert_eq!(r["template"], "fan");
+    assert_eq!(r["tier"], 1);
+    assert_eq!(r["action"], "retry_with_params");
+    // items 0 and 2 failed once each, and each retry saved its item
+    for (field, want) in [
+        ("actions", 2),
+        ("item_actions", 2),
+        ("succeeded_after", 2),
+        ("saved", 2),
+    ] {
+        assert_eq!(r[field], want, "{field} in {r}");
+    }
+    assert_eq!(r["saved_pct"].as_f64(), Some(100.0), "{r}");
+    let (_, stats) = app.get("/api/v1/stats/recovery").await;
+    assert_eq!(stats["recovery_by_template"], json!(rows));
+
+    // pruned: the same numbers from the roll-ups
+    store.age_tasks(2.0 * 86_400.0).await.unwrap();
+    assert_eq!(store.prune_finished(86_400.0, 10).await.unwrap(), 2);
+    assert_eq!(store.rows_of_task(fan).await.unwrap(), 0);
+    let after = store
+        .report(trellis::store::reports::ReportView::RecoveryByTemplate)
+        .await
+        .unwrap();
+    assert_eq!(after, rows, "the roll-ups keep the template's figures");
+}

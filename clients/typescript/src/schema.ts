@@ -1362,6 +1362,10 @@ export interface components {
             recovery_by_category: {
                 [key: string]: unknown;
             }[];
+            /** @description Per day, template, tier and action; `item_actions` counts those on map items. */
+            recovery_by_template: {
+                [key: string]: unknown;
+            }[];
             recovery_by_tier: {
                 [key: string]: unknown;
             }[];

@@ -299,12 +299,12 @@ async fn advance_tasks(
     let mut finished = Vec::new();
     for p in promote_and_count(tx, &ids, &versions).await? {
         note_promoted(events, p.task_id, &p.promoted);
-        any_ready |= p.ready > 0;
-        if p.ready > 0 {
+        any_ready |= p.ready;
+        if p.ready {
             // room freed, or steps promoted: the task's next ready steps become claimable
             resync.push(p.task_id);
         }
-        if p.open == 0 {
+        if !p.open {
             finished.push(p.task_id);
         }
     }

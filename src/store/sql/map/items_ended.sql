@@ -9,6 +9,10 @@ WITH e AS (
     FROM steps s
     WHERE s.id = ANY($1) AND s.map_step_id IS NOT NULL AND s.status IN ('succeeded', 'skipped')
     GROUP BY s.map_step_id
+), ms AS MATERIALIZED (
+    -- the maps, read once by key (joined to the released items, a planner that thinks steps
+    -- small hashes the whole table)
+    SELECT ms.* FROM e JOIN steps ms ON ms.id = e.id
 ), nxt AS (
     -- the next items: the ones after the cursor, or, in a map a replan kept items of, the
     -- next ones without a step (probed in order, stopping at the n-th)
@@ -40,7 +44,7 @@ WITH e AS (
            ms.position, ms.name, coalesce(ms.tool_override, ms.tool),
            ms.parameters || ms.param_overrides, '{}',
            ms.map ->> 'on_item_failure' = 'continue', 'ready', ms.priority, ms.id, n.i, mi.item
-    FROM nxt n JOIN steps ms ON ms.id = n.step_id
+    FROM nxt n JOIN ms ON ms.id = n.step_id
          JOIN map_items mi ON mi.step_id = n.step_id AND mi.idx = n.i
     ON CONFLICT (task_id, plan_version, step_key) WHERE live DO NOTHING
 )

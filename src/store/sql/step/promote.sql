@@ -12,15 +12,27 @@ WITH a AS (
             AND p.step_key = ANY(d.dependencies)
             AND p.status NOT IN ('succeeded', 'skipped', 'superseded'))
     RETURNING d.task_id, d.step_key, d.position
-), counts AS (
-    SELECT s.task_id,
-           count(*) FILTER (WHERE s.status IN ('blocked', 'ready', 'running', 'failed', 'waiting')) AS open,
-           count(*) FILTER (WHERE s.status = 'ready') AS ready
-    FROM steps s JOIN a ON s.task_id = a.task_id AND s.plan_version = a.plan_version
-    GROUP BY s.task_id
+), r AS MATERIALIZED (
+    -- whether any step is ready: an index probe, not a count of the task's steps (a map's task
+    -- gains a row per item; a plan can have thousands)
+    SELECT a.task_id, a.plan_version,
+           EXISTS (SELECT 1 FROM promoted p WHERE p.task_id = a.task_id)
+           OR EXISTS (SELECT 1 FROM steps s
+                      WHERE s.task_id = a.task_id AND s.plan_version = a.plan_version
+                        AND s.status = 'ready') AS ready
+    FROM a
 )
-SELECT c.task_id, c.open,
-       c.ready + (SELECT count(*) FROM promoted p WHERE p.task_id = c.task_id) AS ready,
+-- open: a step still blocked, ready, running, failed or waiting. Evaluated left to right, so the
+-- indexed probes (ready, running) answer a busy task; the scan of the rest runs only for a task
+-- with nothing ready or running
+SELECT r.task_id, r.ready,
+       r.ready
+       OR EXISTS (SELECT 1 FROM steps s
+                  WHERE s.task_id = r.task_id AND s.plan_version = r.plan_version
+                    AND s.status = 'running')
+       OR EXISTS (SELECT 1 FROM steps s
+                  WHERE s.task_id = r.task_id AND s.plan_version = r.plan_version
+                    AND s.status IN ('blocked', 'failed', 'waiting')) AS open,
        coalesce((SELECT array_agg(p.step_key ORDER BY p.position) FROM promoted p
-                 WHERE p.task_id = c.task_id), '{}') AS promoted
-FROM counts c
+                 WHERE p.task_id = r.task_id), '{}') AS promoted
+FROM r

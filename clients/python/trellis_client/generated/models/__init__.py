@@ -64,6 +64,9 @@ from .recovery_stats_view_recovery_by_action_item import (
 from .recovery_stats_view_recovery_by_category_item import (
     RecoveryStatsViewRecoveryByCategoryItem,
 )
+from .recovery_stats_view_recovery_by_template_item import (
+    RecoveryStatsViewRecoveryByTemplateItem,
+)
 from .recovery_stats_view_recovery_by_tier_item import (
     RecoveryStatsViewRecoveryByTierItem,
 )
@@ -215,6 +218,7 @@ __all__ = (
     "RecoveryStatsView",
     "RecoveryStatsViewRecoveryByActionItem",
     "RecoveryStatsViewRecoveryByCategoryItem",
+    "RecoveryStatsViewRecoveryByTemplateItem",
     "RecoveryStatsViewRecoveryByTierItem",
     "RecoveryStatsViewRecoveryByToolItem",
     "RecoveryStatsViewTaskOutcomesItem",

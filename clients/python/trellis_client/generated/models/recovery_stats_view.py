@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from ..models.recovery_stats_view_recovery_by_category_item import (
         RecoveryStatsViewRecoveryByCategoryItem,
     )
+    from ..models.recovery_stats_view_recovery_by_template_item import (
+        RecoveryStatsViewRecoveryByTemplateItem,
+    )
     from ..models.recovery_stats_view_recovery_by_tier_item import (
         RecoveryStatsViewRecoveryByTierItem,
     )
@@ -36,6 +39,8 @@ class RecoveryStatsView:
         recovery_by_action (list[RecoveryStatsViewRecoveryByActionItem]): Per day, tier and action (`replan:<strategy>`
             for replans).
         recovery_by_category (list[RecoveryStatsViewRecoveryByCategoryItem]):
+        recovery_by_template (list[RecoveryStatsViewRecoveryByTemplateItem]): Per day, template, tier and action;
+            `item_actions` counts those on map items.
         recovery_by_tier (list[RecoveryStatsViewRecoveryByTierItem]):
         recovery_by_tool (list[RecoveryStatsViewRecoveryByToolItem]):
         task_outcomes (list[RecoveryStatsViewTaskOutcomesItem]):
@@ -43,6 +48,7 @@ class RecoveryStatsView:
 
     recovery_by_action: list[RecoveryStatsViewRecoveryByActionItem]
     recovery_by_category: list[RecoveryStatsViewRecoveryByCategoryItem]
+    recovery_by_template: list[RecoveryStatsViewRecoveryByTemplateItem]
     recovery_by_tier: list[RecoveryStatsViewRecoveryByTierItem]
     recovery_by_tool: list[RecoveryStatsViewRecoveryByToolItem]
     task_outcomes: list[RecoveryStatsViewTaskOutcomesItem]
@@ -58,6 +64,11 @@ class RecoveryStatsView:
         for recovery_by_category_item_data in self.recovery_by_category:
             recovery_by_category_item = recovery_by_category_item_data.to_dict()
             recovery_by_category.append(recovery_by_category_item)
+
+        recovery_by_template = []
+        for recovery_by_template_item_data in self.recovery_by_template:
+            recovery_by_template_item = recovery_by_template_item_data.to_dict()
+            recovery_by_template.append(recovery_by_template_item)
 
         recovery_by_tier = []
         for recovery_by_tier_item_data in self.recovery_by_tier:
@@ -80,6 +91,7 @@ class RecoveryStatsView:
             {
                 "recovery_by_action": recovery_by_action,
                 "recovery_by_category": recovery_by_category,
+                "recovery_by_template": recovery_by_template,
                 "recovery_by_tier": recovery_by_tier,
                 "recovery_by_tool": recovery_by_tool,
                 "task_outcomes": task_outcomes,
@@ -95,6 +107,9 @@ class RecoveryStatsView:
         )
         from ..models.recovery_stats_view_recovery_by_category_item import (
             RecoveryStatsViewRecoveryByCategoryItem,
+        )
+        from ..models.recovery_stats_view_recovery_by_template_item import (
+            RecoveryStatsViewRecoveryByTemplateItem,
         )
         from ..models.recovery_stats_view_recovery_by_tier_item import (
             RecoveryStatsViewRecoveryByTierItem,
@@ -127,6 +142,17 @@ class RecoveryStatsView:
 
             recovery_by_category.append(recovery_by_category_item)
 
+        recovery_by_template = []
+        _recovery_by_template = d.pop("recovery_by_template")
+        for recovery_by_template_item_data in _recovery_by_template:
+            recovery_by_template_item = (
+                RecoveryStatsViewRecoveryByTemplateItem.from_dict(
+                    recovery_by_template_item_data
+                )
+            )
+
+            recovery_by_template.append(recovery_by_template_item)
+
         recovery_by_tier = []
         _recovery_by_tier = d.pop("recovery_by_tier")
         for recovery_by_tier_item_data in _recovery_by_tier:
@@ -157,6 +183,7 @@ class RecoveryStatsView:
         recovery_stats_view = cls(
             recovery_by_action=recovery_by_action,
             recovery_by_category=recovery_by_category,
+            recovery_by_template=recovery_by_template,
             recovery_by_tier=recovery_by_tier,
             recovery_by_tool=recovery_by_tool,
             task_outcomes=task_outcomes,
