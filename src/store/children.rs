@@ -123,6 +123,25 @@ impl Store {
         Ok(((a, b), (c, d)))
     }
 
+    /// Cancel up to `limit` unfinished children of parents that ended failed or cancelled (and
+    /// their descendants with them): a child ends with its parent. Each in its own transaction,
+    /// as a cancel of that child; one that ended meanwhile is left as it is. How many.
+    pub async fn cancel_orphans(&self, limit: i64) -> Result<usize> {
+        let orphans: Vec<Uuid> = sqlx::query_scalar(sql!("task/orphans"))
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut n = 0;
+        for id in orphans {
+            match self.cancel_task(id).await {
+                Ok(_) => n += 1,
+                Err(StoreError::Conflict(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
+
     /// A task's children, oldest first.
     pub async fn children_of(&self, task_id: Uuid) -> Result<Vec<ChildRow>> {
         Ok(sqlx::query_as(sql!("task/children"))

@@ -336,6 +336,11 @@ async fn wait_loop(s: Sweep) {
             }
             Err(e) => tracing::warn!(error = %e, "child wait sweep failed"),
         }
+        match s.store.cancel_orphans(100).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(tasks = n, "cancelled the children of ended parents"),
+            Err(e) => tracing::warn!(error = %e, "orphan sweep failed"),
+        }
     }
 }
 

@@ -215,3 +215,52 @@ async fn a_failed_child_fails_its_parents_step_and_wait_false_does_not_wait() {
     );
     w.stop().await;
 }
+
+/// A child ends with its parent: a parent that fails while its child runs (here the child
+/// waits for a person) leaves no orphan; the workers' sweep cancels the child.
+#[tokio::test]
+async fn a_parent_that_fails_cancels_its_running_child() {
+    let app = spawn_app().await;
+    let w = app.worker(|_| {});
+    let mut t = common::new_task(json!([
+        {"id": "k", "tool": "task", "parameters": {"plan": {"steps": [
+            {"id": "ask", "tool": "approval", "parameters": {"prompt": "never answered"}}
+        ]}}},
+        {"id": "go", "tool": "wait_event", "parameters": {"key": "fail-the-parent"}},
+        {"id": "f", "tool": "fail", "dependencies": ["go"],
+         "parameters": {"message": "the parent fails", "retryable": false}}
+    ]));
+    t.limits.step_reflection = false;
+    let parent = app.store().submit_task(&t).await.unwrap().task_id;
+    let child: Uuid = wait_for("the child waiting for its approval", LIMIT, || async {
+        let (_, v) = app.get(&format!("/api/v1/tasks/{parent}")).await;
+        let c: Uuid = v["children"].as_array()?.first()?["task_id"]
+            .as_str()?
+            .parse()
+            .ok()?;
+        let (_, waits) = app.get("/api/v1/waits?status=open&kind=approval").await;
+        (waits
+            .as_array()?
+            .iter()
+            .any(|x| x["task_id"] == json!(c.to_string())))
+        .then_some(c)
+    })
+    .await;
+    let (s, v) = app
+        .post(
+            "/api/v1/events",
+            &json!({"key": "fail-the-parent", "payload": {}}),
+        )
+        .await;
+    assert!(s.is_success(), "{v}");
+    let done = app.wait_done(parent, LIMIT).await;
+    assert_eq!(done["status"], "failed", "{done}");
+    let c = app.wait_done(child, LIMIT).await;
+    assert_eq!(
+        c["status"], "cancelled",
+        "the child ended with its parent: {c}"
+    );
+    let (_, waits) = app.get("/api/v1/waits?status=open").await;
+    assert_eq!(waits, json!([]), "no wait is left open");
+    w.stop().await;
+}
