@@ -38,6 +38,30 @@ pub struct Settings {
     pub log: LogSettings,
     pub webhooks: WebhookSettings,
     pub secrets: SecretSettings,
+    pub fairness: FairnessSettings,
+}
+
+/// Fair queues (`[fairness]`): concurrency keys and priority aging.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FairnessSettings {
+    /// The weight of a key no `/key-limits` pattern matches: within a priority, keys are served
+    /// in proportion to their weights.
+    pub default_weight: f64,
+    /// A task waiting longer than this rises one priority level per interval (0: no aging).
+    pub aging_interval_secs: u64,
+    /// The most levels aging adds to a task.
+    pub aging_max_boost: u32,
+}
+
+impl Default for FairnessSettings {
+    fn default() -> Self {
+        Self {
+            default_weight: 1.0,
+            aging_interval_secs: 0,
+            aging_max_boost: 5,
+        }
+    }
 }
 
 /// Tool credentials (`[secrets]`).
@@ -804,6 +828,13 @@ impl Settings {
         }
         if crate::store::Pooler::parse(&self.database.pooler).is_none() {
             return bad("database.pooler must be none, session or transaction");
+        }
+        let f = &self.fairness;
+        if !(f.default_weight > 0.0 && f.default_weight <= 1000.0) {
+            return bad("fairness.default_weight must be above 0 and at most 1000");
+        }
+        if f.aging_max_boost > 1000 {
+            return bad("fairness.aging_max_boost must be at most 1000");
         }
         let r = &self.retention;
         if r.batch_size == 0 || r.batch_size > 10_000 {

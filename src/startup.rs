@@ -89,6 +89,7 @@ impl Application {
         with_worker: bool,
     ) -> anyhow::Result<Self> {
         use anyhow::Context;
+        let store = store.with_default_weight(settings.fairness.default_weight);
         check_auth(&store, &settings).await?;
         let bind = format!("{}:{}", settings.server.host, settings.server.port);
         let listener = tokio::net::TcpListener::bind(&bind)
@@ -192,7 +193,8 @@ pub async fn run_worker(settings: &Settings, stop: CancellationToken) -> anyhow:
     let pool = settings.database.worker_pool_size();
     let store = open_store(settings, pool, "trellis-worker")
         .await
-        .context("connecting to PostgreSQL and applying migrations")?;
+        .context("connecting to PostgreSQL and applying migrations")?
+        .with_default_weight(settings.fairness.default_weight);
     let cfg = WorkerConfig::from_settings(settings);
     crate::telemetry::notice(&format!("worker {} started", cfg.id));
     let w = &settings.worker;

@@ -265,6 +265,7 @@ impl Bench {
                 start: Default::default(),
                 webhook: None,
                 parent: None,
+                concurrency_key: None,
             })
             .await?
             .task_id)
@@ -351,6 +352,7 @@ impl Bench {
             start: Default::default(),
             webhook: None,
             parent: None,
+            concurrency_key: None,
         };
         let all = vec![task; self.sizes.tasks];
         for chunk in all.chunks(1000) {
@@ -681,6 +683,7 @@ impl Bench {
             start: Default::default(),
             webhook: None,
             parent: None,
+            concurrency_key: None,
         };
         let chunk = vec![task; 1000];
         let mut left = n;
@@ -832,6 +835,7 @@ impl Bench {
             start: Default::default(),
             webhook: None,
             parent: None,
+            concurrency_key: None,
         };
         for chunk in vec![task; n].chunks(1000) {
             if let Err(missing) = store.submit_tasks(chunk).await? {

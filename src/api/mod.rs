@@ -23,6 +23,7 @@ mod docs;
 mod error;
 mod events;
 pub mod input;
+mod key_limits;
 mod mcp;
 mod mcp_servers;
 pub mod openapi;

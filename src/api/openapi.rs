@@ -24,8 +24,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{
-    AppState, auth, events, mcp_servers, schedules, secrets, system, tasks, templates, tools,
-    waits, webhooks,
+    AppState, auth, events, key_limits, mcp_servers, schedules, secrets, system, tasks, templates,
+    tools, waits, webhooks,
 };
 use crate::domain::status::{StepStatus, TaskStatus};
 
@@ -43,6 +43,7 @@ use crate::domain::status::{StepStatus, TaskStatus};
         (name = "schedules", description = "Cron schedules: a task per tick (a template with its input, or a plan), fired by any worker, one task per tick."),
         (name = "webhooks", description = "Subscriptions to task events (admin), delivered at least once, in order per task, signed the Standard Webhooks way; their delivery logs and redelivery."),
         (name = "secrets", description = "Tool credentials (admin): write-only values, sealed at rest, named by tools' headers as ${secret.NAME}."),
+        (name = "fairness", description = "Concurrency keys (admin): each key pattern's weight, its share of the claim within a priority."),
         (name = "keys", description = "API keys and their roles (admin only), and the role of the key presented."),
         (name = "system", description = "Statistics, the worker fleet, this document, health, readiness and Prometheus metrics."),
     ),
@@ -117,6 +118,8 @@ pub(super) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(mcp_servers::refresh))
         .routes(routes!(secrets::list))
         .routes(routes!(secrets::put, secrets::delete))
+        .routes(routes!(key_limits::list))
+        .routes(routes!(key_limits::put, key_limits::delete))
         .routes(routes!(waits::list))
         .routes(routes!(waits::get))
         .routes(routes!(waits::approve))

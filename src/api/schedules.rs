@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -178,7 +178,8 @@ async fn checked(st: &AppState, s: ScheduleInput) -> Result<NewSchedule, ApiErro
         (Some(t), None, input) => {
             // the template and its input are checked now (a tick re-checks them)
             let mut seen = Default::default();
-            let (p, _) = super::templates::instantiate(st, &mut seen, t, input.clone()).await?;
+            let (p, _, _) =
+                super::templates::instantiate(st, &mut seen, t, input.clone(), &json!({})).await?;
             plan::validate(&p, &named_tools(&p))?;
             None
         }

@@ -93,6 +93,12 @@ pub(super) struct SubmitTask {
     /// `[webhooks] signing_secret` (a 422 when none is configured).
     #[serde(default)]
     webhook: Option<Value>,
+    /// The fairness key (1 to 128 bytes, e.g. a customer id): within a priority, the claim
+    /// serves keys in turn, in proportion to their weights (`/key-limits`), not to their
+    /// backlogs. Tasks without one share one key.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 128)]
+    concurrency_key: Option<String>,
 }
 
 /// Event kinds a webhook may ask for.
@@ -325,6 +331,13 @@ fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
             "idempotency_key must be 1 to 255 characters",
         ));
     }
+    if let Some(k) = &body.concurrency_key
+        && (k.is_empty() || k.len() > 128)
+    {
+        return Err(ApiError::validation(
+            "concurrency_key must be 1 to 128 bytes",
+        ));
+    }
     let limits = apply_limits(st.default_limits(), body.limits)?;
     let priority = body.priority.unwrap_or(0);
     if !PRIORITIES.contains(&priority) {
@@ -364,6 +377,7 @@ fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
         start,
         webhook,
         parent: None,
+        concurrency_key: body.concurrency_key,
     })
 }
 
@@ -382,8 +396,12 @@ async fn new_task_from(
             "give either a plan or a template, not both",
         ));
     }
-    let (plan, description) =
-        super::templates::instantiate(st, seen, &id, body.input.take()).await?;
+    let metadata = body.metadata.clone().unwrap_or_else(|| json!({}));
+    let (plan, description, key) =
+        super::templates::instantiate(st, seen, &id, body.input.take(), &metadata).await?;
+    if body.concurrency_key.is_none() {
+        body.concurrency_key = key;
+    }
     if body.description.trim().is_empty() {
         body.description = if description.trim().is_empty() {
             format!("template {id}")

@@ -38,6 +38,12 @@ pub(super) struct TemplateInput {
     input_schema: Option<Value>,
     #[schema(schema_with = super::openapi::template_plan)]
     plan: Value,
+    /// The concurrency key of the tasks made from it: text with `${input.key}` and
+    /// `${metadata.key}` placeholders (e.g. `"${metadata.customer_id}"`), filled at each
+    /// submit. A submit's own `concurrency_key` wins.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 256)]
+    concurrency_key: Option<String>,
 }
 
 /// Register a workflow template (admin).
@@ -65,8 +71,16 @@ pub(super) async fn create(
     if !t.plan.is_object() {
         return Err(ApiError::validation("plan must be a JSON object"));
     }
-    let paths =
+    let mut paths =
         template::input_paths(&t.plan).map_err(|e| ApiError::validation(format!("plan: {e}")))?;
+    if let Some(k) = &t.concurrency_key {
+        if k.is_empty() || k.len() > 256 {
+            return Err(ApiError::validation(
+                "concurrency_key must be 1 to 256 bytes",
+            ));
+        }
+        paths.extend(template::key_paths(k).map_err(ApiError::validation)?);
+    }
     let undeclared = template::undeclared(&paths, &input_schema);
     if !undeclared.is_empty() {
         return Err(ApiError::validation(format!(
@@ -84,7 +98,13 @@ pub(super) async fn create(
     plan::validate(&spec, &known)?;
     let row = st
         .store
-        .create_template(&t.id, &t.description, &input_schema, &t.plan)
+        .create_template(
+            &t.id,
+            &t.description,
+            &input_schema,
+            &t.plan,
+            t.concurrency_key.as_deref(),
+        )
         .await?;
     Ok((StatusCode::CREATED, Json(row)).into_response())
 }
@@ -137,13 +157,14 @@ pub(super) type Seen = std::collections::HashMap<String, TemplateDef>;
 
 /// The plan of a submit that names template `id`: `input` (default `{}`) checked against the
 /// template's `input_schema`, then put in its placeholders. Returns the plan and the template's
-/// description.
+/// description, and its concurrency key filled from `input` and `metadata`.
 pub(super) async fn instantiate(
     st: &AppState,
     seen: &mut Seen,
     id: &str,
     input: Option<Value>,
-) -> Result<(PlanSpec, String), ApiError> {
+    metadata: &Value,
+) -> Result<(PlanSpec, String, Option<String>), ApiError> {
     if !seen.contains_key(id) {
         let t = match st.store.get_template(id).await {
             Ok(t) => t,
@@ -171,5 +192,12 @@ pub(super) async fn instantiate(
     let plan = template::instantiate(&t.plan, &input).map_err(ApiError::validation)?;
     let plan: PlanSpec = serde_json::from_value(plan)
         .map_err(|e| ApiError::validation(format!("template {id:?} with this input: plan: {e}")))?;
-    Ok((plan, t.description.clone()))
+    let key = match &t.concurrency_key {
+        Some(k) => Some(
+            template::concurrency_key(k, &input, metadata)
+                .map_err(|e| ApiError::validation(format!("template {id:?}: {e}")))?,
+        ),
+        None => None,
+    };
+    Ok((plan, t.description.clone(), key))
 }

@@ -60,6 +60,8 @@ pub struct TaskView {
     pub parent_task_id: Option<Uuid>,
     /// Tasks this task's steps started, oldest first.
     pub children: Vec<ChildView>,
+    /// The fairness key the claim takes turns between (none: the shared key).
+    pub concurrency_key: Option<String>,
 }
 
 /// A child task, as its parent lists it.
@@ -171,6 +173,7 @@ pub fn task(
         updated_at: t.updated_at,
         finished_at: t.finished_at,
         parent_task_id: t.parent_task_id,
+        concurrency_key: t.concurrency_key.clone(),
         children: children
             .iter()
             .map(|c| ChildView {

@@ -57,7 +57,7 @@ pub fn required_role(method: &str, path: &str) -> Role {
     let read = matches!(method, "GET" | "HEAD");
     let second = path.trim_start_matches('/').split('/').nth(2).unwrap_or("");
     match first {
-        "keys" | "webhooks" | "secrets" => Role::Admin,
+        "keys" | "webhooks" | "secrets" | "key-limits" => Role::Admin,
         "mcp-servers" if !read => Role::Admin,
         // the wait's own role is checked by the handler (an approval may name reader)
         "waits" if matches!(second, "approve" | "reject") => Role::Reader,
@@ -106,6 +106,8 @@ mod tests {
             ("POST", "/events", Role::Operator),
             ("GET", "/webhooks", Role::Admin),
             ("POST", "/webhooks", Role::Admin),
+            ("GET", "/key-limits", Role::Admin),
+            ("PUT", "/key-limits/premium-*", Role::Admin),
         ];
         for (m, p, want) in cases {
             assert_eq!(required_role(m, p), want, "{m} {p}");

@@ -148,6 +148,7 @@ mod tests {
             input_schema: json!({"type": "object", "required": ["name"],
                                  "properties": {"name": {"type": "string"}}}),
             plan: json!({"steps": [{"id": "s", "tool": "echo", "parameters": {"to": "${input.name}"}}]}),
+            concurrency_key: None,
             created_at: chrono::Utc::now(),
         };
         let c = ChildSpec::from_params(&json!({"template": "greet", "input": {"name": "Ada"}}))

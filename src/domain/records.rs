@@ -56,6 +56,9 @@ pub struct TaskRow {
     /// The task whose step started this one (a child task).
     #[sqlx(default)]
     pub parent_task_id: Option<Uuid>,
+    /// The fairness key the claim takes turns between (none: the shared key).
+    #[sqlx(default)]
+    pub concurrency_key: Option<String>,
 }
 
 impl TaskRow {

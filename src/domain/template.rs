@@ -21,6 +21,10 @@ pub struct TemplateDef {
     pub input_schema: Value,
     #[schema(value_type = Object)]
     pub plan: Value,
+    /// The concurrency key of the tasks made from it (`${input.…}` / `${metadata.…}`
+    /// placeholders, filled at each submit); a submit's own key wins.
+    #[sqlx(default)]
+    pub concurrency_key: Option<String>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -40,10 +44,15 @@ pub fn input_paths(plan: &Value) -> Result<BTreeSet<String>, String> {
 
 /// The placeholders' paths in one string, in order.
 fn paths_in(s: &str) -> Result<Vec<&str>, String> {
+    paths_after(s, OPEN)
+}
+
+/// The paths of the placeholders that start with `open` (`${input.`) in one string, in order.
+fn paths_after<'a>(s: &'a str, open: &str) -> Result<Vec<&'a str>, String> {
     let mut out = Vec::new();
     let mut rest = s;
-    while let Some(at) = rest.find(OPEN) {
-        let after = &rest[at + OPEN.len()..];
+    while let Some(at) = rest.find(open) {
+        let after = &rest[at + open.len()..];
         let end = after
             .find('}')
             .ok_or_else(|| format!("unclosed placeholder in {s:?}"))?;
@@ -55,7 +64,7 @@ fn paths_in(s: &str) -> Result<Vec<&str>, String> {
                         .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
             });
         if !ok {
-            return Err(format!("malformed placeholder ${{input.{path}}} in {s:?}"));
+            return Err(format!("malformed placeholder {open}{path}}} in {s:?}"));
         }
         out.push(path);
         rest = &after[end + 1..];
@@ -114,6 +123,48 @@ pub fn instantiate(plan: &Value, input: &Value) -> Result<Value, String> {
         ),
         other => other.clone(),
     })
+}
+
+const METADATA: &str = "${metadata.";
+
+/// A template's `concurrency_key`: the `${input.…}` paths it reads (to be declared), or what
+/// is wrong with it. Only `${input.…}` and `${metadata.…}` placeholders may appear.
+pub fn key_paths(pattern: &str) -> Result<Vec<String>, String> {
+    let input = paths_after(pattern, OPEN)?;
+    let metadata = paths_after(pattern, METADATA)?;
+    let mut rest = pattern.to_string();
+    for p in &input {
+        rest = rest.replacen(&format!("{OPEN}{p}}}"), "", 1);
+    }
+    for p in &metadata {
+        rest = rest.replacen(&format!("{METADATA}{p}}}"), "", 1);
+    }
+    if rest.contains("${") {
+        return Err(format!(
+            "concurrency_key {pattern:?}: only ${{input.key}} and ${{metadata.key}} placeholders may appear"
+        ));
+    }
+    Ok(input.into_iter().map(str::to_string).collect())
+}
+
+/// A template's `concurrency_key` for one submit: its placeholders filled from `input` and
+/// `metadata` (strings as they are, other values as JSON).
+pub fn concurrency_key(pattern: &str, input: &Value, metadata: &Value) -> Result<String, String> {
+    let fill = |s: &str, open: &str, root: &Value, name: &str| -> Result<String, String> {
+        let mut out = s.to_string();
+        for p in paths_after(s, open)? {
+            let v = lookup(root, p)
+                .ok_or_else(|| format!("concurrency_key: {name} has no value for {open}{p}}}"))?;
+            let text = match v {
+                Value::String(t) => t.clone(),
+                other => other.to_string(),
+            };
+            out = out.replacen(&format!("{open}{p}}}"), &text, 1);
+        }
+        Ok(out)
+    };
+    let with_input = fill(pattern, OPEN, input, "input")?;
+    fill(&with_input, METADATA, metadata, "metadata")
 }
 
 /// An input with a stand-in value (`"x"`) at every placeholder path, to check a template's plan
@@ -210,5 +261,37 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"a": {}}});
         assert_eq!(undeclared(&paths, &schema), ["b.c", "b.d"]);
         assert!(undeclared(&paths, &json!({"type": "object"})).is_empty());
+    }
+
+    #[test]
+    fn a_key_is_filled_from_the_input_and_the_metadata() {
+        let input = json!({"customer": {"tier": "premium"}, "n": 7});
+        let metadata = json!({"customer_id": "c-42"});
+        assert_eq!(
+            concurrency_key("${metadata.customer_id}", &input, &metadata).unwrap(),
+            "c-42"
+        );
+        assert_eq!(
+            concurrency_key(
+                "${input.customer.tier}/${metadata.customer_id}/${input.n}",
+                &input,
+                &metadata
+            )
+            .unwrap(),
+            "premium/c-42/7"
+        );
+        assert_eq!(
+            concurrency_key("fixed", &input, &metadata).unwrap(),
+            "fixed"
+        );
+        let missing = concurrency_key("${metadata.team}", &input, &metadata).unwrap_err();
+        assert!(missing.contains("${metadata.team}"), "{missing}");
+        assert_eq!(key_paths("${input.a.b}-${metadata.c}").unwrap(), ["a.b"]);
+        let bad = key_paths("${context.x}").unwrap_err();
+        assert!(
+            bad.contains("only ${input.key} and ${metadata.key}"),
+            "{bad}"
+        );
+        assert!(key_paths("${input.}").is_err());
     }
 }

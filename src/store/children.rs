@@ -93,6 +93,8 @@ impl Store {
                 task_id: parent.task_id,
                 step_id: parent.step_id,
             }),
+            // a child takes its parent's turns
+            concurrency_key: p.concurrency_key.clone(),
         };
         let submitted = match self.submit_tasks(std::slice::from_ref(&task)).await? {
             Ok(mut v) => v.pop().expect("one result per task"),

@@ -118,6 +118,7 @@ pub mod claim_queue;
 pub mod db;
 pub mod deadlines;
 pub mod decision_queue;
+pub mod fairness;
 pub mod keys;
 pub mod lifecycle;
 pub mod maps;
@@ -256,6 +257,9 @@ pub struct Store {
     listener_pool: std::sync::Arc<std::sync::Mutex<Option<PgPool>>>,
     /// Whether claims must walk the limited tools' lanes (shared by this handle's siblings).
     lanes: std::sync::Arc<claim_queue::LaneCache>,
+    /// The weight of a concurrency key no `key_limits` pattern matches (`[fairness]
+    /// default_weight`).
+    default_weight: f64,
 }
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -352,6 +356,7 @@ impl Store {
             listen,
             listener_pool: Default::default(),
             lanes: Default::default(),
+            default_weight: 1.0,
         })
     }
 
@@ -407,7 +412,15 @@ impl Store {
             listen: self.listen.clone(),
             listener_pool: self.listener_pool.clone(),
             lanes: self.lanes.clone(),
+            default_weight: self.default_weight,
         })
+    }
+
+    /// This handle with `[fairness] default_weight`: the weight of a concurrency key that no
+    /// pattern of the key limits matches.
+    pub fn with_default_weight(mut self, weight: f64) -> Self {
+        self.default_weight = weight;
+        self
     }
 
     /// The pool itself, for tests and benchmarks (the store's own statements run on [`Db`]).

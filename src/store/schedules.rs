@@ -146,13 +146,21 @@ impl Store {
 
     /// The task one tick of a schedule submits.
     async fn task_of(&self, s: &ScheduleRow, tick: DateTime<Utc>) -> Result<NewTask> {
-        let (plan, description) = match (&s.plan, &s.template) {
-            (Some(p), _) => (p.clone(), String::new()),
+        let metadata = json!({"schedule_id": s.id, "tick": tick});
+        let (plan, description, key) = match (&s.plan, &s.template) {
+            (Some(p), _) => (p.clone(), String::new(), None),
             (None, Some(t)) => {
                 let t = self.get_template(t).await?;
                 let input = s.input.clone().unwrap_or_else(|| json!({}));
                 let plan = template::instantiate(&t.plan, &input).map_err(StoreError::Rejected)?;
-                (plan, t.description)
+                let key = match &t.concurrency_key {
+                    Some(k) => Some(
+                        template::concurrency_key(k, &input, &metadata)
+                            .map_err(StoreError::Rejected)?,
+                    ),
+                    None => None,
+                };
+                (plan, t.description, key)
             }
             (None, None) => {
                 return Err(StoreError::Corrupt(format!(
@@ -170,7 +178,7 @@ impl Store {
             .unwrap_or_else(|| format!("schedule {}", s.id));
         Ok(NewTask {
             description,
-            metadata: json!({"schedule_id": s.id, "tick": tick}),
+            metadata,
             context: json!({}),
             priority: s.priority,
             idempotency_key: Some(tick_key(&s.id, tick)),
@@ -180,6 +188,7 @@ impl Store {
             start: Start::Now,
             webhook: None,
             parent: None,
+            concurrency_key: key,
         })
     }
 

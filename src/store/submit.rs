@@ -44,6 +44,8 @@ pub struct NewTask {
     pub webhook: Option<TaskWebhook>,
     /// A child task's parent (the built-in `task`), recorded as it is inserted.
     pub parent: Option<ParentRef>,
+    /// The fairness key: within a priority, the claim serves keys in turn by weight.
+    pub concurrency_key: Option<String>,
 }
 
 /// The task and step that start a child task.
@@ -150,7 +152,7 @@ impl Store {
         tasks: &[NewTask],
         notify: bool,
     ) -> Result<std::result::Result<Vec<Submitted>, Vec<String>>> {
-        let batch = bulk::Batch::new(tasks, notify);
+        let batch = bulk::Batch::new(tasks, notify, self.default_weight);
         match batch.insert(&self.pool).await? {
             bulk::Inserted::UnknownTools(t) => Ok(Err(t)),
             bulk::Inserted::Done(rows) => Ok(Ok(batch.results(&self.pool, &rows).await?)),

@@ -13,12 +13,14 @@ impl Store {
         description: &str,
         input_schema: &Value,
         plan: &Value,
+        concurrency_key: Option<&str>,
     ) -> Result<TemplateDef> {
         let row: Option<TemplateDef> = sqlx::query_as(sql!("template/create"))
             .bind(id)
             .bind(description)
             .bind(input_schema)
             .bind(plan)
+            .bind(concurrency_key)
             .fetch_optional(&self.pool)
             .await?;
         row.ok_or_else(|| StoreError::Conflict(format!("template {id:?} already exists")))

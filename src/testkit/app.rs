@@ -444,6 +444,7 @@ pub fn new_task(steps: Value) -> crate::store::submit::NewTask {
         start: Default::default(),
         webhook: None,
         parent: None,
+        concurrency_key: None,
     }
 }
 

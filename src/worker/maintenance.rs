@@ -42,7 +42,32 @@ pub(super) fn spawn(
     if cfg.retention.finished_task_ttl_secs > 0 {
         helpers.spawn(retention_loop(sweep(&pace)));
     }
+    if let Some(aging) = cfg.aging {
+        helpers.spawn(aging_loop(sweep(&pace), aging));
+    }
     helpers
+}
+
+/// Priority aging: a pass every tenth of the interval (so a task rises within 1.1 intervals of
+/// its due time), batch after batch while a pass finds work; one worker of the fleet at a time.
+async fn aging_loop(s: Sweep, aging: super::Aging) {
+    let interval = aging.interval.as_secs_f64();
+    let max_boost = i32::try_from(aging.max_boost).unwrap_or(i32::MAX);
+    loop {
+        let jitter = Duration::from_millis(u64::from(Uuid::new_v4().as_bytes()[0]) % 100);
+        if !s.pause(aging.interval / 10, jitter).await {
+            return;
+        }
+        loop {
+            match s.store.age_priorities(interval, max_boost, 1000).await {
+                Ok(1000) => continue,
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(tasks = n, "aged"),
+                Err(e) => tracing::warn!(error = %e, "aging pass failed"),
+            }
+            break;
+        }
+    }
 }
 
 /// What a background loop works with.

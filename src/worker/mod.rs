@@ -76,6 +76,15 @@ pub struct WorkerConfig {
     pub secret_box: Option<crate::secretbox::SecretBox>,
     /// The most items a map without `max_items` runs (`[limits] max_steps_per_plan`).
     pub max_map_items: usize,
+    /// Priority aging (`[fairness]`): none when `aging_interval_secs` is 0.
+    pub aging: Option<Aging>,
+}
+
+/// Priority aging: a queued task rises one level per `interval`, at most `max_boost` levels.
+#[derive(Debug, Clone, Copy)]
+pub struct Aging {
+    pub interval: Duration,
+    pub max_boost: u32,
 }
 
 /// What the maintenance deletes ([`Store::prune_finished`]).
@@ -147,6 +156,10 @@ impl WorkerConfig {
                 .ok()
                 .flatten(),
             max_map_items: s.limits.max_steps_per_plan as usize,
+            aging: (s.fairness.aging_interval_secs > 0).then(|| Aging {
+                interval: Duration::from_secs(s.fairness.aging_interval_secs),
+                max_boost: s.fairness.aging_max_boost,
+            }),
         }
     }
 }

@@ -12,6 +12,7 @@ mod depth;
 mod durability;
 mod events;
 mod execution;
+mod fairness;
 mod invariants;
 mod llm_brain;
 mod llm_client;

@@ -16,7 +16,11 @@ use uuid::Uuid;
 /// The role each call needs, written out here (not read from the code under test).
 fn expected_role(method: &str, path: &str) -> &'static str {
     let rest = path.trim_start_matches("/api/v1");
-    if rest.starts_with("/keys") || rest.starts_with("/webhooks") || rest.starts_with("/secrets") {
+    if rest.starts_with("/keys")
+        || rest.starts_with("/webhooks")
+        || rest.starts_with("/secrets")
+        || rest.starts_with("/key-limits")
+    {
         "admin"
     } else if method == "get"
         || (rest.starts_with("/waits/")

@@ -69,6 +69,7 @@ async fn setup(max_step_retries: i32) -> H {
             start: Default::default(),
             webhook: None,
             parent: None,
+            concurrency_key: None,
         })
         .await
         .unwrap();

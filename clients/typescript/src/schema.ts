@@ -79,6 +79,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/key-limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every key pattern's limits, by pattern (admin). */
+        get: operations["list_key_limits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/key-limits/{pattern}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set a key pattern's weight (admin; created or replaced). */
+        put: operations["put_key_limit"];
+        post?: never;
+        /** Remove a key pattern's limits (admin): its keys take the next pattern, or the default. */
+        delete: operations["delete_key_limit"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/keys": {
         parameters: {
             query?: never;
@@ -1156,6 +1191,27 @@ export interface components {
             name: string;
             role: components["schemas"]["Role"];
         };
+        /** @description One key pattern's limits. */
+        KeyLimit: {
+            pattern: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: double */
+            weight: number;
+        };
+        /**
+         * @description `PUT /key-limits/{pattern}`.
+         * @example {
+         *       "weight": 3
+         *     }
+         */
+        KeyLimitInput: {
+            /**
+             * Format: double
+             * @description The keys' share of the claim, against other keys' (default 1; above 0, at most 1000).
+             */
+            weight?: number | null;
+        };
         /** @description Limits for one task, over the configured defaults (`[limits]`). */
         Limits: {
             /** Format: int32 */
@@ -1707,6 +1763,12 @@ export interface components {
          *     }
          */
         SubmitTask: {
+            /**
+             * @description The fairness key (1 to 128 bytes, e.g. a customer id): within a priority, the claim
+             *     serves keys in turn, in proportion to their weights (`/key-limits`), not to their
+             *     backlogs. Tasks without one share one key.
+             */
+            concurrency_key?: string | null;
             /** @description The caller's context, given to every brain prompt and readable as `${context.key}`. */
             context?: {
                 [key: string]: unknown;
@@ -1818,6 +1880,8 @@ export interface components {
         TaskStatusView: {
             /** @description Tasks this task's steps started, oldest first. */
             children: components["schemas"]["ChildTask"][];
+            /** @description The fairness key the claim takes turns between (none: the shared key). */
+            concurrency_key?: string | null;
             /** @description The caller's context, readable as `${context.key}`. */
             context: {
                 [key: string]: unknown;
@@ -1891,6 +1955,11 @@ export interface components {
         };
         /** @description A `templates` row. */
         Template: {
+            /**
+             * @description The concurrency key of the tasks made from it (`${input.…}` / `${metadata.…}`
+             *     placeholders, filled at each submit); a submit's own key wins.
+             */
+            concurrency_key?: string | null;
             /** Format: date-time */
             created_at: string;
             description: string;
@@ -1932,6 +2001,12 @@ export interface components {
          *     }
          */
         TemplateInput: {
+            /**
+             * @description The concurrency key of the tasks made from it: text with `${input.key}` and
+             *     `${metadata.key}` placeholders (e.g. `"${metadata.customer_id}"`), filled at each
+             *     submit. A submit's own `concurrency_key` wins.
+             */
+            concurrency_key?: string | null;
             /** @description The default description of the tasks made from it. */
             description?: string;
             id: string;
@@ -2574,6 +2649,224 @@ export interface operations {
                 };
             };
             /** @description the body does not match its schema, or breaks a rule (the message names it) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the database is not reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_key_limits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description key limits */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyLimit"][];
+                };
+            };
+            /** @description no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the database is not reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_key_limit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A concurrency key, or a pattern where `*` is any run of characters (`premium-*`); 1 to
+                 *     128 bytes.
+                 */
+                pattern: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyLimitInput"];
+            };
+        };
+        responses: {
+            /** @description stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyLimit"];
+                };
+            };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the database is not reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_key_limit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A concurrency key, or a pattern where `*` is any run of characters (`premium-*`); 1 to
+                 *     128 bytes.
+                 */
+                pattern: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
             422: {
                 headers: {
                     [name: string]: unknown;

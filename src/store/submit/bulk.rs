@@ -49,6 +49,8 @@ pub(super) struct Batch {
     sent_as: Vec<usize>,
     /// `NOTIFY` the workers in the statement.
     notify: bool,
+    /// The weight of a key no pattern of `key_limits` matches.
+    default_weight: f64,
 }
 
 /// The `t_in` columns of [`INSERT`], one entry per task sent.
@@ -88,6 +90,7 @@ struct TaskColumns {
     parent_step_id: Vec<Option<Uuid>>,
     /// Joined by the unit separator (split in the statement).
     webhook_events: Vec<String>,
+    concurrency_key: Vec<Option<String>>,
 }
 
 /// The step columns of [`INSERT`], one entry per step of every plan sent.
@@ -112,7 +115,7 @@ struct StepColumns {
 }
 
 impl Batch {
-    pub(super) fn new(input: &[NewTask], notify: bool) -> Self {
+    pub(super) fn new(input: &[NewTask], notify: bool, default_weight: f64) -> Self {
         let mut first_with_key: HashMap<&str, usize> = HashMap::new();
         let mut sent_as = Vec::with_capacity(input.len());
         let (mut tasks, mut steps) = (TaskColumns::default(), StepColumns::default());
@@ -142,6 +145,7 @@ impl Batch {
             tools: tools.into_iter().collect(),
             sent_as,
             notify,
+            default_weight,
         }
     }
 
@@ -206,6 +210,8 @@ impl Batch {
             .bind(&s.map)
             .bind(&t.parent_task_id)
             .bind(&t.parent_step_id)
+            .bind(&t.concurrency_key)
+            .bind(self.default_weight)
             .fetch_all(pool)
             .await?;
         match rows.first() {
@@ -291,6 +297,7 @@ impl TaskColumns {
         self.ord.push(ord as i32);
         self.id.push(id);
         self.description.push(t.description.clone());
+        self.concurrency_key.push(t.concurrency_key.clone());
         self.metadata.push(t.metadata.clone());
         self.context.push(t.context.clone());
         self.priority.push(t.priority);

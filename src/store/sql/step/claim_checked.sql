@@ -8,7 +8,7 @@ WITH cap AS MATERIALIZED (
            CASE WHEN NOT (b.tool_id = ANY($6::text[])) THEN 0 ELSE trellis_tool_room(t, b) END AS cap
     FROM tool_buckets b JOIN tools t ON t.id = b.tool_id
 ), cand AS MATERIALIZED (
-    SELECT q.step_id, q.task_id, q.priority, q.task_created_at, q.position, q.lane
+    SELECT q.step_id, q.task_id, q.priority, q.pass, q.task_created_at, q.position, q.lane
     FROM claim_queue q
     WHERE q.task_id = ANY($8::uuid[]) AND q.step_id = ANY($1::uuid[])
 ), state AS MATERIALIZED (
@@ -16,22 +16,22 @@ WITH cap AS MATERIALIZED (
     SELECT t.id,
            t.status = 'running' AND (t.deadline_at IS NULL OR t.deadline_at > now()) AS ok,
            EXISTS (SELECT 1 FROM steps r WHERE r.task_id = t.id AND r.status = 'running') AS active,
-           t.priority, t.created_at
+           t.priority, t.fair_pass, t.created_at
     FROM tasks t WHERE t.id = ANY($8::uuid[])
 ), admitted AS MATERIALIZED (
     SELECT s.id FROM (
         SELECT s.id, s.active,
-               row_number() OVER (PARTITION BY s.active ORDER BY s.priority DESC, s.created_at, s.id) AS nth
+               row_number() OVER (PARTITION BY s.active ORDER BY s.priority DESC, s.fair_pass, s.created_at, s.id) AS nth
         FROM state s WHERE s.ok) s
     WHERE $7 < 0 OR s.active OR s.nth <= $7
 ), offered AS MATERIALIZED (
     SELECT c.*, row_number() OVER (PARTITION BY c.lane
-                                   ORDER BY c.priority DESC, c.task_created_at, c.task_id, c.position) AS nth
+                                   ORDER BY c.priority DESC, c.pass, c.task_created_at, c.task_id, c.position) AS nth
     FROM cand c WHERE c.task_id IN (SELECT id FROM admitted)
 ), chosen AS MATERIALIZED (
     SELECT o.* FROM offered o
     WHERE o.lane = '' OR o.nth <= coalesce((SELECT cap FROM cap WHERE cap.tool_id = o.lane), 0)
-    ORDER BY o.priority DESC, o.task_created_at, o.task_id, o.position
+    ORDER BY o.priority DESC, o.pass, o.task_created_at, o.task_id, o.position
     LIMIT $2
 ), dequeued AS (
     -- what is claimed leaves the queue; so do the entries of tasks no longer running or
@@ -43,5 +43,5 @@ WITH cap AS MATERIALIZED (
                AND q.task_id IN (SELECT id FROM state WHERE NOT ok)))
 ), picked AS MATERIALIZED (
     SELECT step_id AS id,
-           row_number() OVER (ORDER BY priority DESC, task_created_at, task_id, position) AS ord
+           row_number() OVER (ORDER BY priority DESC, pass, task_created_at, task_id, position) AS ord
     FROM chosen

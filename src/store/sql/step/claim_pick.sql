@@ -26,7 +26,7 @@ WITH admit AS MATERIALIZED (
     -- the head is left to the claim that holds it
     SELECT q.step_id, q.task_id FROM claim_queue q
     WHERE q.lane = '' AND NOT q.delayed AND (SELECT n FROM admit) <> 0
-    ORDER BY q.lane, q.priority DESC, q.task_created_at, q.task_id, q.position
+    ORDER BY q.lane, q.priority DESC, q.pass, q.task_created_at, q.task_id, q.position
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 ), due AS MATERIALIZED (
@@ -40,7 +40,7 @@ WITH admit AS MATERIALIZED (
     SELECT x.step_id, x.task_id FROM room CROSS JOIN LATERAL (
         SELECT q.step_id, q.task_id FROM claim_queue q
         WHERE q.lane = room.tool_id AND NOT q.delayed AND (SELECT n FROM admit) <> 0
-        ORDER BY q.lane, q.priority DESC, q.task_created_at, q.task_id, q.position
+        ORDER BY q.lane, q.priority DESC, q.pass, q.task_created_at, q.task_id, q.position
         LIMIT room.n
         FOR UPDATE SKIP LOCKED) x
 ), active AS MATERIALIZED (

@@ -9,7 +9,7 @@ WITH me AS MATERIALIZED (
     FROM workers w
     WHERE w.stopped_at IS NULL AND w.last_heartbeat > now() - make_interval(secs => w.lease_secs)
 ), due AS MATERIALIZED (
-    SELECT q.step_id, q.task_id, q.priority, q.task_created_at, q.position
+    SELECT q.step_id, q.task_id, q.priority, q.pass, q.task_created_at, q.position
     FROM claim_queue q
     WHERE q.delayed AND q.run_after <= now() AND q.lane = ''
     ORDER BY q.run_after
@@ -22,10 +22,10 @@ WITH me AS MATERIALIZED (
     -- at the head)
     SELECT q.step_id, q.task_id, q.priority FROM claim_queue q
     WHERE q.lane = '' AND NOT q.delayed AND (SELECT n FROM me) > 1
-    ORDER BY q.lane, q.priority DESC, q.task_created_at, q.task_id, q.position
+    ORDER BY q.lane, q.priority DESC, q.pass, q.task_created_at, q.task_id, q.position
     LIMIT greatest($1 * 8, 512)
 ), own AS MATERIALIZED (
-    SELECT q.step_id, q.task_id, q.priority, q.task_created_at, q.position
+    SELECT q.step_id, q.task_id, q.priority, q.pass, q.task_created_at, q.position
     FROM claim_queue q
     WHERE q.task_id = ANY(ARRAY(
               SELECT DISTINCT w.task_id FROM win w
@@ -36,21 +36,21 @@ WITH me AS MATERIALIZED (
       -- taken from the head by whoever claims first, never left behind this worker's share
       AND q.priority = (SELECT max(w.priority) FROM win w)
       AND q.lane = '' AND NOT q.delayed
-    ORDER BY q.priority DESC, q.task_created_at, q.task_id, q.position
+    ORDER BY q.priority DESC, q.pass, q.task_created_at, q.task_id, q.position
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 ), head AS MATERIALIZED (
     -- the rest from the head, whoever's share it is
-    SELECT q.step_id, q.task_id, q.priority, q.task_created_at, q.position
+    SELECT q.step_id, q.task_id, q.priority, q.pass, q.task_created_at, q.position
     FROM claim_queue q
     WHERE q.lane = '' AND NOT q.delayed
       AND NOT (q.step_id = ANY(ARRAY(SELECT step_id FROM own)))
-    ORDER BY q.lane, q.priority DESC, q.task_created_at, q.task_id, q.position
+    ORDER BY q.lane, q.priority DESC, q.pass, q.task_created_at, q.task_id, q.position
     LIMIT greatest($1 - (SELECT count(*) FROM own), 0)
     FOR UPDATE SKIP LOCKED
 ), cand AS MATERIALIZED (
     SELECT * FROM own UNION ALL SELECT * FROM head UNION ALL SELECT * FROM due
-    ORDER BY priority DESC, task_created_at, task_id, position
+    ORDER BY priority DESC, pass, task_created_at, task_id, position
     LIMIT $1
 ), locked AS MATERIALIZED (
     SELECT t.id, t.status = 'running' AND (t.deadline_at IS NULL OR t.deadline_at > now()) AS ok
@@ -72,5 +72,5 @@ WITH me AS MATERIALIZED (
       AND q.step_id = ANY(ARRAY(SELECT step_id FROM taken))
 ), picked AS MATERIALIZED (
     SELECT step_id AS id,
-           row_number() OVER (ORDER BY priority DESC, task_created_at, task_id, position) AS ord
+           row_number() OVER (ORDER BY priority DESC, pass, task_created_at, task_id, position) AS ord
     FROM taken WHERE ok

@@ -12,34 +12,60 @@ WITH missing AS (
                          $24::boolean[], $25::boolean[], $26::float8[], $27::int[], $28::int[],
                          $29::bigint[], $30::boolean[], $31::text[], $32::int[], $33::jsonb[],
                          $34::uuid[], $35::jsonb[], $36::jsonb[], $37::text[], $51::timestamptz[],
-                         $52::float8[], $53::text[], $54::text[], $56::uuid[], $57::uuid[])
+                         $52::float8[], $53::text[], $54::text[], $56::uuid[], $57::uuid[],
+                         $58::text[])
     AS t(ord, id, description, metadata, context, priority, idempotency_key, status,
          plan_version, event_seq, max_step_retries, max_single_step_repairs, max_task_replans,
          max_consecutive_failures, max_reflection_rounds, max_concurrent_steps, step_reflection,
          auto_reflection, success_threshold, max_llm_calls, task_timeout_secs, max_llm_tokens,
          has_plan, reasoning, estimated_duration, plan_steps, decision_id, submitted, generated,
-         origin, run_at, delay_secs, webhook_url, webhook_events, parent_task_id, parent_step_id)
+         origin, run_at, delay_secs, webhook_url, webhook_events, parent_task_id, parent_step_id,
+         concurrency_key)
+), head AS (
+    -- the queue's head: the next claim's turn (first in the unlimited lane)
+    SELECT coalesce(
+        (SELECT q.pass FROM claim_queue q WHERE q.lane = '' AND NOT q.delayed
+         ORDER BY q.lane, q.priority DESC, q.pass, q.task_created_at, q.task_id, q.position
+         LIMIT 1),
+        0) AS pass
+), keys AS (
+    -- each key of the batch: its weight (the most specific pattern, else $59) and where it
+    -- left off (or the head, if that is later: an idle key banks no credit)
+    SELECT k.k,
+           greatest(1, round(1000000 / coalesce(
+               (SELECT l.weight FROM key_limits l WHERE k.k LIKE l.like_pattern
+                ORDER BY position('*' IN l.pattern) = 0 DESC, length(l.pattern) DESC, l.pattern
+                LIMIT 1), $59::float8)))::bigint AS stride,
+           greatest((SELECT x.fair_pass FROM tasks x WHERE coalesce(x.concurrency_key, '') = k.k
+                     ORDER BY x.fair_pass DESC LIMIT 1),
+                    (SELECT pass FROM head), 0) AS base
+    FROM (SELECT DISTINCT coalesce(concurrency_key, '') AS k FROM t_in) k
+), fair AS (
+    -- a key's tasks of the batch take its next turns, in the batch's order
+    SELECT t.id,
+           k.base + k.stride * row_number() OVER (PARTITION BY k.k ORDER BY t.ord) AS pass
+    FROM t_in t JOIN keys k ON k.k = coalesce(t.concurrency_key, '')
 ), ins AS (
     INSERT INTO tasks (id, description, metadata, context, priority, idempotency_key, status,
                        plan_version, event_seq, max_step_retries, max_single_step_repairs,
                        max_task_replans, max_consecutive_failures, max_reflection_rounds,
                        max_concurrent_steps, step_reflection, auto_reflection, success_threshold,
                        max_llm_calls, deadline_at, max_llm_tokens, run_at, parent_task_id,
-                       parent_step_id)
+                       parent_step_id, concurrency_key, fair_pass)
     SELECT id, description, metadata, context, priority, idempotency_key, status, plan_version,
            event_seq, max_step_retries, max_single_step_repairs, max_task_replans,
            max_consecutive_failures, max_reflection_rounds, max_concurrent_steps, step_reflection,
            auto_reflection, success_threshold, max_llm_calls,
            CASE WHEN task_timeout_secs > 0
                 THEN coalesce(start_at, now()) + make_interval(secs => task_timeout_secs) END,
-           max_llm_tokens, start_at, parent_task_id, parent_step_id
-    FROM t_in
+           max_llm_tokens, start_at, parent_task_id, parent_step_id, concurrency_key, f.pass
+    FROM t_in JOIN fair f USING (id)
     WHERE cardinality((SELECT ids FROM missing)) = 0
     ORDER BY ord
     ON CONFLICT (idempotency_key) DO NOTHING
     RETURNING id, run_at
 ), new AS (
-    SELECT t_in.* FROM t_in JOIN ins USING (id)
+    SELECT t_in.*, f.pass FROM t_in JOIN ins USING (id) JOIN fair f USING (id)
 ), plans_in AS (
     INSERT INTO plans (task_id, version, origin, reasoning, estimated_duration, steps)
     SELECT id, 1, origin, reasoning, estimated_duration, plan_steps FROM new WHERE has_plan
@@ -64,9 +90,9 @@ WITH missing AS (
 ), queue_in AS (
     -- each new task's first ready steps, as many as it may run at once, are claimable
     -- (store::claim_queue), in the ring's current slot (read once for the statement)
-    INSERT INTO claim_queue (step_id, task_id, priority, task_created_at, position, tool, lane,
-                             run_after, delayed, slot)
-    SELECT r.id, r.task_id, r.priority, now(), r.position, r.tool,
+    INSERT INTO claim_queue (step_id, task_id, priority, pass, task_created_at, position, tool,
+                             lane, run_after, delayed, slot)
+    SELECT r.id, r.task_id, r.priority, new.pass, now(), r.position, r.tool,
            CASE WHEN EXISTS (SELECT 1 FROM tool_buckets b WHERE b.tool_id = r.tool) THEN r.tool ELSE '' END,
            r.run_after, r.run_after > now(), (SELECT slot FROM claim_ring)
     FROM (SELECT r.*, row_number() OVER (PARTITION BY r.task_id ORDER BY r.position) AS nth

@@ -34,6 +34,8 @@ from .health import Health
 from .item_failure import ItemFailure
 from .key import Key
 from .key_input import KeyInput
+from .key_limit import KeyLimit
+from .key_limit_input import KeyLimitInput
 from .limits import Limits
 from .list_tasks_status_type_0 import ListTasksStatusType0
 from .list_waits_kind import ListWaitsKind
@@ -192,6 +194,8 @@ __all__ = (
     "ItemFailure",
     "Key",
     "KeyInput",
+    "KeyLimit",
+    "KeyLimitInput",
     "Limits",
     "ListTasksStatusType0",
     "ListWaitsKind",

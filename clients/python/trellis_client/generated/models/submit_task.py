@@ -26,6 +26,10 @@ class SubmitTask:
     alone. A body that breaks one of these rules is a 422 naming it.
 
         Attributes:
+            concurrency_key (None | str | Unset): The fairness key (1 to 128 bytes, e.g. a customer id): within a priority,
+                the claim
+                serves keys in turn, in proportion to their weights (`/key-limits`), not to their
+                backlogs. Tasks without one share one key.
             context (None | SubmitTaskContextType0 | Unset): The caller's context, given to every brain prompt and readable
                 as `${context.key}`.
             delay_secs (float | None | Unset): As `run_at`, this many seconds from now (the server's clock).
@@ -48,6 +52,7 @@ class SubmitTask:
                 `[webhooks] signing_secret` (a 422 when none is configured).
     """
 
+    concurrency_key: None | str | Unset = UNSET
     context: None | SubmitTaskContextType0 | Unset = UNSET
     delay_secs: float | None | Unset = UNSET
     description: str | Unset = UNSET
@@ -67,6 +72,12 @@ class SubmitTask:
         from ..models.submit_task_context_type_0 import SubmitTaskContextType0
         from ..models.submit_task_input_type_0 import SubmitTaskInputType0
         from ..models.submit_task_metadata_type_0 import SubmitTaskMetadataType0
+
+        concurrency_key: None | str | Unset
+        if isinstance(self.concurrency_key, Unset):
+            concurrency_key = UNSET
+        else:
+            concurrency_key = self.concurrency_key
 
         context: dict[str, Any] | None | Unset
         if isinstance(self.context, Unset):
@@ -147,6 +158,8 @@ class SubmitTask:
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
+        if concurrency_key is not UNSET:
+            field_dict["concurrency_key"] = concurrency_key
         if context is not UNSET:
             field_dict["context"] = context
         if delay_secs is not UNSET:
@@ -183,6 +196,15 @@ class SubmitTask:
         from ..models.submit_task_metadata_type_0 import SubmitTaskMetadataType0
 
         d = dict(src_dict)
+
+        def _parse_concurrency_key(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        concurrency_key = _parse_concurrency_key(d.pop("concurrency_key", UNSET))
 
         def _parse_context(data: object) -> None | SubmitTaskContextType0 | Unset:
             if data is None:
@@ -327,6 +349,7 @@ class SubmitTask:
         webhook = d.pop("webhook", UNSET)
 
         submit_task = cls(
+            concurrency_key=concurrency_key,
             context=context,
             delay_secs=delay_secs,
             description=description,

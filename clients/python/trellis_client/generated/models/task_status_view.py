@@ -48,6 +48,7 @@ class TaskStatusView:
         steps (StepCountsView): Steps of the current plan version by status (`total` leaves superseded ones out).
         task_id (UUID):
         updated_at (datetime.datetime):
+        concurrency_key (None | str | Unset): The fairness key the claim takes turns between (none: the shared key).
         current_step (None | str | Unset): The step to look at: the first failed one, else running, else ready.
         deadline_at (datetime.datetime | None | Unset): Wall-time deadline (`limits.task_timeout_secs` after submission,
             or after `run_at`),
@@ -77,6 +78,7 @@ class TaskStatusView:
     steps: StepCountsView
     task_id: UUID
     updated_at: datetime.datetime
+    concurrency_key: None | str | Unset = UNSET
     current_step: None | str | Unset = UNSET
     deadline_at: datetime.datetime | None | Unset = UNSET
     error: None | TaskStatusViewErrorType0 | Unset = UNSET
@@ -124,6 +126,12 @@ class TaskStatusView:
         task_id = str(self.task_id)
 
         updated_at = self.updated_at.isoformat()
+
+        concurrency_key: None | str | Unset
+        if isinstance(self.concurrency_key, Unset):
+            concurrency_key = UNSET
+        else:
+            concurrency_key = self.concurrency_key
 
         current_step: None | str | Unset
         if isinstance(self.current_step, Unset):
@@ -205,6 +213,8 @@ class TaskStatusView:
                 "updated_at": updated_at,
             }
         )
+        if concurrency_key is not UNSET:
+            field_dict["concurrency_key"] = concurrency_key
         if current_step is not UNSET:
             field_dict["current_step"] = current_step
         if deadline_at is not UNSET:
@@ -277,6 +287,15 @@ class TaskStatusView:
         task_id = UUID(d.pop("task_id"))
 
         updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
+
+        def _parse_concurrency_key(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        concurrency_key = _parse_concurrency_key(d.pop("concurrency_key", UNSET))
 
         def _parse_current_step(data: object) -> None | str | Unset:
             if data is None:
@@ -407,6 +426,7 @@ class TaskStatusView:
             steps=steps,
             task_id=task_id,
             updated_at=updated_at,
+            concurrency_key=concurrency_key,
             current_step=current_step,
             deadline_at=deadline_at,
             error=error,

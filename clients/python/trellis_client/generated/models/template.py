@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 from typing_extensions import Self
+
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.template_input_schema import TemplateInputSchema
@@ -26,6 +28,9 @@ class Template:
         id (str):
         input_schema (TemplateInputSchema):
         plan (TemplatePlan):
+        concurrency_key (None | str | Unset): The concurrency key of the tasks made from it (`${input.…}` /
+            `${metadata.…}`
+            placeholders, filled at each submit); a submit's own key wins.
     """
 
     created_at: datetime.datetime
@@ -33,6 +38,7 @@ class Template:
     id: str
     input_schema: TemplateInputSchema
     plan: TemplatePlan
+    concurrency_key: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -46,6 +52,12 @@ class Template:
 
         plan = self.plan.to_dict()
 
+        concurrency_key: None | str | Unset
+        if isinstance(self.concurrency_key, Unset):
+            concurrency_key = UNSET
+        else:
+            concurrency_key = self.concurrency_key
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -57,6 +69,8 @@ class Template:
                 "plan": plan,
             }
         )
+        if concurrency_key is not UNSET:
+            field_dict["concurrency_key"] = concurrency_key
 
         return field_dict
 
@@ -76,12 +90,22 @@ class Template:
 
         plan = TemplatePlan.from_dict(d.pop("plan"))
 
+        def _parse_concurrency_key(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        concurrency_key = _parse_concurrency_key(d.pop("concurrency_key", UNSET))
+
         template = cls(
             created_at=created_at,
             description=description,
             id=id,
             input_schema=input_schema,
             plan=plan,
+            concurrency_key=concurrency_key,
         )
 
         template.additional_properties = d

@@ -25,6 +25,10 @@ class TemplateInput:
     Attributes:
         id (str):
         plan (TemplateInputPlan): a plan whose strings may use ${input.key} / ${input.key.sub}
+        concurrency_key (None | str | Unset): The concurrency key of the tasks made from it: text with `${input.key}`
+            and
+            `${metadata.key}` placeholders (e.g. `"${metadata.customer_id}"`), filled at each
+            submit. A submit's own `concurrency_key` wins.
         description (str | Unset): The default description of the tasks made from it.
         input_schema (None | TemplateInputInputSchemaType0 | Unset): JSON Schema of the submit's input (default
             `{"type":"object"}`); when it declares
@@ -33,6 +37,7 @@ class TemplateInput:
 
     id: str
     plan: TemplateInputPlan
+    concurrency_key: None | str | Unset = UNSET
     description: str | Unset = UNSET
     input_schema: None | TemplateInputInputSchemaType0 | Unset = UNSET
 
@@ -44,6 +49,12 @@ class TemplateInput:
         id = self.id
 
         plan = self.plan.to_dict()
+
+        concurrency_key: None | str | Unset
+        if isinstance(self.concurrency_key, Unset):
+            concurrency_key = UNSET
+        else:
+            concurrency_key = self.concurrency_key
 
         description = self.description
 
@@ -63,6 +74,8 @@ class TemplateInput:
                 "plan": plan,
             }
         )
+        if concurrency_key is not UNSET:
+            field_dict["concurrency_key"] = concurrency_key
         if description is not UNSET:
             field_dict["description"] = description
         if input_schema is not UNSET:
@@ -81,6 +94,15 @@ class TemplateInput:
         id = d.pop("id")
 
         plan = TemplateInputPlan.from_dict(d.pop("plan"))
+
+        def _parse_concurrency_key(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        concurrency_key = _parse_concurrency_key(d.pop("concurrency_key", UNSET))
 
         description = d.pop("description", UNSET)
 
@@ -106,6 +128,7 @@ class TemplateInput:
         template_input = cls(
             id=id,
             plan=plan,
+            concurrency_key=concurrency_key,
             description=description,
             input_schema=input_schema,
         )

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+from typing_extensions import Self
+
+T = TypeVar("T", bound="KeyLimit")
+
+
+@_attrs_define
+class KeyLimit:
+    """One key pattern's limits.
+
+    Attributes:
+        pattern (str):
+        updated_at (datetime.datetime):
+        weight (float):
+    """
+
+    pattern: str
+    updated_at: datetime.datetime
+    weight: float
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        pattern = self.pattern
+
+        updated_at = self.updated_at.isoformat()
+
+        weight = self.weight
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "pattern": pattern,
+                "updated_at": updated_at,
+                "weight": weight,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        pattern = d.pop("pattern")
+
+        updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
+
+        weight = d.pop("weight")
+
+        key_limit = cls(
+            pattern=pattern,
+            updated_at=updated_at,
+            weight=weight,
+        )
+
+        key_limit.additional_properties = d
+        return key_limit
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

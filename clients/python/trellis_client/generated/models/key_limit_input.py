@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from typing_extensions import Self
+
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="KeyLimitInput")
+
+
+@_attrs_define
+class KeyLimitInput:
+    """`PUT /key-limits/{pattern}`.
+
+    Attributes:
+        weight (float | None | Unset): The keys' share of the claim, against other keys' (default 1; above 0, at most
+            1000).
+    """
+
+    weight: float | None | Unset = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        weight: float | None | Unset
+        if isinstance(self.weight, Unset):
+            weight = UNSET
+        else:
+            weight = self.weight
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update({})
+        if weight is not UNSET:
+            field_dict["weight"] = weight
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+
+        def _parse_weight(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        weight = _parse_weight(d.pop("weight", UNSET))
+
+        key_limit_input = cls(
+            weight=weight,
+        )
+
+        return key_limit_input

@@ -1,0 +1,88 @@
+//! `/key-limits` (admin): each concurrency key pattern's weight, its share of the claim within
+//! a priority. A key takes the most specific pattern that matches it (an exact key, then the
+//! longest pattern), else `[fairness] default_weight`. A change applies to tasks submitted
+//! after it.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+
+use super::openapi::{BadBody, BadUri, Guarded, Missing};
+use super::{ApiError, ApiJson, AppState};
+use crate::store::fairness::KeyLimit;
+
+/// `PUT /key-limits/{pattern}`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(examples(json!({"weight": 3})))]
+pub(super) struct KeyLimitInput {
+    /// The keys' share of the claim, against other keys' (default 1; above 0, at most 1000).
+    #[serde(default)]
+    #[schema(exclusive_minimum = 0, maximum = 1000)]
+    weight: Option<f64>,
+}
+
+/// The `{pattern}` of a key limit route (documentation only).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+pub(super) struct PatternPath {
+    /// A concurrency key, or a pattern where `*` is any run of characters (`premium-*`); 1 to
+    /// 128 bytes.
+    pattern: String,
+}
+
+fn check_pattern(p: &str) -> Result<(), ApiError> {
+    if p.is_empty() || p.len() > 128 {
+        return Err(ApiError::validation("a key pattern is 1 to 128 bytes"));
+    }
+    Ok(())
+}
+
+/// Set a key pattern's weight (admin; created or replaced).
+#[utoipa::path(put, path = "/key-limits/{pattern}", operation_id = "put_key_limit", tag = "fairness",
+    security(("bearer" = [])), params(PatternPath), request_body = KeyLimitInput,
+    responses((status = 200, description = "stored", body = KeyLimit), BadBody, BadUri, Guarded),
+)]
+pub(super) async fn put(
+    State(st): State<AppState>,
+    Path(pattern): Path<String>,
+    ApiJson(l): ApiJson<KeyLimitInput>,
+) -> Result<Json<KeyLimit>, ApiError> {
+    check_pattern(&pattern)?;
+    let weight = l.weight.unwrap_or(1.0);
+    if !(weight > 0.0 && weight <= 1000.0) {
+        return Err(ApiError::validation(
+            "weight must be above 0 and at most 1000",
+        ));
+    }
+    Ok(Json(st.store.put_key_limit(&pattern, weight).await?))
+}
+
+/// Every key pattern's limits, by pattern (admin).
+#[utoipa::path(get, path = "/key-limits", operation_id = "list_key_limits", tag = "fairness",
+    security(("bearer" = [])),
+    responses((status = 200, description = "key limits", body = Vec<KeyLimit>), Guarded),
+)]
+pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<KeyLimit>>, ApiError> {
+    Ok(Json(st.store.key_limits().await?))
+}
+
+/// Remove a key pattern's limits (admin): its keys take the next pattern, or the default.
+#[utoipa::path(delete, path = "/key-limits/{pattern}", operation_id = "delete_key_limit", tag = "fairness",
+    security(("bearer" = [])), params(PatternPath),
+    responses((status = 204, description = "deleted"), Missing, BadUri, Guarded),
+)]
+pub(super) async fn delete(
+    State(st): State<AppState>,
+    Path(pattern): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    check_pattern(&pattern)?;
+    if st.store.delete_key_limit(&pattern).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(crate::store::StoreError::NotFound(format!("key limit {pattern:?}")).into())
+    }
+}

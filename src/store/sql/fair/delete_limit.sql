@@ -1,0 +1,2 @@
+-- name: fair/delete_limit
+DELETE FROM key_limits WHERE pattern = $1
