@@ -23,6 +23,7 @@ use trellis::testkit::with_database;
 use trellis::worker::{self, WorkerConfig};
 use uuid::Uuid;
 
+mod fairness;
 mod fleet;
 mod maps;
 mod peers;
@@ -1499,6 +1500,59 @@ async fn main() -> Result<()> {
             r.deliveries,
             r.deliveries_per_sec
         );
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--fairness") {
+        // scenario 17: fair queues (the fairness issue); BENCH_FAIR_PARTS picks parts
+        // (small,weights,depth,aging)
+        let parts = std::env::var("BENCH_FAIR_PARTS")
+            .unwrap_or_else(|_| "small,weights,depth,aging".into());
+        let part = |p: &str| parts.split(',').any(|x| x.trim() == p);
+        if part("small") {
+            let before = fairness::small_key(&b).await?;
+            println!(
+                "a small key behind a backlog: key a had 50,000 queued, key b then 100; {before} of a's tasks had ended when b's last one did (target < 2,000): {}",
+                if before < 2_000 { "ok" } else { "MISSED" }
+            );
+        }
+        if part("weights") {
+            let (heavy, light) = fairness::weights(&b).await?;
+            let ratio = heavy as f64 / light.max(1) as f64;
+            println!(
+                "weights 3 : 1, both backlogged: {heavy} : {light} of the first 10,000 = {ratio:.2} (target 3 ± 10 %): {}",
+                if (2.7..=3.3).contains(&ratio) {
+                    "ok"
+                } else {
+                    "MISSED"
+                }
+            );
+        }
+        if part("depth") {
+            let (one_bufs, one_rate) = fairness::at_depth(&b, 1).await?;
+            let (many_bufs, many_rate) = fairness::at_depth(&b, 1_000).await?;
+            let worst = |v: &[i64]| v.last().copied().unwrap_or(0);
+            println!(
+                "100,000 queued: 1 key: claim buffers {one_bufs:?}, drain {one_rate:.0} tasks/s; 1,000 keys: claim buffers {many_bufs:?}, drain {many_rate:.0} tasks/s = {:.2} × (targets: buffers within 2 ×, drain ≥ 0.8 ×): {}",
+                many_rate / one_rate,
+                if worst(&many_bufs) <= 2 * worst(&one_bufs).max(1) && many_rate >= 0.8 * one_rate {
+                    "ok"
+                } else {
+                    "MISSED"
+                }
+            );
+        }
+        if part("aging") {
+            // an interval longer than a stream task's wait (the stream is kept one to two seconds
+            // of work deep), so that aging raises only the task left behind
+            let interval = Duration::from_secs(3);
+            let waited = fairness::aging(&b, interval).await?;
+            // five levels, each within 1.1 intervals of its due time, and a claim
+            let bound = 5.0 * 1.1 * interval.as_secs_f64() + 1.0;
+            println!(
+                "aging every {interval:?} up to 5 levels: a priority-0 task behind a stream of priority-5 tasks started after {waited:.2} s (bound {bound:.1} s): {}",
+                if waited <= bound { "ok" } else { "MISSED" }
+            );
+        }
         return Ok(());
     }
     if args.iter().any(|a| a == "--map") {

@@ -679,6 +679,9 @@ pub struct ActivityView {
     /// Ready and running steps per tool, with how long the oldest ready one has waited (the
     /// queue lag).
     pub queue: Vec<QueueView>,
+    /// Ready and running steps per concurrency key: the 20 keys with the most, then
+    /// `others` (the rest summed).
+    pub queue_by_key: Vec<KeyQueueView>,
     /// Per tool: attempts finished over the last hour, failures, and their duration.
     pub tools: Vec<ToolActivityView>,
     /// Live workers.
@@ -717,6 +720,15 @@ pub struct ToolActivityView {
     pub mean_ms: f64,
 }
 
+/// One concurrency key's queue in [`ActivityView`].
+#[derive(Debug, Default, Serialize, ToSchema)]
+pub struct KeyQueueView {
+    /// The concurrency key (`""` for tasks without one; `others` sums the keys past the top 20).
+    pub key: String,
+    pub ready: i64,
+    pub running: i64,
+}
+
 /// One tool's queue in [`ActivityView`].
 #[derive(Debug, Default, Serialize, ToSchema)]
 pub struct QueueView {
@@ -732,6 +744,7 @@ pub fn activity(read: crate::store::reads::Activity, recent_cap: i64) -> Activit
     let crate::store::reads::Activity {
         minutes,
         tools,
+        by_key,
         gauges,
         recent_tasks,
     } = read;
@@ -790,6 +803,14 @@ pub fn activity(read: crate::store::reads::Activity, recent_cap: i64) -> Activit
             })
             .collect(),
         queue: queue.into_values().collect(),
+        queue_by_key: by_key
+            .into_iter()
+            .map(|(key, ready, running)| KeyQueueView {
+                key,
+                ready,
+                running,
+            })
+            .collect(),
         workers,
         in_flight,
         unfinished_tasks,

@@ -248,9 +248,14 @@ impl Store {
                 .bind(minutes)
                 .fetch_all(&mut **tx)
                 .await?;
+            let by_key = sqlx::query_as(sql!("read/queue_by_key"))
+                .bind(20_i64)
+                .fetch_all(&mut **tx)
+                .await?;
             Ok(Activity {
                 minutes: per_minute,
                 tools,
+                by_key,
                 gauges: gauges(&mut **tx).await?,
                 recent_tasks: recent_counts(&mut **tx, minutes, cap).await?,
             })
@@ -308,6 +313,8 @@ async fn recent_counts(
 pub struct Activity {
     pub minutes: Vec<ActivityRow>,
     pub tools: Vec<ToolActivityRow>,
+    /// Ready and running steps per concurrency key: the top 20, then `others`.
+    pub by_key: Vec<(String, i64, i64)>,
     pub gauges: Vec<GaugeRow>,
     pub recent_tasks: BTreeMap<String, i64>,
 }

@@ -48,15 +48,19 @@ pub(super) fn spawn(
     helpers
 }
 
-/// Priority aging: a pass every tenth of the interval (so a task rises within 1.1 intervals of
-/// its due time), batch after batch while a pass finds work; one worker of the fleet at a time.
+/// Priority aging: a pass every twentieth of the interval, jittered by as much again (so a task
+/// rises within 1.1 intervals of its due time), batch after batch while a pass finds work; one
+/// worker of the fleet at a time.
 async fn aging_loop(s: Sweep, aging: super::Aging) {
     let interval = aging.interval.as_secs_f64();
     let max_boost = i32::try_from(aging.max_boost).unwrap_or(i32::MAX);
     loop {
-        let jitter = Duration::from_millis(u64::from(Uuid::new_v4().as_bytes()[0]) % 100);
-        if !s.pause(aging.interval / 10, jitter).await {
-            return;
+        // not stretched by the fleet's size (the bound is the interval's): one worker at a
+        // time runs a pass, the others' tries cost a lock probe
+        let jitter = aging.interval / 20 * u32::from(Uuid::new_v4().as_bytes()[0]) / 255;
+        tokio::select! {
+            _ = s.stop.cancelled() => return,
+            _ = tokio::time::sleep(aging.interval / 20 + jitter) => {}
         }
         loop {
             match s.store.age_priorities(interval, max_boost, 1000).await {

@@ -43,6 +43,8 @@ try {
   check(await page.locator('#activity rect.bar.succeeded').count() >= 1, 'the overview charts the last hour\'s attempts');
   check(/\d+\.\d s/.test(await page.textContent('#queue-lag')), 'the overview shows the queue lag');
   check(/^\d+ s$/.test(await page.textContent('#oldest-transaction')), 'the overview shows the age of the oldest open transaction');
+  const keys = await page.$$eval('#queue-by-key tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  check(keys.some((k) => k[0] === 'acme' && Number(k[1]) + Number(k[2]) >= 1), `the overview shows the queue per concurrency key (${JSON.stringify(keys)})`);
   const counts = async (id) => page.$$eval(`#${id} [data-count-of]`, (cards) => Object.fromEntries(cards.map((c) => [c.dataset.countOf, Number(c.querySelector('b').textContent.replace(/,/g, ''))])));
   const recent = await counts('recent-tasks');
   const total = (c) => Object.values(c).reduce((a, b) => a + b, 0);

@@ -60,6 +60,7 @@ async fn dashboard_end_to_end_in_headless_chromium() {
     let running = app
         .submit(json!({
             "description": "still running when the browser opens it",
+            "concurrency_key": "acme",
             "plan": {"steps": [
                 {"id": "start", "tool": "echo", "parameters": {"text": "go"}},
                 {"id": "wait", "tool": "sleep", "parameters": {"ms": 20000}, "dependencies": ["start"]}

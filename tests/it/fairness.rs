@@ -297,3 +297,30 @@ async fn aging_raises_a_waiting_task_one_level_per_interval_up_to_its_bound() {
             .unwrap();
     assert_eq!(first, old);
 }
+
+#[tokio::test]
+async fn the_activity_shows_the_queue_per_key_top_20_then_others() {
+    let app = spawn_app().await;
+    submit_many(&app, Some("big"), 30).await;
+    for k in 0..25 {
+        submit_many(&app, Some(&format!("k{k:02}")), 1).await;
+    }
+    submit_many(&app, None, 2).await;
+    let (s, v) = app.get("/api/v1/stats/activity").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let rows = v["queue_by_key"].as_array().unwrap();
+    assert_eq!(rows.len(), 21, "{rows:?}");
+    assert_eq!(rows[0], json!({"key": "big", "ready": 30, "running": 0}));
+    assert_eq!(
+        rows[1],
+        json!({"key": "", "ready": 2, "running": 0}),
+        "no key, then by name"
+    );
+    assert_eq!(rows[2]["key"], "k00");
+    assert_eq!(rows[19]["key"], "k17");
+    assert_eq!(
+        rows[20],
+        json!({"key": "others", "ready": 7, "running": 0}),
+        "k18 … k24"
+    );
+}

@@ -948,6 +948,11 @@ export interface components {
              */
             queue: components["schemas"]["QueueView"][];
             /**
+             * @description Ready and running steps per concurrency key: the 20 keys with the most, then
+             *     `others` (the rest summed).
+             */
+            queue_by_key: components["schemas"]["KeyQueueView"][];
+            /**
              * Format: int64
              * @description Where the counts of `recent_tasks` stop.
              */
@@ -1211,6 +1216,15 @@ export interface components {
              * @description The keys' share of the claim, against other keys' (default 1; above 0, at most 1000).
              */
             weight?: number | null;
+        };
+        /** @description One concurrency key's queue in [`ActivityView`]. */
+        KeyQueueView: {
+            /** @description The concurrency key (`""` for tasks without one; `others` sums the keys past the top 20). */
+            key: string;
+            /** Format: int64 */
+            ready: number;
+            /** Format: int64 */
+            running: number;
         };
         /** @description Limits for one task, over the configured defaults (`[limits]`). */
         Limits: {

@@ -150,6 +150,9 @@ async function drawOverview(view) {
     h('h2', {}, 'Queue by tool'), act.queue.length
       ? table(['tool', 'ready', 'running', 'oldest ready waited'], act.queue.map((q) => [q.tool, q.ready, q.running, `${q.oldest_ready_secs.toFixed(1)} s`]))
       : h('p', { class: 'muted' }, 'Nothing queued.'),
+    h('h2', {}, 'Queue by concurrency key'), act.queue_by_key.length
+      ? table(['key', 'ready', 'running'], act.queue_by_key.map((k) => [k.key === '' ? '(no key)' : k.key, k.ready, k.running]), { id: 'queue-by-key' })
+      : h('p', { class: 'muted' }, 'Nothing queued.'),
     h('h2', {}, `Workers (${fleet.length})`), workerTable(fleet),
     h('h2', {}, 'Most failing tools, last hour'),
     top.length ? table(['tool', 'failed attempts', 'of attempts'], top.map((t) => [t.tool, t.failed, t.attempts])) : h('p', { class: 'muted' }, 'No failures in the last hour.'),

@@ -36,6 +36,7 @@ from .key import Key
 from .key_input import KeyInput
 from .key_limit import KeyLimit
 from .key_limit_input import KeyLimitInput
+from .key_queue_view import KeyQueueView
 from .limits import Limits
 from .list_tasks_status_type_0 import ListTasksStatusType0
 from .list_waits_kind import ListWaitsKind
@@ -196,6 +197,7 @@ __all__ = (
     "KeyInput",
     "KeyLimit",
     "KeyLimitInput",
+    "KeyQueueView",
     "Limits",
     "ListTasksStatusType0",
     "ListWaitsKind",

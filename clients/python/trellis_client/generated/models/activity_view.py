@@ -10,6 +10,7 @@ from typing_extensions import Self
 if TYPE_CHECKING:
     from ..models.activity_view_recent_tasks import ActivityViewRecentTasks
     from ..models.activity_view_unfinished_tasks import ActivityViewUnfinishedTasks
+    from ..models.key_queue_view import KeyQueueView
     from ..models.minute_view import MinuteView
     from ..models.queue_view import QueueView
     from ..models.tool_activity_view import ToolActivityView
@@ -31,6 +32,8 @@ class ActivityView:
             be vacuumed while it stays open, and a long one slows every queue (docs/sql-reporting.md, "Long reports").
         queue (list[QueueView]): Ready and running steps per tool, with how long the oldest ready one has waited (the
             queue lag).
+        queue_by_key (list[KeyQueueView]): Ready and running steps per concurrency key: the 20 keys with the most, then
+            `others` (the rest summed).
         recent_cap (int): Where the counts of `recent_tasks` stop.
         recent_tasks (ActivityViewRecentTasks): Tasks submitted in the last hour by their status now, every status
             present. A count
@@ -46,6 +49,7 @@ class ActivityView:
     minutes: list[MinuteView]
     oldest_transaction_secs: float
     queue: list[QueueView]
+    queue_by_key: list[KeyQueueView]
     recent_cap: int
     recent_tasks: ActivityViewRecentTasks
     tools: list[ToolActivityView]
@@ -68,6 +72,11 @@ class ActivityView:
             queue_item = queue_item_data.to_dict()
             queue.append(queue_item)
 
+        queue_by_key = []
+        for queue_by_key_item_data in self.queue_by_key:
+            queue_by_key_item = queue_by_key_item_data.to_dict()
+            queue_by_key.append(queue_by_key_item)
+
         recent_cap = self.recent_cap
 
         recent_tasks = self.recent_tasks.to_dict()
@@ -89,6 +98,7 @@ class ActivityView:
                 "minutes": minutes,
                 "oldest_transaction_secs": oldest_transaction_secs,
                 "queue": queue,
+                "queue_by_key": queue_by_key,
                 "recent_cap": recent_cap,
                 "recent_tasks": recent_tasks,
                 "tools": tools,
@@ -103,6 +113,7 @@ class ActivityView:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.activity_view_recent_tasks import ActivityViewRecentTasks
         from ..models.activity_view_unfinished_tasks import ActivityViewUnfinishedTasks
+        from ..models.key_queue_view import KeyQueueView
         from ..models.minute_view import MinuteView
         from ..models.queue_view import QueueView
         from ..models.tool_activity_view import ToolActivityView
@@ -126,6 +137,13 @@ class ActivityView:
 
             queue.append(queue_item)
 
+        queue_by_key = []
+        _queue_by_key = d.pop("queue_by_key")
+        for queue_by_key_item_data in _queue_by_key:
+            queue_by_key_item = KeyQueueView.from_dict(queue_by_key_item_data)
+
+            queue_by_key.append(queue_by_key_item)
+
         recent_cap = d.pop("recent_cap")
 
         recent_tasks = ActivityViewRecentTasks.from_dict(d.pop("recent_tasks"))
@@ -148,6 +166,7 @@ class ActivityView:
             minutes=minutes,
             oldest_transaction_secs=oldest_transaction_secs,
             queue=queue,
+            queue_by_key=queue_by_key,
             recent_cap=recent_cap,
             recent_tasks=recent_tasks,
             tools=tools,
