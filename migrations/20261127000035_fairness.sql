@@ -25,7 +25,7 @@ CREATE TABLE key_limits (
     -- the pattern as a LIKE pattern (`*` any run of characters; the rest literal)
     like_pattern text NOT NULL,
     max_running  integer CHECK (max_running IS NULL OR max_running >= 0),
-    weight       double precision NOT NULL DEFAULT 1 CHECK (weight > 0 AND weight <= 1000),
+    weight       double precision NOT NULL DEFAULT 1 CHECK (weight >= 0.001 AND weight <= 1000),
     updated_at   timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE key_limits IS

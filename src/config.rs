@@ -830,8 +830,8 @@ impl Settings {
             return bad("database.pooler must be none, session or transaction");
         }
         let f = &self.fairness;
-        if !(f.default_weight > 0.0 && f.default_weight <= 1000.0) {
-            return bad("fairness.default_weight must be above 0 and at most 1000");
+        if !(0.001..=1000.0).contains(&f.default_weight) {
+            return bad("fairness.default_weight must be from 0.001 to 1000");
         }
         if f.aging_max_boost > 1000 {
             return bad("fairness.aging_max_boost must be at most 1000");

@@ -18,9 +18,9 @@ use crate::store::fairness::KeyLimit;
 #[serde(deny_unknown_fields)]
 #[schema(examples(json!({"weight": 3})))]
 pub(super) struct KeyLimitInput {
-    /// The keys' share of the claim, against other keys' (default 1; above 0, at most 1000).
+    /// The keys' share of the claim, against other keys' (default 1; from 0.001 to 1000).
     #[serde(default)]
-    #[schema(exclusive_minimum = 0, maximum = 1000)]
+    #[schema(minimum = 0.001, maximum = 1000)]
     weight: Option<f64>,
 }
 
@@ -53,10 +53,8 @@ pub(super) async fn put(
 ) -> Result<Json<KeyLimit>, ApiError> {
     check_pattern(&pattern)?;
     let weight = l.weight.unwrap_or(1.0);
-    if !(weight > 0.0 && weight <= 1000.0) {
-        return Err(ApiError::validation(
-            "weight must be above 0 and at most 1000",
-        ));
+    if !(0.001..=1000.0).contains(&weight) {
+        return Err(ApiError::validation("weight must be from 0.001 to 1000"));
     }
     Ok(Json(st.store.put_key_limit(&pattern, weight).await?))
 }

@@ -1213,7 +1213,7 @@ export interface components {
         KeyLimitInput: {
             /**
              * Format: double
-             * @description The keys' share of the claim, against other keys' (default 1; above 0, at most 1000).
+             * @description The keys' share of the claim, against other keys' (default 1; from 0.001 to 1000).
              */
             weight?: number | null;
         };

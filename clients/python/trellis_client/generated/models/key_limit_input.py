@@ -16,7 +16,7 @@ class KeyLimitInput:
     """`PUT /key-limits/{pattern}`.
 
     Attributes:
-        weight (float | None | Unset): The keys' share of the claim, against other keys' (default 1; above 0, at most
+        weight (float | None | Unset): The keys' share of the claim, against other keys' (default 1; from 0.001 to
             1000).
     """
 
