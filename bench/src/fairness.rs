@@ -120,7 +120,7 @@ pub async fn small_key(b: &Bench) -> Result<i64> {
 /// Part 2: heavy ÷ light among the first 10,000 tasks to end.
 pub async fn weights(b: &Bench) -> Result<(i64, i64)> {
     let (store, url) = b.fresh("fair_weights").await?;
-    store.put_key_limit("heavy", 3.0).await?;
+    store.put_key_limit("heavy", 3.0, None).await?;
     // interleaved submits, as two customers would send them
     for _ in 0..4 {
         submit(&store, 5_000, 0, |_| Some("heavy".into())).await?;

@@ -1,5 +1,5 @@
 //! `/key-limits` (admin): each concurrency key pattern's weight, its share of the claim within
-//! a priority. A key takes the most specific pattern that matches it (an exact key, then the
+//! a priority, and its `max_running`, the steps of one key's tasks running at once. A key takes the most specific pattern that matches it (an exact key, then the
 //! longest pattern), else `[fairness] default_weight`. A change applies to tasks submitted
 //! after it.
 
@@ -16,12 +16,18 @@ use crate::store::fairness::KeyLimit;
 /// `PUT /key-limits/{pattern}`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-#[schema(examples(json!({"weight": 3})))]
+#[schema(examples(json!({"weight": 3, "max_running": 10})))]
 pub(super) struct KeyLimitInput {
     /// The keys' share of the claim, against other keys' (default 1; from 0.001 to 1000).
     #[serde(default)]
     #[schema(minimum = 0.001, maximum = 1000)]
     weight: Option<f64>,
+    /// Steps of one key's tasks running at once, across every worker (each key that matches
+    /// has its own count; absent: no cap). It applies to tasks submitted after the pattern
+    /// exists; a new value applies at once.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 1000000)]
+    max_running: Option<i32>,
 }
 
 /// The `{pattern}` of a key limit route (documentation only).
@@ -41,7 +47,7 @@ fn check_pattern(p: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Set a key pattern's weight (admin; created or replaced).
+/// Set a key pattern's weight and max_running (admin; created or replaced).
 #[utoipa::path(put, path = "/key-limits/{pattern}", operation_id = "put_key_limit", tag = "fairness",
     security(("bearer" = [])), params(PatternPath), request_body = KeyLimitInput,
     responses((status = 200, description = "stored", body = KeyLimit), BadBody, BadUri, Guarded),
@@ -56,7 +62,16 @@ pub(super) async fn put(
     if !(0.001..=1000.0).contains(&weight) {
         return Err(ApiError::validation("weight must be from 0.001 to 1000"));
     }
-    Ok(Json(st.store.put_key_limit(&pattern, weight).await?))
+    if l.max_running.is_some_and(|n| !(0..=1_000_000).contains(&n)) {
+        return Err(ApiError::validation(
+            "max_running must be from 0 to 1000000 (absent: no cap)",
+        ));
+    }
+    Ok(Json(
+        st.store
+            .put_key_limit(&pattern, weight, l.max_running)
+            .await?,
+    ))
 }
 
 /// Every key pattern's limits, by pattern (admin).

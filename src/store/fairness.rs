@@ -11,6 +11,8 @@ use super::{Result, Store};
 pub struct KeyLimit {
     pub pattern: String,
     pub weight: f64,
+    /// Steps of one key's tasks running at once, across every worker (none: no cap).
+    pub max_running: Option<i32>,
     pub updated_at: chrono::DateTime<chrono::Utc>,
 }
 
@@ -31,23 +33,29 @@ pub fn like_pattern(pattern: &str) -> String {
 }
 
 impl Store {
-    /// Set a key pattern's weight (insert or replace).
-    pub async fn put_key_limit(&self, pattern: &str, weight: f64) -> Result<KeyLimit> {
+    /// Set a key pattern's weight and `max_running` (insert or replace).
+    pub async fn put_key_limit(
+        &self,
+        pattern: &str,
+        weight: f64,
+        max_running: Option<i32>,
+    ) -> Result<KeyLimit> {
         Ok(sqlx::query_as(sql!("fair/put_limit"))
             .bind(pattern)
             .bind(like_pattern(pattern))
             .bind(weight)
+            .bind(max_running)
             .fetch_one(&self.pool)
             .await?)
     }
 
     /// Every key pattern's limits, by pattern.
     pub async fn key_limits(&self) -> Result<Vec<KeyLimit>> {
-        Ok(
-            sqlx::query_as("SELECT pattern, weight, updated_at FROM key_limits ORDER BY pattern")
-                .fetch_all(&self.pool)
-                .await?,
+        Ok(sqlx::query_as(
+            "SELECT pattern, weight, max_running, updated_at FROM key_limits ORDER BY pattern",
         )
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     /// Remove a key pattern's limits; whether there were any.

@@ -111,6 +111,7 @@ async fn weights_set_by_pattern_give_shares_in_proportion() {
         json!({"weight": 0}),
         json!({"weight": 5000}),
         json!({"weight": "3"}),
+        json!({"max_running": -1}),
         json!({"share": 3}),
     ] {
         let (s, v) = put("other", bad.clone()).await;
@@ -323,4 +324,163 @@ async fn the_activity_shows_the_queue_per_key_top_20_then_others() {
         json!({"key": "others", "ready": 7, "running": 0}),
         "k18 … k24"
     );
+}
+
+fn keyed(key: &str) -> trellis::store::submit::NewTask {
+    let mut t = common::new_task(json!([{"id": "s", "tool": "echo"}]));
+    t.concurrency_key = Some(key.into());
+    t
+}
+
+fn claim(worker: Uuid) -> trellis::store::step_queue::Claim {
+    trellis::store::step_queue::Claim {
+        worker_id: worker,
+        limit: 64,
+        lease_secs: 30.0,
+        max_running_tasks: 0,
+    }
+}
+
+async fn complete(
+    store: &trellis::store::Store,
+    worker: Uuid,
+    steps: &[trellis::store::step_queue::ClaimedStep],
+) {
+    let items: Vec<trellis::store::step_queue::StepSuccess> = steps
+        .iter()
+        .map(|s| trellis::store::step_queue::StepSuccess {
+            fence: s.fence(),
+            worker_id: worker,
+            tool: s.tool.clone(),
+            parameters: json!({}),
+            output: json!({"ok": true}),
+            output_params: Default::default(),
+        })
+        .collect();
+    for r in store.complete_steps(&items, 30.0).await.unwrap() {
+        r.unwrap();
+    }
+}
+
+/// `max_running` caps one key's running steps, each key of a pattern on its own; the other
+/// keys still fill the claim; a step that ends makes room for one more.
+#[tokio::test]
+async fn max_running_caps_each_key_of_a_pattern() {
+    let db = common::fresh_db().await;
+    let store = &db.store;
+    store.put_key_limit("tenant-*", 1.0, Some(2)).await.unwrap();
+    let mut batch = Vec::new();
+    for _ in 0..20 {
+        batch.push(keyed("tenant-a"));
+        batch.push(keyed("tenant-b"));
+        batch.push(keyed("free"));
+    }
+    store.submit_tasks_quietly(&batch).await.unwrap().unwrap();
+    let worker = Uuid::now_v7();
+    let count = |got: &[trellis::store::step_queue::ClaimedStep], key: &str| {
+        let ids: Vec<Uuid> = got.iter().map(|s| s.task_id).collect();
+        (ids, key.to_string())
+    };
+    let key_of = async |ids: Vec<Uuid>, key: String| -> usize {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM tasks WHERE id = ANY($1) AND concurrency_key = $2",
+        )
+        .bind(ids)
+        .bind(key)
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+        n as usize
+    };
+    let first = store.claim_steps(&claim(worker)).await.unwrap();
+    let (ids, k) = count(&first, "tenant-a");
+    assert_eq!(key_of(ids.clone(), k).await, 2, "tenant-a: its cap");
+    assert_eq!(
+        key_of(ids.clone(), "tenant-b".into()).await,
+        2,
+        "tenant-b: a cap of its own"
+    );
+    assert_eq!(
+        key_of(ids, "free".into()).await,
+        20,
+        "an unlimited key fills the rest"
+    );
+    let second = store.claim_steps(&claim(worker)).await.unwrap();
+    assert!(
+        second.is_empty(),
+        "both capped keys are full: {}",
+        second.len()
+    );
+    // one of tenant-a's steps ends: one more of tenant-a, none of tenant-b
+    let a_ids: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT id FROM tasks WHERE id = ANY($1) AND concurrency_key = 'tenant-a'",
+    )
+    .bind(first.iter().map(|s| s.task_id).collect::<Vec<_>>())
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    let one: Vec<_> = first
+        .iter()
+        .filter(|s| s.task_id == a_ids[0])
+        .cloned()
+        .collect();
+    complete(store, worker, &one).await;
+    let third = store.claim_steps(&claim(worker)).await.unwrap();
+    let ids: Vec<Uuid> = third.iter().map(|s| s.task_id).collect();
+    assert_eq!(third.len(), 1);
+    assert_eq!(key_of(ids, "tenant-a".into()).await, 1);
+    // a new value applies at once
+    store.put_key_limit("tenant-*", 1.0, Some(5)).await.unwrap();
+    let fourth = store.claim_steps(&claim(worker)).await.unwrap();
+    assert_eq!(fourth.len(), 6, "3 more of each");
+}
+
+/// The cap holds under 4 workers draining 400 tasks of one key, checked from the attempts'
+/// start and end times (the database's clock).
+#[tokio::test]
+async fn max_running_holds_across_four_workers() {
+    let app = spawn_app().await;
+    let (s, v) = app
+        .http
+        .put(app.url("/api/v1/key-limits/one"))
+        .json(&json!({"max_running": 2}))
+        .send()
+        .await
+        .map(|r| (r.status().as_u16(), r))
+        .unwrap();
+    assert_eq!(s, 200, "{:?}", v.text().await);
+    let tasks: Vec<Value> = (0..400)
+        .map(|i| {
+            json!({"description": "capped", "concurrency_key": "one", "plan": {"steps": [
+                {"id": "s", "tool": "sleep", "parameters": {"ms": 5, "i": i}}]}})
+        })
+        .collect();
+    let (s, v) = app
+        .post("/api/v1/tasks/batch", &json!({"tasks": tasks}))
+        .await;
+    assert!(s.is_success(), "{v}");
+    let workers: Vec<_> = (0..4).map(|_| app.worker(|c| c.concurrency = 8)).collect();
+    common::wait_for("every task to end", LIMIT, || async {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE finished_at IS NOT NULL")
+            .fetch_one(app.store().pool())
+            .await
+            .unwrap();
+        (n == 400).then_some(())
+    })
+    .await;
+    for w in workers {
+        w.stop().await;
+    }
+    // the most attempts that overlapped: an end before a start at the same instant
+    let peak: i64 = sqlx::query_scalar(
+        "SELECT max(n) FROM (
+             SELECT sum(d) OVER (ORDER BY at, d) AS n FROM (
+                 SELECT started_at AS at, 1 AS d FROM attempts
+                 UNION ALL SELECT finished_at, -1 FROM attempts) e) x",
+    )
+    .fetch_one(app.store().pool())
+    .await
+    .unwrap();
+    assert!(peak <= 2, "{peak} steps of the key ran at once");
+    assert_eq!(peak, 2, "the cap was reached (4 workers, 400 tasks)");
 }

@@ -104,7 +104,7 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Set a key pattern's weight (admin; created or replaced). */
+        /** Set a key pattern's weight and max_running (admin; created or replaced). */
         put: operations["put_key_limit"];
         post?: never;
         /** Remove a key pattern's limits (admin): its keys take the next pattern, or the default. */
@@ -1198,6 +1198,11 @@ export interface components {
         };
         /** @description One key pattern's limits. */
         KeyLimit: {
+            /**
+             * Format: int32
+             * @description Steps of one key's tasks running at once, across every worker (none: no cap).
+             */
+            max_running?: number | null;
             pattern: string;
             /** Format: date-time */
             updated_at: string;
@@ -1207,10 +1212,18 @@ export interface components {
         /**
          * @description `PUT /key-limits/{pattern}`.
          * @example {
+         *       "max_running": 10,
          *       "weight": 3
          *     }
          */
         KeyLimitInput: {
+            /**
+             * Format: int32
+             * @description Steps of one key's tasks running at once, across every worker (each key that matches
+             *     has its own count; absent: no cap). It applies to tasks submitted after the pattern
+             *     exists; a new value applies at once.
+             */
+            max_running?: number | null;
             /**
              * Format: double
              * @description The keys' share of the claim, against other keys' (default 1; from 0.001 to 1000).

@@ -74,6 +74,9 @@ pub(crate) struct Picked {
     pub tools: Vec<String>,
     /// Tasks without running steps the claim may start (-1: no cap).
     pub admit: i64,
+    /// The key patterns with a `max_running` locked (`key_limits` rows): the keys they govern
+    /// may start steps up to their room; the others none.
+    pub patterns: Vec<String>,
 }
 
 /// The plain claim (no task cap, no limited tool): one statement.
@@ -265,6 +268,7 @@ fn checked_args<'q, O>(q: PgQueryAs<'q, O>, p: &'q Picked, c: &Claim) -> PgQuery
         .bind(&p.tools)
         .bind(p.admit)
         .bind(&p.tasks)
+        .bind(&p.patterns)
 }
 
 /// `ready → running` for up to `c.limit` of the entries `p` locked, within the limits of the

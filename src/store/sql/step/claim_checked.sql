@@ -16,7 +16,7 @@ WITH cap AS MATERIALIZED (
     SELECT t.id,
            t.status = 'running' AND (t.deadline_at IS NULL OR t.deadline_at > now()) AS ok,
            EXISTS (SELECT 1 FROM steps r WHERE r.task_id = t.id AND r.status = 'running') AS active,
-           t.priority, t.fair_pass, t.created_at
+           t.priority, t.fair_pass, t.created_at, t.concurrency_key, t.key_pattern
     FROM tasks t WHERE t.id = ANY($8::uuid[])
 ), admitted AS MATERIALIZED (
     SELECT s.id FROM (
@@ -28,10 +28,31 @@ WITH cap AS MATERIALIZED (
     SELECT c.*, row_number() OVER (PARTITION BY c.lane
                                    ORDER BY c.priority DESC, c.pass, c.task_created_at, c.task_id, c.position) AS nth
     FROM cand c WHERE c.task_id IN (SELECT id FROM admitted)
-), chosen AS MATERIALIZED (
-    SELECT o.* FROM offered o
+), key_room AS MATERIALIZED (
+    -- steps each key under a max_running may start now: its free slots, counted with this
+    -- snapshot under its pattern's lock ($9 lists the patterns this transaction locked); 0 for
+    -- a key whose pattern another claim holds. Keys whose pattern sets no max_running: no row
+    SELECT k.concurrency_key AS key,
+           CASE WHEN NOT (k.key_pattern = ANY($9::text[])) THEN 0
+                ELSE greatest(l.max_running - (
+                    SELECT count(*) FROM running_steps r JOIN tasks x ON x.id = r.task_id
+                    WHERE x.concurrency_key = k.concurrency_key), 0) END AS room
+    FROM (SELECT DISTINCT s.concurrency_key, s.key_pattern FROM state s
+          WHERE s.key_pattern IS NOT NULL) k
+    JOIN key_limits l ON l.pattern = k.key_pattern
+    WHERE l.max_running IS NOT NULL
+), lane_ok AS MATERIALIZED (
+    SELECT o.*, s.concurrency_key AS ckey FROM offered o JOIN state s ON s.id = o.task_id
     WHERE o.lane = '' OR o.nth <= coalesce((SELECT cap FROM cap WHERE cap.tool_id = o.lane), 0)
-    ORDER BY o.priority DESC, o.pass, o.task_created_at, o.task_id, o.position
+), chosen AS MATERIALIZED (
+    -- within its lane's room, and within its key's (an entry left by its key keeps its place)
+    SELECT x.step_id, x.task_id, x.priority, x.pass, x.task_created_at, x.position, x.lane, x.nth
+    FROM (SELECT l.*, row_number() OVER (PARTITION BY l.ckey
+                                         ORDER BY l.priority DESC, l.pass, l.task_created_at,
+                                                  l.task_id, l.position) AS knth
+          FROM lane_ok l) x
+    WHERE x.knth <= coalesce((SELECT kr.room FROM key_room kr WHERE kr.key = x.ckey), x.knth)
+    ORDER BY x.priority DESC, x.pass, x.task_created_at, x.task_id, x.position
     LIMIT $2
 ), dequeued AS (
     -- what is claimed leaves the queue; so do the entries of tasks no longer running or

@@ -1,7 +1,7 @@
 -- name: step/claim_pick
--- The checked claim's first statement (a task cap or a limited tool in play): lock the
--- candidate entries, their tasks and the limited tools, all SKIP LOCKED; step/claim_checked
--- counts with a later snapshot and claims.
+-- The checked claim's first statement (a task cap, a limited tool or a key's max_running in
+-- play): lock the candidate entries, their tasks, the limited tools and the limited key
+-- patterns, all SKIP LOCKED; step/claim_checked counts with a later snapshot and claims.
 WITH admit AS MATERIALIZED (
     -- tasks without running steps this claim may start (-1: no cap); counted after the
     -- admission lock was taken ($4), by an earlier statement
@@ -64,9 +64,21 @@ WITH admit AS MATERIALIZED (
     WHERE t.id = ANY(ARRAY(SELECT DISTINCT task_id FROM cand))
     ORDER BY t.id
     FOR NO KEY UPDATE OF t SKIP LOCKED
+), keyed AS MATERIALIZED (
+    -- the key patterns with a max_running that govern the locked tasks, locked so that the next
+    -- statement's count of each key's running steps is exact; a pattern another claim holds is
+    -- skipped (its keys' steps wait for the next claim)
+    SELECT l.pattern FROM key_limits l
+    WHERE l.max_running IS NOT NULL
+      AND l.pattern = ANY(ARRAY(SELECT DISTINCT t.key_pattern FROM tasks t
+                                WHERE t.id IN (SELECT id FROM locked)
+                                  AND t.key_pattern IS NOT NULL))
+    ORDER BY l.pattern
+    FOR UPDATE OF l SKIP LOCKED
 )
 SELECT coalesce((SELECT array_agg(step_id) FROM cand WHERE task_id IN (SELECT id FROM locked)),
                 '{}') AS steps,
        coalesce((SELECT array_agg(id ORDER BY id) FROM locked), '{}') AS tasks,
        coalesce((SELECT array_agg(tool_id ORDER BY tool_id) FROM lanes), '{}') AS tools,
-       (SELECT n FROM admit) AS admit
+       (SELECT n FROM admit) AS admit,
+       coalesce((SELECT array_agg(pattern ORDER BY pattern) FROM keyed), '{}') AS patterns

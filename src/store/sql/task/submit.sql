@@ -29,20 +29,25 @@ WITH missing AS (
          LIMIT 1),
         0) AS pass
 ), keys AS (
-    -- each key of the batch: its weight (the most specific pattern, else $59) and where it
-    -- left off (or the head, if that is later: an idle key banks no credit)
-    SELECT k.k,
+    -- each key of the batch: the pattern that governs it (an exact key, then the longest
+    -- pattern; tasks without a key have none), its weight (that pattern's, else $59) and where
+    -- it left off (or the head, if that is later: an idle key banks no credit)
+    SELECT k.k, k.pattern,
            greatest(1, round(1000000 / coalesce(
-               (SELECT l.weight FROM key_limits l WHERE k.k LIKE l.like_pattern
-                ORDER BY position('*' IN l.pattern) = 0 DESC, length(l.pattern) DESC, l.pattern
-                LIMIT 1), $59::float8)))::bigint AS stride,
+               (SELECT l.weight FROM key_limits l WHERE l.pattern = k.pattern), $59::float8)))::bigint
+               AS stride,
            greatest((SELECT x.fair_pass FROM tasks x WHERE coalesce(x.concurrency_key, '') = k.k
                      ORDER BY x.fair_pass DESC LIMIT 1),
                     (SELECT pass FROM head), 0) AS base
-    FROM (SELECT DISTINCT coalesce(concurrency_key, '') AS k FROM t_in) k
+    FROM (SELECT k.k,
+                 CASE WHEN k.k <> '' THEN
+                     (SELECT l.pattern FROM key_limits l WHERE k.k LIKE l.like_pattern
+                      ORDER BY position('*' IN l.pattern) = 0 DESC, length(l.pattern) DESC, l.pattern
+                      LIMIT 1) END AS pattern
+          FROM (SELECT DISTINCT coalesce(concurrency_key, '') AS k FROM t_in) k) k
 ), fair AS (
     -- a key's tasks of the batch take its next turns, in the batch's order
-    SELECT t.id,
+    SELECT t.id, k.pattern,
            k.base + k.stride * row_number() OVER (PARTITION BY k.k ORDER BY t.ord) AS pass
     FROM t_in t JOIN keys k ON k.k = coalesce(t.concurrency_key, '')
 ), ins AS (
@@ -51,14 +56,15 @@ WITH missing AS (
                        max_task_replans, max_consecutive_failures, max_reflection_rounds,
                        max_concurrent_steps, step_reflection, auto_reflection, success_threshold,
                        max_llm_calls, deadline_at, max_llm_tokens, run_at, parent_task_id,
-                       parent_step_id, concurrency_key, fair_pass)
+                       parent_step_id, concurrency_key, fair_pass, key_pattern)
     SELECT id, description, metadata, context, priority, idempotency_key, status, plan_version,
            event_seq, max_step_retries, max_single_step_repairs, max_task_replans,
            max_consecutive_failures, max_reflection_rounds, max_concurrent_steps, step_reflection,
            auto_reflection, success_threshold, max_llm_calls,
            CASE WHEN task_timeout_secs > 0
                 THEN coalesce(start_at, now()) + make_interval(secs => task_timeout_secs) END,
-           max_llm_tokens, start_at, parent_task_id, parent_step_id, concurrency_key, f.pass
+           max_llm_tokens, start_at, parent_task_id, parent_step_id, concurrency_key, f.pass,
+           f.pattern
     FROM t_in JOIN fair f USING (id)
     WHERE cardinality((SELECT ids FROM missing)) = 0
     ORDER BY ord

@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 from typing_extensions import Self
+
+from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="KeyLimit")
 
@@ -19,11 +21,13 @@ class KeyLimit:
         pattern (str):
         updated_at (datetime.datetime):
         weight (float):
+        max_running (int | None | Unset): Steps of one key's tasks running at once, across every worker (none: no cap).
     """
 
     pattern: str
     updated_at: datetime.datetime
     weight: float
+    max_running: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -32,6 +36,12 @@ class KeyLimit:
         updated_at = self.updated_at.isoformat()
 
         weight = self.weight
+
+        max_running: int | None | Unset
+        if isinstance(self.max_running, Unset):
+            max_running = UNSET
+        else:
+            max_running = self.max_running
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -42,6 +52,8 @@ class KeyLimit:
                 "weight": weight,
             }
         )
+        if max_running is not UNSET:
+            field_dict["max_running"] = max_running
 
         return field_dict
 
@@ -54,10 +66,20 @@ class KeyLimit:
 
         weight = d.pop("weight")
 
+        def _parse_max_running(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_running = _parse_max_running(d.pop("max_running", UNSET))
+
         key_limit = cls(
             pattern=pattern,
             updated_at=updated_at,
             weight=weight,
+            max_running=max_running,
         )
 
         key_limit.additional_properties = d

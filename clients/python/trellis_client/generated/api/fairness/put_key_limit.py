@@ -100,7 +100,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: KeyLimitInput,
 ) -> Response[Error | KeyLimit]:
-    """Set a key pattern's weight (admin; created or replaced).
+    """Set a key pattern's weight and max_running (admin; created or replaced).
 
     Args:
         pattern (str):
@@ -132,7 +132,7 @@ def sync(
     client: AuthenticatedClient,
     body: KeyLimitInput,
 ) -> Error | KeyLimit | None:
-    """Set a key pattern's weight (admin; created or replaced).
+    """Set a key pattern's weight and max_running (admin; created or replaced).
 
     Args:
         pattern (str):
@@ -159,7 +159,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: KeyLimitInput,
 ) -> Response[Error | KeyLimit]:
-    """Set a key pattern's weight (admin; created or replaced).
+    """Set a key pattern's weight and max_running (admin; created or replaced).
 
     Args:
         pattern (str):
@@ -189,7 +189,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: KeyLimitInput,
 ) -> Error | KeyLimit | None:
-    """Set a key pattern's weight (admin; created or replaced).
+    """Set a key pattern's weight and max_running (admin; created or replaced).
 
     Args:
         pattern (str):
