@@ -10,6 +10,8 @@
 //! 4. **Aging**: a stream of priority-5 tasks offered at capacity (50 ms sleeps on a small
 //!    fleet), then one priority-0 task, with aging every 3 s up to 5 levels: how long it
 //!    waited to start.
+//! 5. **max_running**: 10,000 queued tasks of one key whose pattern sets `max_running` 2, drained
+//!    by 4 workers: the most of its steps that ran at once, from the attempts' start and end.
 
 use std::time::{Duration, Instant};
 
@@ -261,4 +263,34 @@ pub async fn aging(b: &Bench, interval: Duration) -> Result<f64> {
     drop(store);
     b.drop_db(&url).await;
     Ok(waited)
+}
+
+/// Part 5: the most steps of one key (`max_running` 2) that ran at once while 4 workers drained
+/// 10,000 of its tasks, from the attempts' start and end times; and the drain's tasks/s.
+pub async fn capped(b: &Bench) -> Result<(i64, f64)> {
+    let (store, url) = b.fresh("fair_cap").await?;
+    store.put_key_limit("capped-*", 1.0, Some(2)).await?;
+    submit(&store, 10_000, 0, |_| Some("capped-one".into())).await?;
+    let w = b.workers(&url, 4, |_| {}).await?;
+    wait_until(
+        &store,
+        "10,000 capped tasks",
+        Duration::from_secs(900),
+        |n| n >= 10_000,
+    )
+    .await?;
+    w.stop().await;
+    let (peak, rate): (i64, f64) = sqlx::query_as(
+        "SELECT (SELECT max(n) FROM (
+                     SELECT sum(d) OVER (ORDER BY at, d) AS n FROM (
+                         SELECT started_at AS at, 1 AS d FROM attempts
+                         UNION ALL SELECT finished_at, -1 FROM attempts) e) x),
+                count(*) / extract(epoch FROM max(finished_at) - min(started_at))::float8
+         FROM attempts",
+    )
+    .fetch_one(store.pool())
+    .await?;
+    drop(store);
+    b.drop_db(&url).await;
+    Ok((peak, rate))
 }

@@ -1504,9 +1504,9 @@ async fn main() -> Result<()> {
     }
     if args.iter().any(|a| a == "--fairness") {
         // scenario 17: fair queues (the fairness issue); BENCH_FAIR_PARTS picks parts
-        // (small,weights,depth,aging)
+        // (small,weights,depth,cap,aging)
         let parts = std::env::var("BENCH_FAIR_PARTS")
-            .unwrap_or_else(|_| "small,weights,depth,aging".into());
+            .unwrap_or_else(|_| "small,weights,depth,cap,aging".into());
         let part = |p: &str| parts.split(',').any(|x| x.trim() == p);
         if part("small") {
             let before = fairness::small_key(&b).await?;
@@ -1539,6 +1539,13 @@ async fn main() -> Result<()> {
                 } else {
                     "MISSED"
                 }
+            );
+        }
+        if part("cap") {
+            let (peak, rate) = fairness::capped(&b).await?;
+            println!(
+                "max_running 2 on a key, 4 workers, 10,000 queued tasks of it: at most {peak} ran at once ({rate:.0} tasks/s): {}",
+                if peak <= 2 { "ok" } else { "MISSED" }
             );
         }
         if part("aging") {
