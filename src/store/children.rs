@@ -20,6 +20,8 @@ pub struct ChildOf<'a> {
     pub step_id: Uuid,
     pub step_key: &'a str,
     pub attempt: i32,
+    /// `[limits] max_steps_per_plan`: the child's plan is held to it like a submitted one.
+    pub max_steps: usize,
 }
 
 /// A task's child, as its parent's view lists it.
@@ -55,6 +57,13 @@ impl Store {
             Ok(p) => p,
             Err(f) => return Ok(Err(f)),
         };
+        if plan.steps.len() > parent.max_steps {
+            return Ok(Err(bad(format!(
+                "task: the child's plan has {} steps; at most {} are allowed ([limits] max_steps_per_plan)",
+                plan.steps.len(),
+                parent.max_steps
+            ))));
+        }
         let known = in_tx!(self.pool, |tx| known_tools(tx).await)?;
         if let Err(e) = crate::domain::plan::validate(&plan, &known) {
             return Ok(Err(bad(format!("task: the child's plan: {}", e.message))));

@@ -93,7 +93,7 @@ async fn resolve_list(
     };
     let (limit, why) = match map.max_items {
         Some(m) => (m as usize, "map.max_items"),
-        None => (rt.cfg.max_map_items, "[limits] max_steps_per_plan"),
+        None => (rt.cfg.max_steps_per_plan, "[limits] max_steps_per_plan"),
     };
     if items.len() > limit {
         // the list will not shrink on a retry: recovery must change the plan or stop

@@ -74,8 +74,9 @@ pub struct WorkerConfig {
     pub webhooks: crate::config::WebhookSettings,
     /// Opens the secrets tools' headers name (`[secrets] key`).
     pub secret_box: Option<crate::secretbox::SecretBox>,
-    /// The most items a map without `max_items` runs (`[limits] max_steps_per_plan`).
-    pub max_map_items: usize,
+    /// `[limits] max_steps_per_plan`: the most items a map without `max_items` runs, and the
+    /// most steps a child task's plan may have.
+    pub max_steps_per_plan: usize,
     /// Priority aging (`[fairness]`): none when `aging_interval_secs` is 0.
     pub aging: Option<Aging>,
 }
@@ -155,7 +156,7 @@ impl WorkerConfig {
             secret_box: crate::secretbox::SecretBox::from_settings(s.secrets.key.as_deref())
                 .ok()
                 .flatten(),
-            max_map_items: s.limits.max_steps_per_plan as usize,
+            max_steps_per_plan: s.limits.max_steps_per_plan as usize,
             aging: (s.fairness.aging_interval_secs > 0).then(|| Aging {
                 interval: Duration::from_secs(s.fairness.aging_interval_secs),
                 max_boost: s.fairness.aging_max_boost,

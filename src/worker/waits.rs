@@ -228,6 +228,7 @@ async fn child(rt: &Runtime, step: &ClaimedStep, params: &Value) -> Result<Next,
         step_id: step.id,
         step_key: &step.step_key,
         attempt: step.attempt,
+        max_steps: rt.cfg.max_steps_per_plan,
     };
     let child = match rt.store.start_child(parent, &spec).await {
         Ok(Ok(id)) => id,

@@ -264,3 +264,36 @@ async fn a_parent_that_fails_cancels_its_running_child() {
     assert_eq!(waits, json!([]), "no wait is left open");
     w.stop().await;
 }
+
+/// A child's plan is held to `[limits] max_steps_per_plan` like a submitted one: a longer one
+/// fails the step with the limit named, and starts no child.
+#[tokio::test]
+async fn a_childs_plan_longer_than_the_limit_fails_its_step() {
+    let app = spawn_app().await;
+    let w = app.worker(|c| c.max_steps_per_plan = 2);
+    let mut t = common::new_task(json!([
+        {"id": "k", "tool": "task", "parameters": {"plan": {"steps": [
+            {"id": "a", "tool": "echo"}, {"id": "b", "tool": "echo"}, {"id": "c", "tool": "echo"}
+        ]}}}
+    ]));
+    t.limits.step_reflection = false;
+    let id = app.store().submit_task(&t).await.unwrap().task_id;
+    let done = app.wait_done(id, LIMIT).await;
+    assert_ne!(done["status"], "succeeded", "{done}");
+    let (_, attempts) = app.get(&format!("/api/v1/tasks/{id}/attempts")).await;
+    let message = attempts[0]["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(message.contains("max_steps_per_plan"), "{attempts}");
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM tasks WHERE parent_task_id IS NOT NULL"
+        )
+        .await,
+        0,
+        "no child started"
+    );
+    w.stop().await;
+}
