@@ -8,7 +8,7 @@
 -- is still one index walk. A key that was idle restarts at the head: it banks no credit.
 -- Tasks without a key share the key '' (so with no keys at all, passes follow submission:
 -- first in, first out, as before).
-ALTER TABLE tasks ADD COLUMN concurrency_key text CHECK (octet_length(concurrency_key) <= 128);
+ALTER TABLE tasks ADD COLUMN concurrency_key text CHECK (char_length(concurrency_key) BETWEEN 1 AND 128);
 ALTER TABLE tasks ADD COLUMN fair_pass bigint NOT NULL DEFAULT 0;
 -- levels the maintenance pass has raised the task by (aging), and when it last did
 ALTER TABLE tasks ADD COLUMN priority_boost integer NOT NULL DEFAULT 0;
@@ -21,7 +21,7 @@ COMMENT ON COLUMN tasks.priority_boost IS 'priority levels added by aging (prior
 CREATE INDEX tasks_fair_key_idx ON tasks ((coalesce(concurrency_key, '')), fair_pass DESC);
 
 CREATE TABLE key_limits (
-    pattern      text PRIMARY KEY CHECK (octet_length(pattern) BETWEEN 1 AND 128),
+    pattern      text PRIMARY KEY CHECK (char_length(pattern) BETWEEN 1 AND 128),
     -- the pattern as a LIKE pattern (`*` any run of characters; the rest literal)
     like_pattern text NOT NULL,
     max_running  integer CHECK (max_running IS NULL OR max_running >= 0),
@@ -37,4 +37,4 @@ CREATE INDEX claim_queue_claim_idx ON claim_queue (lane, priority DESC, pass, ta
     WHERE NOT delayed;
 
 -- a template's key: ${input.…} / ${metadata.…} placeholders, filled at each submit
-ALTER TABLE templates ADD COLUMN concurrency_key text CHECK (octet_length(concurrency_key) <= 256);
+ALTER TABLE templates ADD COLUMN concurrency_key text CHECK (char_length(concurrency_key) BETWEEN 1 AND 256);

@@ -162,8 +162,9 @@ pub(super) async fn create(
     State(st): State<AppState>,
     ApiJson(k): ApiJson<KeyInput>,
 ) -> Result<Response, ApiError> {
+    // the length as sent (the document's maxLength), then what is left once trimmed
     let name = k.name.trim();
-    if name.is_empty() || name.chars().count() > 200 {
+    if name.is_empty() || k.name.chars().count() > 200 {
         return Err(ApiError::validation("name must be 1 to 200 characters"));
     }
     let role: Role = k.role.parse().map_err(ApiError::validation)?;

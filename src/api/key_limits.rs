@@ -36,13 +36,14 @@ pub(super) struct KeyLimitInput {
 #[allow(dead_code)]
 pub(super) struct PatternPath {
     /// A concurrency key, or a pattern where `*` is any run of characters (`premium-*`); 1 to
-    /// 128 bytes.
+    /// 128 characters.
+    #[param(min_length = 1, max_length = 128)]
     pattern: String,
 }
 
 fn check_pattern(p: &str) -> Result<(), ApiError> {
-    if p.is_empty() || p.len() > 128 {
-        return Err(ApiError::validation("a key pattern is 1 to 128 bytes"));
+    if !(1..=128).contains(&p.chars().count()) {
+        return Err(ApiError::validation("a key pattern is 1 to 128 characters"));
     }
     Ok(())
 }

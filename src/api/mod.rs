@@ -261,6 +261,15 @@ where
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let Json(v) = Json::<serde_json::Value>::from_request(req, state).await?;
+        // every body is an object: serde would take an array for a struct whose fields are all
+        // optional (`[null, null]` as `{}`)
+        if !v.is_object() {
+            return Err(ApiError::new(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                "the body must be a JSON object",
+            ));
+        }
         input::typed(v).map(ApiJson)
     }
 }

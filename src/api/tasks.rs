@@ -93,7 +93,7 @@ pub(super) struct SubmitTask {
     /// `[webhooks] signing_secret` (a 422 when none is configured).
     #[serde(default)]
     webhook: Option<Value>,
-    /// The fairness key (1 to 128 bytes, e.g. a customer id): within a priority, the claim
+    /// The fairness key (1 to 128 characters, e.g. a customer id): within a priority, the claim
     /// serves keys in turn, in proportion to their weights (`/key-limits`), not to their
     /// backlogs. Tasks without one share one key.
     #[serde(default)]
@@ -332,10 +332,10 @@ fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
         ));
     }
     if let Some(k) = &body.concurrency_key
-        && (k.is_empty() || k.len() > 128)
+        && !(1..=128).contains(&k.chars().count())
     {
         return Err(ApiError::validation(
-            "concurrency_key must be 1 to 128 bytes",
+            "concurrency_key must be 1 to 128 characters (a template's, once filled, too)",
         ));
     }
     let limits = apply_limits(st.default_limits(), body.limits)?;

@@ -74,9 +74,9 @@ pub(super) async fn create(
     let mut paths =
         template::input_paths(&t.plan).map_err(|e| ApiError::validation(format!("plan: {e}")))?;
     if let Some(k) = &t.concurrency_key {
-        if k.is_empty() || k.len() > 256 {
+        if !(1..=256).contains(&k.chars().count()) {
             return Err(ApiError::validation(
-                "concurrency_key must be 1 to 256 bytes",
+                "concurrency_key must be 1 to 256 characters",
             ));
         }
         paths.extend(template::key_paths(k).map_err(ApiError::validation)?);

@@ -113,6 +113,7 @@ async fn weights_set_by_pattern_give_shares_in_proportion() {
         json!({"weight": "3"}),
         json!({"max_running": -1}),
         json!({"share": 3}),
+        json!([null, null]),
     ] {
         let (s, v) = put("other", bad.clone()).await;
         assert_eq!(s, 422, "{bad}: {v}");
@@ -218,6 +219,21 @@ async fn a_template_derives_the_key_from_its_metadata_or_input() {
         assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{key}: {v}");
         assert!(v.to_string().contains(named), "{key}: {v}");
     }
+    // a key that is too long once filled is a 422, not a failed insert
+    let (s, v) = app
+        .post(
+            "/api/v1/tasks",
+            &json!({"template": "per-customer", "input": {"region": "r".repeat(200)},
+                    "metadata": {"customer": "c-42"}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert!(v.to_string().contains("concurrency_key"), "{v}");
+    // 128 characters of 3 bytes each are a key; 129 are not
+    let (s, v) = app
+        .post("/api/v1/tasks", &one(Some(&"€".repeat(128)), 0))
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{v}");
     let (s, v) = app
         .post("/api/v1/tasks", &one(Some(&"k".repeat(129)), 0))
         .await;

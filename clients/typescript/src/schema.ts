@@ -1791,7 +1791,7 @@ export interface components {
          */
         SubmitTask: {
             /**
-             * @description The fairness key (1 to 128 bytes, e.g. a customer id): within a priority, the claim
+             * @description The fairness key (1 to 128 characters, e.g. a customer id): within a priority, the claim
              *     serves keys in turn, in proportion to their weights (`/key-limits`), not to their
              *     backlogs. Tasks without one share one key.
              */
@@ -2749,7 +2749,7 @@ export interface operations {
             path: {
                 /**
                  * @description A concurrency key, or a pattern where `*` is any run of characters (`premium-*`); 1 to
-                 *     128 bytes.
+                 *     128 characters.
                  */
                 pattern: string;
             };
@@ -2842,7 +2842,7 @@ export interface operations {
             path: {
                 /**
                  * @description A concurrency key, or a pattern where `*` is any run of characters (`premium-*`); 1 to
-                 *     128 bytes.
+                 *     128 characters.
                  */
                 pattern: string;
             };

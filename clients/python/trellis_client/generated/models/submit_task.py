@@ -26,8 +26,8 @@ class SubmitTask:
     alone. A body that breaks one of these rules is a 422 naming it.
 
         Attributes:
-            concurrency_key (None | str | Unset): The fairness key (1 to 128 bytes, e.g. a customer id): within a priority,
-                the claim
+            concurrency_key (None | str | Unset): The fairness key (1 to 128 characters, e.g. a customer id): within a
+                priority, the claim
                 serves keys in turn, in proportion to their weights (`/key-limits`), not to their
                 backlogs. Tasks without one share one key.
             context (None | SubmitTaskContextType0 | Unset): The caller's context, given to every brain prompt and readable
