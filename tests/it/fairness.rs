@@ -500,3 +500,27 @@ async fn max_running_holds_across_four_workers() {
     assert!(peak <= 2, "{peak} steps of the key ran at once");
     assert_eq!(peak, 2, "the cap was reached (4 workers, 400 tasks)");
 }
+
+/// A key whose tasks name two patterns (an exact one added after some were submitted) is held
+/// to the smaller room of the two, and the claim still runs.
+#[tokio::test]
+async fn a_key_under_two_patterns_takes_the_smaller_room() {
+    let db = common::fresh_db().await;
+    let store = &db.store;
+    store.put_key_limit("team-*", 1.0, Some(1)).await.unwrap();
+    store
+        .submit_tasks_quietly(&[keyed("team-a"), keyed("team-a")])
+        .await
+        .unwrap()
+        .unwrap();
+    store.put_key_limit("team-a", 1.0, Some(3)).await.unwrap();
+    store
+        .submit_tasks_quietly(&[keyed("team-a"), keyed("team-a")])
+        .await
+        .unwrap()
+        .unwrap();
+    let worker = Uuid::now_v7();
+    let got = store.claim_steps(&claim(worker)).await.unwrap();
+    assert_eq!(got.len(), 1, "the least room of team-* (1) and team-a (3)");
+    assert!(store.claim_steps(&claim(worker)).await.unwrap().is_empty());
+}

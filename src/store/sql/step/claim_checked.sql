@@ -31,16 +31,19 @@ WITH cap AS MATERIALIZED (
 ), key_room AS MATERIALIZED (
     -- steps each key under a max_running may start now: its free slots, counted with this
     -- snapshot under its pattern's lock ($9 lists the patterns this transaction locked); 0 for
-    -- a key whose pattern another claim holds. Keys whose pattern sets no max_running: no row
+    -- a key whose pattern another claim holds; the least, when a key's tasks name two patterns
+    -- (one was added after some of them were submitted). Keys whose pattern sets no
+    -- max_running: no row
     SELECT k.concurrency_key AS key,
-           CASE WHEN NOT (k.key_pattern = ANY($9::text[])) THEN 0
-                ELSE greatest(l.max_running - (
-                    SELECT count(*) FROM running_steps r JOIN tasks x ON x.id = r.task_id
-                    WHERE x.concurrency_key = k.concurrency_key), 0) END AS room
+           min(CASE WHEN NOT (k.key_pattern = ANY($9::text[])) THEN 0
+                    ELSE greatest(l.max_running - (
+                        SELECT count(*) FROM running_steps r JOIN tasks x ON x.id = r.task_id
+                        WHERE x.concurrency_key = k.concurrency_key), 0) END) AS room
     FROM (SELECT DISTINCT s.concurrency_key, s.key_pattern FROM state s
           WHERE s.key_pattern IS NOT NULL) k
     JOIN key_limits l ON l.pattern = k.key_pattern
     WHERE l.max_running IS NOT NULL
+    GROUP BY k.concurrency_key
 ), lane_ok AS MATERIALIZED (
     SELECT o.*, s.concurrency_key AS ckey FROM offered o JOIN state s ON s.id = o.task_id
     WHERE o.lane = '' OR o.nth <= coalesce((SELECT cap FROM cap WHERE cap.tool_id = o.lane), 0)
