@@ -6,12 +6,34 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::openapi::{BadBody, BadUri, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
 use crate::store::fairness::KeyLimit;
+
+/// One key pattern's limits.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = KeyLimit)]
+pub(super) struct KeyLimitView {
+    pattern: String,
+    weight: f64,
+    /// Steps of one key's tasks running at once, across every worker (none: no cap).
+    max_running: Option<i32>,
+    updated_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl From<KeyLimit> for KeyLimitView {
+    fn from(l: KeyLimit) -> Self {
+        Self {
+            pattern: l.pattern,
+            weight: l.weight,
+            max_running: l.max_running,
+            updated_at: l.updated_at,
+        }
+    }
+}
 
 /// `PUT /key-limits/{pattern}`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -51,13 +73,13 @@ fn check_pattern(p: &str) -> Result<(), ApiError> {
 /// Set a key pattern's weight and max_running (admin; created or replaced).
 #[utoipa::path(put, path = "/key-limits/{pattern}", operation_id = "put_key_limit", tag = "fairness",
     security(("bearer" = [])), params(PatternPath), request_body = KeyLimitInput,
-    responses((status = 200, description = "stored", body = KeyLimit), BadBody, BadUri, Guarded),
+    responses((status = 200, description = "stored", body = KeyLimitView), BadBody, BadUri, Guarded),
 )]
 pub(super) async fn put(
     State(st): State<AppState>,
     Path(pattern): Path<String>,
     ApiJson(l): ApiJson<KeyLimitInput>,
-) -> Result<Json<KeyLimit>, ApiError> {
+) -> Result<Json<KeyLimitView>, ApiError> {
     check_pattern(&pattern)?;
     let weight = l.weight.unwrap_or(1.0);
     if !(0.001..=1000.0).contains(&weight) {
@@ -71,17 +93,25 @@ pub(super) async fn put(
     Ok(Json(
         st.store
             .put_key_limit(&pattern, weight, l.max_running)
-            .await?,
+            .await?
+            .into(),
     ))
 }
 
 /// Every key pattern's limits, by pattern (admin).
 #[utoipa::path(get, path = "/key-limits", operation_id = "list_key_limits", tag = "fairness",
     security(("bearer" = [])),
-    responses((status = 200, description = "key limits", body = Vec<KeyLimit>), Guarded),
+    responses((status = 200, description = "key limits", body = Vec<KeyLimitView>), Guarded),
 )]
-pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<KeyLimit>>, ApiError> {
-    Ok(Json(st.store.key_limits().await?))
+pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<KeyLimitView>>, ApiError> {
+    Ok(Json(
+        st.store
+            .key_limits()
+            .await?
+            .into_iter()
+            .map(KeyLimitView::from)
+            .collect(),
+    ))
 }
 
 /// Remove a key pattern's limits (admin): its keys take the next pattern, or the default.

@@ -148,7 +148,7 @@ pub fn key_paths(pattern: &str) -> Result<Vec<String>, String> {
 }
 
 /// A template's `concurrency_key` for one submit: its placeholders filled from `input` and
-/// `metadata` (strings as they are, other values as JSON).
+/// `metadata` (strings as they are, other values as JSON); a key of 1 to 128 characters.
 pub fn concurrency_key(pattern: &str, input: &Value, metadata: &Value) -> Result<String, String> {
     let fill = |s: &str, open: &str, root: &Value, name: &str| -> Result<String, String> {
         let mut out = s.to_string();
@@ -164,7 +164,14 @@ pub fn concurrency_key(pattern: &str, input: &Value, metadata: &Value) -> Result
         Ok(out)
     };
     let with_input = fill(pattern, OPEN, input, "input")?;
-    fill(&with_input, METADATA, metadata, "metadata")
+    let key = fill(&with_input, METADATA, metadata, "metadata")?;
+    if !(1..=128).contains(&key.chars().count()) {
+        return Err(format!(
+            "concurrency_key: {pattern:?} filled is {} characters; a key is 1 to 128",
+            key.chars().count()
+        ));
+    }
+    Ok(key)
 }
 
 /// An input with a stand-in value (`"x"`) at every placeholder path, to check a template's plan
@@ -293,5 +300,7 @@ mod tests {
             "{bad}"
         );
         assert!(key_paths("${input.}").is_err());
+        let long = concurrency_key("${input.x}", &json!({"x": "k".repeat(129)}), &metadata);
+        assert!(long.unwrap_err().contains("1 to 128"));
     }
 }

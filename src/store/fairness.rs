@@ -2,12 +2,10 @@
 //! themselves are given at submit (`task/submit`: each task's `fair_pass`) and taken by the
 //! claim's order; this module holds what an operator sets and the aging pass.
 
-use serde::Serialize;
-
 use super::{Result, Store};
 
-/// One key pattern's limits.
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+/// One key pattern's limits (a `key_limits` row).
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct KeyLimit {
     pub pattern: String,
     pub weight: f64,

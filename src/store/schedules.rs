@@ -160,15 +160,6 @@ impl Store {
                     ),
                     None => None,
                 };
-                if key
-                    .as_ref()
-                    .is_some_and(|k| !(1..=128).contains(&k.chars().count()))
-                {
-                    return Err(StoreError::Rejected(format!(
-                        "schedule {}: the template's concurrency_key, filled, is not 1 to 128 characters",
-                        s.id
-                    )));
-                }
                 (plan, t.description, key)
             }
             (None, None) => {

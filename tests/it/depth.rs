@@ -33,7 +33,7 @@ fn wide_task(steps: usize, tool: &str) -> trellis::store::submit::NewTask {
     common::new_task(Value::Array(steps))
 }
 
-fn claim(worker: Uuid, limit: i64, max_running_tasks: i64) -> Claim {
+pub(crate) fn claim(worker: Uuid, limit: i64, max_running_tasks: i64) -> Claim {
     Claim {
         worker_id: worker,
         limit,
@@ -43,7 +43,7 @@ fn claim(worker: Uuid, limit: i64, max_running_tasks: i64) -> Claim {
 }
 
 /// Record the claimed steps as succeeded (one completion batch).
-async fn complete(store: &Store, worker: Uuid, steps: &[ClaimedStep]) {
+pub(crate) async fn complete(store: &Store, worker: Uuid, steps: &[ClaimedStep]) {
     let items: Vec<StepSuccess> = steps
         .iter()
         .map(|s| StepSuccess {

@@ -349,34 +349,10 @@ fn keyed(key: &str) -> trellis::store::submit::NewTask {
 }
 
 fn claim(worker: Uuid) -> trellis::store::step_queue::Claim {
-    trellis::store::step_queue::Claim {
-        worker_id: worker,
-        limit: 64,
-        lease_secs: 30.0,
-        max_running_tasks: 0,
-    }
+    super::depth::claim(worker, 64, 0)
 }
 
-async fn complete(
-    store: &trellis::store::Store,
-    worker: Uuid,
-    steps: &[trellis::store::step_queue::ClaimedStep],
-) {
-    let items: Vec<trellis::store::step_queue::StepSuccess> = steps
-        .iter()
-        .map(|s| trellis::store::step_queue::StepSuccess {
-            fence: s.fence(),
-            worker_id: worker,
-            tool: s.tool.clone(),
-            parameters: json!({}),
-            output: json!({"ok": true}),
-            output_params: Default::default(),
-        })
-        .collect();
-    for r in store.complete_steps(&items, 30.0).await.unwrap() {
-        r.unwrap();
-    }
-}
+use super::depth::complete;
 
 /// `max_running` caps one key's running steps, each key of a pattern on its own; the other
 /// keys still fill the claim; a step that ends makes room for one more.
