@@ -618,6 +618,7 @@ mod tests {
             requires_approval: false,
             mode: "sync".into(),
             headers: Default::default(),
+            tenant: crate::domain::tenant::DEFAULT.into(),
             gated: false,
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),

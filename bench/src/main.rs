@@ -267,6 +267,7 @@ impl Bench {
                 webhook: None,
                 parent: None,
                 concurrency_key: None,
+                tenant: trellis::domain::tenant::DEFAULT.into(),
             })
             .await?
             .task_id)
@@ -354,6 +355,7 @@ impl Bench {
             webhook: None,
             parent: None,
             concurrency_key: None,
+            tenant: trellis::domain::tenant::DEFAULT.into(),
         };
         let all = vec![task; self.sizes.tasks];
         for chunk in all.chunks(1000) {
@@ -685,6 +687,7 @@ impl Bench {
             webhook: None,
             parent: None,
             concurrency_key: None,
+            tenant: trellis::domain::tenant::DEFAULT.into(),
         };
         let chunk = vec![task; 1000];
         let mut left = n;
@@ -837,6 +840,7 @@ impl Bench {
             webhook: None,
             parent: None,
             concurrency_key: None,
+            tenant: trellis::domain::tenant::DEFAULT.into(),
         };
         for chunk in vec![task; n].chunks(1000) {
             if let Err(missing) = store.submit_tasks(chunk).await? {

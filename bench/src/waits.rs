@@ -95,7 +95,9 @@ pub async fn run(b: &Bench, n: usize, deliveries: usize) -> Result<Waits> {
                 if i >= n {
                     return Ok::<_, anyhow::Error>(());
                 }
-                let got = store.post_event(&format!("k{i}"), &json!({"i": i})).await?;
+                let got = store
+                    .post_event("default", &format!("k{i}"), &json!({"i": i}))
+                    .await?;
                 if got != 1 {
                     bail!("event k{i} resolved {got} waits");
                 }

@@ -16,6 +16,7 @@ use super::openapi::{BadBody, BadUri, Guarded, Missing};
 use super::views::{KeyView, WhoAmI};
 use super::{ApiError, ApiJson, AppState, views};
 use crate::domain::auth::{Role, required_role};
+use crate::domain::tenant::{self, Scope};
 use crate::store::keys::NewKey;
 
 /// How the API authenticates callers.
@@ -76,6 +77,79 @@ pub struct Caller(pub Role);
 #[derive(Debug, Clone, Copy)]
 pub struct CallerKey(pub Option<uuid::Uuid>);
 
+/// The caller's tenant: where what it creates goes (`home`), and whose rows it sees (`scope`).
+/// A reader's or operator's key sees its own tenant's only; an admin's sees every tenant's,
+/// or with `?tenant=` that one's (and then creates there).
+#[derive(Debug, Clone)]
+pub struct Tenancy {
+    pub home: String,
+    pub scope: Scope,
+    /// An admin's key (it reads across tenants).
+    pub admin: bool,
+}
+
+impl Tenancy {
+    /// The tenant to filter reads by (none: every tenant).
+    pub fn filter(&self) -> Option<&str> {
+        self.scope.filter()
+    }
+
+    /// 404 unless a row of `tenant` is visible to the caller (`what`: as in "task 0196…").
+    pub fn owns(&self, tenant: &str, what: impl std::fmt::Display) -> Result<(), ApiError> {
+        if self.scope.sees(tenant) {
+            Ok(())
+        } else {
+            Err(ApiError::not_found(format!("{what} not found")))
+        }
+    }
+
+    /// The caller's tenancy for a key of `role` and `tenant`, asked with `query` (the URI's).
+    fn of(role: Role, tenant: &str, query: Option<&str>) -> Result<Self, ApiError> {
+        let asked = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
+            .find(|(k, _)| k == "tenant")
+            .map(|(_, v)| v.into_owned())
+            .filter(|v| !v.is_empty());
+        match asked {
+            Some(t) if role == Role::Admin => {
+                crate::domain::tenant::check(&t).map_err(ApiError::bad_request)?;
+                Ok(Self {
+                    home: t.clone(),
+                    scope: Scope::One(t),
+                    admin: true,
+                })
+            }
+            None if role == Role::Admin => Ok(Self {
+                home: tenant.to_owned(),
+                scope: Scope::All,
+                admin: true,
+            }),
+            // another tenant's rows are not this key's to ask for: its own, whatever it asks
+            _ => Ok(Self {
+                home: tenant.to_owned(),
+                scope: Scope::One(tenant.to_owned()),
+                admin: false,
+            }),
+        }
+    }
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Tenancy {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        parts.extensions.get::<Tenancy>().cloned().ok_or_else(|| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "internal error: the route is outside the key check",
+            )
+        })
+    }
+}
+
 /// Middleware over `/mcp`: 401 without a live key (any role may open a session and list
 /// tools; each tool call is the REST call it stands for, checked there).
 pub(super) async fn require_any_key(st: State<AppState>, req: Request, next: Next) -> Response {
@@ -95,9 +169,15 @@ async fn check_key(
     needed: Option<Role>,
 ) -> Response {
     if !st.auth.enabled {
-        req.extensions_mut().insert(Caller(Role::Admin));
-        req.extensions_mut().insert(CallerKey(None));
-        return next.run(req).await;
+        return match Tenancy::of(Role::Admin, tenant::DEFAULT, req.uri().query()) {
+            Ok(t) => {
+                req.extensions_mut().insert(Caller(Role::Admin));
+                req.extensions_mut().insert(CallerKey(None));
+                req.extensions_mut().insert(t);
+                next.run(req).await
+            }
+            Err(e) => e.into_response(),
+        };
     }
     let presented = req
         .headers()
@@ -113,14 +193,14 @@ async fn check_key(
     };
     let d = digest(key);
     let identity = if st.auth.bootstrap == Some(d) {
-        Some((None, Role::Admin))
+        Some((None, Role::Admin, tenant::DEFAULT.to_owned()))
     } else {
         match st.store.key_identity(&d).await {
-            Ok(r) => r.map(|(id, role)| (Some(id), role)),
+            Ok(r) => r.map(|(id, role, t)| (Some(id), role, t)),
             Err(e) => return ApiError::from(e).into_response(),
         }
     };
-    let Some((key_id, role)) = identity else {
+    let Some((key_id, role, key_tenant)) = identity else {
         return unauthorized("unknown or revoked API key");
     };
     let needed = needed.unwrap_or_else(|| required_role(req.method().as_str(), req.uri().path()));
@@ -132,8 +212,13 @@ async fn check_key(
         )
         .into_response();
     }
+    let tenancy = match Tenancy::of(role, &key_tenant, req.uri().query()) {
+        Ok(t) => t,
+        Err(e) => return e.into_response(),
+    };
     req.extensions_mut().insert(Caller(role));
     req.extensions_mut().insert(CallerKey(key_id));
+    req.extensions_mut().insert(tenancy);
     next.run(req).await
 }
 
@@ -146,6 +231,11 @@ pub(super) struct KeyInput {
     name: String,
     #[schema(schema_with = super::openapi::role)]
     role: String,
+    /// The tenant the key belongs to (default: the caller's, or `?tenant=`'s); its calls see
+    /// that tenant's rows only, unless it is an admin's.
+    #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9_.-]{1,64}$")]
+    tenant: Option<String>,
 }
 
 /// Create an API key (admin); the key is shown in this answer only.
@@ -160,6 +250,7 @@ pub(super) struct KeyInput {
 )]
 pub(super) async fn create(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     ApiJson(k): ApiJson<KeyInput>,
 ) -> Result<Response, ApiError> {
     // the length as sent (the document's maxLength), then what is left once trimmed
@@ -168,6 +259,8 @@ pub(super) async fn create(
         return Err(ApiError::validation("name must be 1 to 200 characters"));
     }
     let role: Role = k.role.parse().map_err(ApiError::validation)?;
+    let tenant = k.tenant.unwrap_or(tenancy.home);
+    tenant::check(&tenant).map_err(ApiError::validation)?;
     let key = new_key();
     let d = digest(&key);
     let row = st
@@ -177,6 +270,7 @@ pub(super) async fn create(
             role,
             digest: &d,
             key_prefix: &key[..12],
+            tenant: &tenant,
         })
         .await?;
     let mut v = views::key(&row);
@@ -188,9 +282,17 @@ pub(super) async fn create(
 #[utoipa::path(get, path = "/keys", operation_id = "list_keys", tag = "keys", security(("bearer" = [])),
     responses((status = 200, description = "keys", body = Vec<KeyView>), Guarded),
 )]
-pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<KeyView>>, ApiError> {
+pub(super) async fn list(
+    State(st): State<AppState>,
+    tenancy: Tenancy,
+) -> Result<Json<Vec<KeyView>>, ApiError> {
     Ok(Json(
-        st.store.list_keys().await?.iter().map(views::key).collect(),
+        st.store
+            .list_keys(tenancy.filter())
+            .await?
+            .iter()
+            .map(views::key)
+            .collect(),
     ))
 }
 
@@ -216,9 +318,11 @@ pub(super) async fn revoke(
 pub(super) async fn whoami(
     State(st): State<AppState>,
     axum::Extension(Caller(role)): axum::Extension<Caller>,
+    tenancy: Tenancy,
 ) -> axum::Json<WhoAmI> {
     axum::Json(WhoAmI {
         role: role.as_str(),
         access_control: st.auth.enabled,
+        tenant: tenancy.home,
     })
 }

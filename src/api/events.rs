@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::openapi::{BadUri, Guarded, LastEventId, Missing};
 
 use super::views::EventView;
-use super::{ApiError, AppState, TaskId};
+use super::{ApiError, AppState, KnownTask};
 use crate::store::Store;
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -39,7 +39,7 @@ pub(super) struct EventsQuery {
 )]
 pub(super) async fn list_or_stream(
     State(st): State<AppState>,
-    TaskId(id): TaskId,
+    KnownTask(id): KnownTask,
     headers: axum::http::HeaderMap,
     q: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {

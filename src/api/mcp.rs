@@ -17,8 +17,6 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use tower::ServiceExt;
 
-use super::AppState;
-
 /// The tools every key sees (and the ones per template, `template.<id>`).
 fn fixed_tools() -> Vec<Tool> {
     let obj = |v: Value| match v {
@@ -93,10 +91,10 @@ fn fixed_tools() -> Vec<Tool> {
     ]
 }
 
-/// The MCP service of one session: the REST router it calls through, and the state.
+/// The MCP service of one session: the REST router it calls through (with the caller's key,
+/// so each call sees what the key sees).
 #[derive(Clone)]
 pub(super) struct TrellisMcp {
-    pub(super) st: AppState,
     pub(super) rest: Router,
 }
 
@@ -268,30 +266,39 @@ impl ServerHandler for TrellisMcp {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = fixed_tools();
-        let templates = self
-            .st
-            .store
-            .list_templates(None, 1000)
-            .await
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        for t in templates {
-            let schema = match &t.input_schema {
+        // the templates the caller's key sees (its tenant's), as the REST route lists them
+        let (status, templates) = self
+            .rest(
+                auth_of(&context).as_deref(),
+                "GET",
+                "/api/v1/templates",
+                None,
+            )
+            .await;
+        if status != 200 {
+            return Err(ErrorData::internal_error(
+                format!("listing the templates answered {status}"),
+                None,
+            ));
+        }
+        for t in templates.as_array().into_iter().flatten() {
+            let id = t["id"].as_str().unwrap_or_default();
+            let schema = match &t["input_schema"] {
                 Value::Object(m) if !m.is_empty() => m.clone(),
                 _ => json!({"type": "object"})
                     .as_object()
                     .cloned()
                     .unwrap_or_default(),
             };
-            let description = if t.description.is_empty() {
-                format!("Submit a task from template {}", t.id)
-            } else {
-                format!("{} (template {})", t.description, t.id)
+            let description = match t["description"].as_str().unwrap_or_default() {
+                "" => format!("Submit a task from template {id}"),
+                d => format!("{d} (template {id})"),
             };
             tools.push(Tool::new(
-                format!("template.{}", t.id),
+                format!("template.{id}"),
                 description,
                 Arc::new(schema),
             ));

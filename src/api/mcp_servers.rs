@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::auth::Tenancy;
 use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
 use crate::secretbox::SecretBox;
@@ -43,6 +44,8 @@ pub(super) struct McpServerView {
     tools: Vec<String>,
     created_at: DateTime<Utc>,
     refreshed_at: DateTime<Utc>,
+    /// The tenant whose tools it imports.
+    tenant: String,
 }
 
 fn view(s: &McpServerRow, tools: Vec<String>) -> McpServerView {
@@ -53,6 +56,7 @@ fn view(s: &McpServerRow, tools: Vec<String>) -> McpServerView {
         tools,
         created_at: s.created_at,
         refreshed_at: s.refreshed_at,
+        tenant: s.tenant.clone(),
     }
 }
 
@@ -78,6 +82,7 @@ async fn filled(
 /// List the server's tools and store them.
 async fn import(
     st: &AppState,
+    tenant: &str,
     id: &str,
     endpoint: &str,
     headers: &BTreeMap<String, String>,
@@ -121,7 +126,7 @@ async fn import(
     }
     Ok(st
         .store
-        .import_mcp_server(id, endpoint, headers, &tools)
+        .import_mcp_server(id, endpoint, headers, &tools, tenant)
         .await?)
 }
 
@@ -132,6 +137,7 @@ async fn import(
 )]
 pub(super) async fn create(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     ApiJson(s): ApiJson<McpServerInput>,
 ) -> Result<Response, ApiError> {
     let ok_id = !s.id.is_empty()
@@ -151,7 +157,7 @@ pub(super) async fn create(
             format!("MCP server {:?} already exists; refresh it", s.id),
         ));
     }
-    let row = import(&st, &s.id, &s.endpoint, &s.headers).await?;
+    let row = import(&st, &tenancy.home, &s.id, &s.endpoint, &s.headers).await?;
     let tools = tools_of(&st, &row.id).await?;
     Ok((StatusCode::CREATED, Json(view(&row, tools))).into_response())
 }
@@ -176,23 +182,28 @@ pub(super) struct McpServerPath {
 )]
 pub(super) async fn refresh(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     Path(id): Path<String>,
 ) -> Result<Json<McpServerView>, ApiError> {
     let s = st.store.get_mcp_server(&id).await?;
-    let row = import(&st, &s.id, &s.endpoint, &s.headers.0).await?;
+    tenancy.owns(&s.tenant, format_args!("MCP server {id:?}"))?;
+    let row = import(&st, &s.tenant, &s.id, &s.endpoint, &s.headers.0).await?;
     let tools = tools_of(&st, &row.id).await?;
     Ok(Json(view(&row, tools)))
 }
 
 /// Every MCP server, with the tools imported from it.
 #[utoipa::path(get, path = "/mcp-servers", operation_id = "list_mcp_servers", tag = "tools",
-    security(("bearer" = [])),
-    responses((status = 200, description = "servers", body = Vec<McpServerView>), Guarded),
+    security(("bearer" = [])), params(super::openapi::TenantParam),
+    responses((status = 200, description = "servers", body = Vec<McpServerView>), BadUri, Guarded),
 )]
-pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<McpServerView>>, ApiError> {
+pub(super) async fn list(
+    State(st): State<AppState>,
+    tenancy: Tenancy,
+) -> Result<Json<Vec<McpServerView>>, ApiError> {
     Ok(Json(
         st.store
-            .list_mcp_servers()
+            .list_mcp_servers(tenancy.filter())
             .await?
             .iter()
             .map(|(s, t)| view(s, t.clone()))
@@ -207,8 +218,11 @@ pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<McpServe
 )]
 pub(super) async fn delete(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
+    let s = st.store.get_mcp_server(&id).await?;
+    tenancy.owns(&s.tenant, format_args!("MCP server {id:?}"))?;
     st.store.delete_mcp_server(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

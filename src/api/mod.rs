@@ -130,15 +130,9 @@ pub fn app(state: AppState) -> Router {
         use rmcp::transport::streamable_http_server::{
             StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
         };
-        let (st, rest) = (state.clone(), rest);
         let service: StreamableHttpService<mcp::TrellisMcp, LocalSessionManager> =
             StreamableHttpService::new(
-                move || {
-                    Ok(mcp::TrellisMcp {
-                        st: st.clone(),
-                        rest: rest.clone(),
-                    })
-                },
+                move || Ok(mcp::TrellisMcp { rest: rest.clone() }),
                 Default::default(),
                 // every request carries an API key (checked below), which a DNS-rebinding page
                 // cannot: any Host is accepted, as for the REST routes
@@ -296,7 +290,8 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for TaskId {
     }
 }
 
-/// A task id from the route's `{id}` that names an existing task (404 otherwise).
+/// A task id from the route's `{id}` that names an existing task of the caller's tenant (404
+/// otherwise: another tenant's task is not there for this caller).
 pub struct KnownTask(pub Uuid);
 
 impl axum::extract::FromRequestParts<AppState> for KnownTask {
@@ -307,7 +302,9 @@ impl axum::extract::FromRequestParts<AppState> for KnownTask {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let TaskId(id) = TaskId::from_request_parts(parts, state).await?;
-        state.store.get_task(id).await?;
+        let tenancy = auth::Tenancy::from_request_parts(parts, state).await?;
+        let tenant = state.store.task_tenant(id).await?;
+        tenancy.owns(&tenant, format_args!("task {id}"))?;
         Ok(KnownTask(id))
     }
 }

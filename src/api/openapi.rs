@@ -347,6 +347,32 @@ impl IntoParams for LastEventId {
     }
 }
 
+/// The `tenant` query parameter of lists and stats: an admin's key reads that tenant's rows
+/// (all tenants' without it); another key reads its own tenant's, whatever it asks. Read by
+/// the key check, for every route.
+pub(super) struct TenantParam;
+
+impl IntoParams for TenantParam {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        vec![
+            ParameterBuilder::new()
+                .name("tenant")
+                .parameter_in(ParameterIn::Query)
+                .required(Required::False)
+                .description(Some(
+                    "an admin key: only this tenant's rows (default: every tenant's); other keys see their own tenant's only",
+                ))
+                .schema(Some(
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .pattern(Some("^[A-Za-z0-9_.-]{1,64}$"))
+                        .build(),
+                ))
+                .build(),
+        ]
+    }
+}
+
 /// A template's plan as `POST /templates` takes it: steps whose strings may hold
 /// `${input.key}` placeholders, so only its outline is checked before instantiation.
 pub(super) fn template_plan() -> Object {

@@ -12,12 +12,14 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::auth::Tenancy;
 use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::tasks::{LimitsInput, PRIORITIES, apply_limits, check_plan_size, named_tools};
 use super::{ApiError, ApiJson, AppState};
 use crate::domain::model::PlanSpec;
 use crate::domain::plan;
 use crate::domain::schedule::CronSchedule;
+use crate::domain::tenant::Scope;
 use crate::store::schedules::{NewSchedule, ScheduleRow};
 
 /// `POST /schedules`.
@@ -109,6 +111,8 @@ pub(super) struct ScheduleView {
     last_error: Option<String>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
+    /// The tenant whose tasks its ticks submit.
+    tenant: String,
 }
 
 fn view(s: &ScheduleRow, now: DateTime<Utc>) -> ScheduleView {
@@ -134,11 +138,17 @@ fn view(s: &ScheduleRow, now: DateTime<Utc>) -> ScheduleView {
         last_error: s.last_error.clone(),
         created_at: s.created_at,
         updated_at: s.updated_at,
+        tenant: s.tenant.clone(),
     }
 }
 
 /// Check a whole schedule (new, or patched) and turn it into the row to write.
-async fn checked(st: &AppState, s: ScheduleInput) -> Result<NewSchedule, ApiError> {
+async fn checked(st: &AppState, tenant: &str, s: ScheduleInput) -> Result<NewSchedule, ApiError> {
+    let own = Tenancy {
+        home: tenant.to_owned(),
+        scope: Scope::One(tenant.to_owned()),
+        admin: false,
+    };
     super::tools::check_id(&s.id)?;
     let timezone = s.timezone.unwrap_or_else(|| "UTC".into());
     CronSchedule::parse(&s.cron, &timezone).map_err(ApiError::validation)?;
@@ -179,14 +189,18 @@ async fn checked(st: &AppState, s: ScheduleInput) -> Result<NewSchedule, ApiErro
             // the template and its input are checked now (a tick re-checks them)
             let mut seen = Default::default();
             let (p, _, _) =
-                super::templates::instantiate(st, &mut seen, t, input.clone(), &json!({})).await?;
+                super::templates::instantiate(st, &own, &mut seen, t, input.clone(), &json!({}))
+                    .await?;
             plan::validate(&p, &named_tools(&p))?;
             None
         }
         (None, Some(p), None) => {
             check_plan_size(st, &p)?;
             plan::validate(&p, &named_tools(&p))?;
-            let unknown = st.store.unknown_tools(&named_tools(&p)).await?;
+            let unknown = st
+                .store
+                .unknown_tools(Some(tenant), &named_tools(&p))
+                .await?;
             if !unknown.is_empty() {
                 return Err(ApiError::validation(format!(
                     "the plan names tools that are not registered: {}",
@@ -208,6 +222,7 @@ async fn checked(st: &AppState, s: ScheduleInput) -> Result<NewSchedule, ApiErro
         limits: apply_limits(st.default_limits(), s.limits)?,
         enabled: s.enabled.unwrap_or(true),
         overlap,
+        tenant: tenant.to_owned(),
     })
 }
 
@@ -218,9 +233,10 @@ async fn checked(st: &AppState, s: ScheduleInput) -> Result<NewSchedule, ApiErro
 )]
 pub(super) async fn create(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     ApiJson(s): ApiJson<ScheduleInput>,
 ) -> Result<Response, ApiError> {
-    let new = checked(&st, s).await?;
+    let new = checked(&st, &tenancy.home, s).await?;
     let row = st.store.create_schedule(&new).await?;
     let now = st.store.now().await?;
     Ok((StatusCode::CREATED, Json(view(&row, now))).into_response())
@@ -228,14 +244,17 @@ pub(super) async fn create(
 
 /// Every schedule, by id.
 #[utoipa::path(get, path = "/schedules", operation_id = "list_schedules", tag = "schedules",
-    security(("bearer" = [])),
-    responses((status = 200, description = "schedules", body = Vec<ScheduleView>), Guarded),
+    security(("bearer" = [])), params(super::openapi::TenantParam),
+    responses((status = 200, description = "schedules", body = Vec<ScheduleView>), BadUri, Guarded),
 )]
-pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<ScheduleView>>, ApiError> {
+pub(super) async fn list(
+    State(st): State<AppState>,
+    tenancy: Tenancy,
+) -> Result<Json<Vec<ScheduleView>>, ApiError> {
     let now = st.store.now().await?;
     Ok(Json(
         st.store
-            .list_schedules()
+            .list_schedules(tenancy.filter())
             .await?
             .iter()
             .map(|s| view(s, now))
@@ -250,9 +269,10 @@ pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<Schedule
 )]
 pub(super) async fn get(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     Path(id): Path<String>,
 ) -> Result<Json<ScheduleView>, ApiError> {
-    let row = st.store.get_schedule(&id).await?;
+    let row = owned(&st, &tenancy, &id).await?;
     Ok(Json(view(&row, st.store.now().await?)))
 }
 
@@ -264,10 +284,11 @@ pub(super) async fn get(
 )]
 pub(super) async fn update(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     Path(id): Path<String>,
     ApiJson(p): ApiJson<SchedulePatch>,
 ) -> Result<Json<ScheduleView>, ApiError> {
-    let row = st.store.get_schedule(&id).await?;
+    let row = owned(&st, &tenancy, &id).await?;
     let stored_plan: Option<PlanSpec> = match &row.plan {
         Some(v) => Some(
             serde_json::from_value(v.clone())
@@ -303,7 +324,7 @@ pub(super) async fn update(
         enabled: Some(p.enabled.unwrap_or(row.enabled)),
         overlap: Some(p.overlap.unwrap_or(row.overlap.clone())),
     };
-    let new = checked(&st, merged).await?;
+    let new = checked(&st, &row.tenant, merged).await?;
     let row = st.store.replace_schedule(&new).await?;
     Ok(Json(view(&row, st.store.now().await?)))
 }
@@ -315,8 +336,10 @@ pub(super) async fn update(
 )]
 pub(super) async fn delete(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
+    owned(&st, &tenancy, &id).await?;
     st.store.delete_schedule(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -334,8 +357,17 @@ pub(super) struct Triggered {
 )]
 pub(super) async fn trigger(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Triggered>), ApiError> {
+    owned(&st, &tenancy, &id).await?;
     let task_id = st.store.trigger_schedule(&id).await?;
     Ok((StatusCode::ACCEPTED, Json(Triggered { task_id })))
+}
+
+/// Schedule `id`, if the caller's tenant sees it (404 otherwise).
+async fn owned(st: &AppState, tenancy: &Tenancy, id: &str) -> Result<ScheduleRow, ApiError> {
+    let row = st.store.get_schedule(id).await?;
+    tenancy.owns(&row.tenant, format_args!("schedule {id}"))?;
+    Ok(row)
 }

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::auth::Tenancy;
 use super::openapi::{BadBody, BadUri, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
 use crate::secretbox::SecretBox;
@@ -51,6 +52,8 @@ pub(super) struct SecretView {
     name: String,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
+    /// The tenant that wrote it.
+    tenant: String,
 }
 
 /// The `{name}` of a secret route (documentation only).
@@ -81,6 +84,7 @@ fn secret_box(st: &AppState) -> Result<SecretBox, ApiError> {
 )]
 pub(super) async fn put(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     Path(name): Path<String>,
     ApiJson(s): ApiJson<SecretInput>,
 ) -> Result<StatusCode, ApiError> {
@@ -89,25 +93,29 @@ pub(super) async fn put(
         return Err(ApiError::validation("value must be 1 to 16384 bytes"));
     }
     let sealed = secret_box(&st)?.seal(&s.value);
-    st.store.put_secret(&name, &sealed).await?;
+    st.store.put_secret(&name, &sealed, &tenancy.home).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// Every secret's name and times (admin); never a value.
 #[utoipa::path(get, path = "/secrets", operation_id = "list_secrets", tag = "secrets",
-    security(("bearer" = [])),
-    responses((status = 200, description = "secrets", body = Vec<SecretView>), Guarded),
+    security(("bearer" = [])), params(super::openapi::TenantParam),
+    responses((status = 200, description = "secrets", body = Vec<SecretView>), BadUri, Guarded),
 )]
-pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<SecretView>>, ApiError> {
+pub(super) async fn list(
+    State(st): State<AppState>,
+    tenancy: Tenancy,
+) -> Result<Json<Vec<SecretView>>, ApiError> {
     Ok(Json(
         st.store
-            .list_secrets()
+            .list_secrets(tenancy.filter())
             .await?
             .into_iter()
-            .map(|(name, created_at, updated_at)| SecretView {
+            .map(|(name, created_at, updated_at, tenant)| SecretView {
                 name,
                 created_at,
                 updated_at,
+                tenant,
             })
             .collect(),
     ))

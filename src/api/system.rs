@@ -5,16 +5,22 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::openapi::{Guarded, Internal, NotReady};
+use super::auth::Tenancy;
+use super::openapi::{BadUri, Guarded, Internal, NotReady};
 use super::views::{ActivityView, Health, RecoveryStatsView, StatsView, WorkerView};
 use super::{ApiError, AppState};
+use crate::domain::tenant;
 
 /// Task and step counts by status.
 #[utoipa::path(get, path = "/stats", operation_id = "stats", tag = "system", security(("bearer" = [])),
-    responses((status = 200, description = "counts", body = StatsView), Guarded),
+    params(super::openapi::TenantParam),
+    responses((status = 200, description = "counts", body = StatsView), BadUri, Guarded),
 )]
-pub(super) async fn stats(State(st): State<AppState>) -> Result<Json<StatsView>, ApiError> {
-    let (tasks, steps) = st.store.stats().await?;
+pub(super) async fn stats(
+    State(st): State<AppState>,
+    tenancy: Tenancy,
+) -> Result<Json<StatsView>, ApiError> {
+    let (tasks, steps) = st.store.stats(tenancy.filter()).await?;
     Ok(Json(StatsView { tasks, steps }))
 }
 
@@ -24,7 +30,9 @@ pub(super) async fn stats(State(st): State<AppState>) -> Result<Json<StatsView>,
 )]
 pub(super) async fn recovery_stats(
     State(st): State<AppState>,
+    tenancy: Tenancy,
 ) -> Result<Json<RecoveryStatsView>, ApiError> {
+    fleet_wide(&tenancy)?;
     use crate::store::reports::ReportView;
     let mut out = RecoveryStatsView::default();
     for view in ReportView::ALL {
@@ -41,6 +49,22 @@ pub(super) async fn recovery_stats(
     Ok(Json(out))
 }
 
+/// The fleet-wide views (activity, recovery, workers) count every tenant's work: a key of a
+/// tenant other than `default` reads them only if it is an admin's (403 otherwise).
+fn fleet_wide(tenancy: &Tenancy) -> Result<(), ApiError> {
+    if tenancy.admin || tenancy.home == tenant::DEFAULT {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        format!(
+            "the fleet-wide views count every tenant's work; a key of tenant {:?} reads /stats and its own tasks",
+            tenancy.home
+        ),
+    ))
+}
+
 /// Where the activity's counts of the last hour's tasks stop (per status).
 const RECENT_CAP: i64 = 100_000;
 
@@ -54,7 +78,11 @@ const RECENT_CAP: i64 = 100_000;
 #[utoipa::path(get, path = "/stats/activity", operation_id = "activity", tag = "system", security(("bearer" = [])),
     responses((status = 200, description = "activity", body = ActivityView), Guarded),
 )]
-pub(super) async fn activity(State(st): State<AppState>) -> Result<Json<ActivityView>, ApiError> {
+pub(super) async fn activity(
+    State(st): State<AppState>,
+    tenancy: Tenancy,
+) -> Result<Json<ActivityView>, ApiError> {
+    fleet_wide(&tenancy)?;
     let read = st.store.activity(60, RECENT_CAP).await?;
     Ok(Json(super::views::activity(read, RECENT_CAP)))
 }
@@ -63,7 +91,11 @@ pub(super) async fn activity(State(st): State<AppState>) -> Result<Json<Activity
 #[utoipa::path(get, path = "/workers", operation_id = "list_workers", tag = "system", security(("bearer" = [])),
     responses((status = 200, description = "workers, longest running first", body = Vec<WorkerView>), Internal, Guarded),
 )]
-pub(super) async fn workers(State(st): State<AppState>) -> Result<Json<Vec<WorkerView>>, ApiError> {
+pub(super) async fn workers(
+    State(st): State<AppState>,
+    tenancy: Tenancy,
+) -> Result<Json<Vec<WorkerView>>, ApiError> {
+    fleet_wide(&tenancy)?;
     let rows = st.store.live_workers().await?;
     Ok(Json(rows.into_iter().map(Into::into).collect()))
 }

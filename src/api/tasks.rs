@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use utoipa::{IntoParams, ToSchema};
 
+use super::auth::Tenancy;
 use super::input::{self, PageQuery};
 use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::views::{
@@ -307,7 +308,7 @@ pub(super) fn apply_limits(
 /// Check a submit body and turn it into the task to insert. The plan is checked against the
 /// tools it names (whether they are registered is checked by the insert itself, in the same
 /// round trip: see [`unknown_tools`]).
-fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
+fn new_task(st: &AppState, tenant: &str, body: SubmitTask) -> Result<NewTask, ApiError> {
     if body.input.is_some() {
         return Err(ApiError::validation(
             "input is only for a submit that names a template",
@@ -378,6 +379,7 @@ fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
         webhook,
         parent: None,
         concurrency_key: body.concurrency_key,
+        tenant: tenant.to_owned(),
     })
 }
 
@@ -385,11 +387,12 @@ fn new_task(st: &AppState, body: SubmitTask) -> Result<NewTask, ApiError> {
 /// has none); then it is checked like any other.
 async fn new_task_from(
     st: &AppState,
+    tenancy: &Tenancy,
     seen: &mut super::templates::Seen,
     mut body: SubmitTask,
 ) -> Result<NewTask, ApiError> {
     let Some(id) = body.template.take() else {
-        return new_task(st, body);
+        return new_task(st, &tenancy.home, body);
     };
     if body.plan.is_some() {
         return Err(ApiError::validation(
@@ -398,7 +401,7 @@ async fn new_task_from(
     }
     let metadata = body.metadata.clone().unwrap_or_else(|| json!({}));
     let (plan, description, key) =
-        super::templates::instantiate(st, seen, &id, body.input.take(), &metadata).await?;
+        super::templates::instantiate(st, tenancy, seen, &id, body.input.take(), &metadata).await?;
     if body.concurrency_key.is_none() {
         body.concurrency_key = key;
     }
@@ -410,7 +413,7 @@ async fn new_task_from(
         };
     }
     body.plan = Some(plan);
-    let mut task = new_task(st, body)?;
+    let mut task = new_task(st, &tenancy.home, body)?;
     task.template = Some(id);
     Ok(task)
 }
@@ -497,9 +500,10 @@ fn unknown_tools(t: &NewTask, missing: &[String]) -> Option<ApiError> {
 )]
 pub(super) async fn submit(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     ApiJson(body): ApiJson<SubmitTask>,
 ) -> Result<Response, ApiError> {
-    let task = new_task_from(&st, &mut Default::default(), body).await?;
+    let task = new_task_from(&st, &tenancy, &mut Default::default(), body).await?;
     let submitted = match st
         .store
         .submit_tasks_quietly(std::slice::from_ref(&task))
@@ -563,6 +567,7 @@ fn at(i: usize) -> impl Fn(ApiError) -> ApiError {
 )]
 pub(super) async fn submit_batch(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     ApiJson(body): ApiJson<SubmitBatch>,
 ) -> Result<Response, ApiError> {
     if body.tasks.is_empty() || body.tasks.len() > MAX_BATCH {
@@ -581,7 +586,11 @@ pub(super) async fn submit_batch(
                 format!("tasks[{i}]: {e}"),
             )
         })?;
-        tasks.push(new_task_from(&st, &mut seen, parsed).await.map_err(at(i))?);
+        tasks.push(
+            new_task_from(&st, &tenancy, &mut seen, parsed)
+                .await
+                .map_err(at(i))?,
+        );
     }
     let submitted = match st.store.submit_tasks_quietly(&tasks).await? {
         Ok(v) => {
@@ -618,7 +627,7 @@ pub(super) async fn submit_batch(
 )]
 pub(super) async fn get(
     State(st): State<AppState>,
-    TaskId(id): TaskId,
+    KnownTask(id): KnownTask,
 ) -> Result<Json<TaskView>, ApiError> {
     let t = st.store.get_task(id).await?;
     let counts = st.store.step_counts(id, t.plan_version).await?;
@@ -639,7 +648,7 @@ pub(super) async fn get(
 )]
 pub(super) async fn result(
     State(st): State<AppState>,
-    TaskId(id): TaskId,
+    KnownTask(id): KnownTask,
 ) -> Result<Json<TaskResultView>, ApiError> {
     let t = st.store.get_task(id).await?;
     let steps = st.store.list_steps(id).await?;
@@ -665,7 +674,7 @@ pub(super) async fn result(
 )]
 pub(super) async fn plan(
     State(st): State<AppState>,
-    TaskId(id): TaskId,
+    KnownTask(id): KnownTask,
 ) -> Result<Json<PlanWithHistory>, ApiError> {
     let t = st.store.get_task(id).await?;
     let plans: Vec<PlanView> = st.store.list_plans(id).await?;
@@ -720,11 +729,13 @@ pub(super) struct Reschedule {
 pub(super) async fn reschedule(
     State(st): State<AppState>,
     TaskId(id): TaskId,
+    tenancy: Tenancy,
     ApiJson(r): ApiJson<Reschedule>,
 ) -> Result<Json<Accepted>, ApiError> {
     let Start::At(at) = start(Some(&r.run_at), None)? else {
         unreachable!("run_at alone is a time")
     };
+    own_task(&st, &tenancy, id).await?;
     st.store.reschedule_task(id, at).await?;
     let status = st.store.get_task(id).await?.status;
     Ok(Json(Accepted {
@@ -740,7 +751,7 @@ pub(super) async fn reschedule(
 )]
 pub(super) async fn cancel(
     State(st): State<AppState>,
-    TaskId(id): TaskId,
+    KnownTask(id): KnownTask,
 ) -> Result<Json<Accepted>, ApiError> {
     let status = st.store.cancel_task(id).await?;
     Ok(Json(Accepted {
@@ -761,6 +772,7 @@ pub(super) async fn cancel(
 pub(super) async fn resume(
     State(st): State<AppState>,
     TaskId(id): TaskId,
+    tenancy: Tenancy,
     headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Json<Accepted>, ApiError> {
@@ -783,9 +795,12 @@ pub(super) async fn resume(
     }
     if let Some(plan) = &req.plan {
         check_plan_size(&st, plan)?;
-        let known: HashSet<String> = st.store.tool_ids().await?.into_iter().collect();
+        // the task's tenant's tools (an admin may resume any tenant's task)
+        let tenant = own_task(&st, &tenancy, id).await?;
+        let known: HashSet<String> = st.store.tool_ids(&tenant).await?.into_iter().collect();
         plan::validate(plan, &known)?;
     }
+    own_task(&st, &tenancy, id).await?;
     let status = st.store.resume_task(id, &req.into()).await?;
     Ok(Json(Accepted {
         task_id: id,
@@ -804,8 +819,10 @@ pub(super) async fn resume(
 pub(super) async fn rerun(
     State(st): State<AppState>,
     TaskId(id): TaskId,
+    tenancy: Tenancy,
     ApiJson(req): ApiJson<RerunRequest>,
 ) -> Result<Response, ApiError> {
+    own_task(&st, &tenancy, id).await?;
     let status = st.store.rerun_task(id, &req.into()).await?;
     st.announcer.ready(false);
     Ok((
@@ -876,11 +893,12 @@ pub(super) struct ListQuery {
 }
 
 /// List tasks, newest first.
-#[utoipa::path(get, path = "/tasks", operation_id = "list_tasks", tag = "tasks", security(("bearer" = [])), params(ListQuery),
+#[utoipa::path(get, path = "/tasks", operation_id = "list_tasks", tag = "tasks", security(("bearer" = [])), params(ListQuery, super::openapi::TenantParam),
     responses((status = 200, description = "tasks", body = Vec<TaskSummaryView>), BadUri, Guarded),
 )]
 pub(super) async fn list(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Vec<TaskSummaryView>>, ApiError> {
     let Query(q) = q.map_err(|e| ApiError::bad_request(e.body_text()))?;
@@ -904,6 +922,7 @@ pub(super) async fn list(
     let mut filter = ListTasks {
         status,
         limit,
+        tenant: tenancy.filter().map(str::to_owned),
         ..Default::default()
     };
     if let Some(t) = q.since.as_deref().filter(|t| !t.is_empty()) {
@@ -1013,4 +1032,12 @@ impl From<ResumeRequest> for Resume {
                 .collect(),
         }
     }
+}
+
+/// The tenant of task `id`, if the caller's tenant sees it (404 otherwise); for the routes
+/// that check their body first ([`KnownTask`] checks before it).
+async fn own_task(st: &AppState, tenancy: &Tenancy, id: Uuid) -> Result<String, ApiError> {
+    let tenant = st.store.task_tenant(id).await?;
+    tenancy.owns(&tenant, format_args!("task {id}"))?;
+    Ok(tenant)
 }

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use utoipa::ToSchema;
 
+use super::auth::Tenancy;
 use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
 use crate::domain::PlanSpec;
@@ -59,6 +60,7 @@ pub(super) struct TemplateInput {
 )]
 pub(super) async fn create(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     ApiJson(t): ApiJson<TemplateInput>,
 ) -> Result<Response, ApiError> {
     super::tools::check_id(&t.id)?;
@@ -94,7 +96,12 @@ pub(super) async fn create(
     let spec: PlanSpec =
         serde_json::from_value(probe).map_err(|e| ApiError::validation(format!("plan: {e}")))?;
     super::tasks::check_plan_size(&st, &spec)?;
-    let known = st.store.tool_ids().await?.into_iter().collect();
+    let known = st
+        .store
+        .tool_ids(&tenancy.home)
+        .await?
+        .into_iter()
+        .collect();
     plan::validate(&spec, &known)?;
     let row = st
         .store
@@ -104,6 +111,7 @@ pub(super) async fn create(
             &input_schema,
             &t.plan,
             t.concurrency_key.as_deref(),
+            &tenancy.home,
         )
         .await?;
     Ok((StatusCode::CREATED, Json(row)).into_response())
@@ -116,6 +124,7 @@ pub(super) async fn create(
 )]
 pub(super) async fn list(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     q: Result<
         axum::extract::Query<super::tools::ListQuery>,
         axum::extract::rejection::QueryRejection,
@@ -123,7 +132,9 @@ pub(super) async fn list(
 ) -> Result<Json<Vec<TemplateDef>>, ApiError> {
     let (after, limit) = super::input::query(q)?.checked()?;
     Ok(Json(
-        st.store.list_templates(after.as_deref(), limit).await?,
+        st.store
+            .list_templates(tenancy.filter(), after.as_deref(), limit)
+            .await?,
     ))
 }
 
@@ -134,9 +145,17 @@ pub(super) async fn list(
 )]
 pub(super) async fn get(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     Path(id): Path<String>,
 ) -> Result<Json<TemplateDef>, ApiError> {
-    Ok(Json(st.store.get_template(&id).await?))
+    Ok(Json(owned(&st, &tenancy, &id).await?))
+}
+
+/// Template `id`, if the caller's tenant sees it (404 otherwise).
+async fn owned(st: &AppState, tenancy: &Tenancy, id: &str) -> Result<TemplateDef, ApiError> {
+    let t = st.store.get_template(id).await?;
+    tenancy.owns(&t.tenant, format_args!("template {id:?}"))?;
+    Ok(t)
 }
 
 /// Delete a template (admin; tasks made from it keep their plans).
@@ -146,8 +165,10 @@ pub(super) async fn get(
 )]
 pub(super) async fn delete(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
+    owned(&st, &tenancy, &id).await?;
     st.store.delete_template(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -160,15 +181,16 @@ pub(super) type Seen = std::collections::HashMap<String, TemplateDef>;
 /// description, and its concurrency key filled from `input` and `metadata`.
 pub(super) async fn instantiate(
     st: &AppState,
+    tenancy: &Tenancy,
     seen: &mut Seen,
     id: &str,
     input: Option<Value>,
     metadata: &Value,
 ) -> Result<(PlanSpec, String, Option<String>), ApiError> {
     if !seen.contains_key(id) {
-        let t = match st.store.get_template(id).await {
+        let t = match owned(st, tenancy, id).await {
             Ok(t) => t,
-            Err(crate::store::StoreError::NotFound(_)) => {
+            Err(e) if e.status == StatusCode::NOT_FOUND => {
                 return Err(ApiError::validation(format!(
                     "template {id:?} is not registered"
                 )));

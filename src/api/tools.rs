@@ -8,11 +8,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
+use super::auth::Tenancy;
 use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::views::{self, ToolView};
 use super::{ApiError, ApiJson, AppState};
 use crate::domain::circuit::BreakerSpec;
 use crate::domain::recovery::RetrySpec;
+use crate::domain::tool::ToolDef;
 use crate::store::tools::NewTool;
 
 /// `POST /tools`: an HTTP tool (CONTRACT.md "HTTP tools").
@@ -155,6 +157,7 @@ pub(super) fn check_id(id: &str) -> Result<(), ApiError> {
 )]
 pub(super) async fn create(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     ApiJson(t): ApiJson<ToolInput>,
 ) -> Result<Response, ApiError> {
     check_id(&t.id)?;
@@ -240,6 +243,7 @@ pub(super) async fn create(
             requires_approval: t.requires_approval,
             mode,
             headers: t.headers,
+            tenant: tenancy.home,
         })
         .await?;
     Ok((StatusCode::CREATED, Json(views::tool(&row, None))).into_response())
@@ -255,6 +259,11 @@ pub(super) struct ListQuery {
     /// At most this many entries (default 1000).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<i64>,
+    /// An admin key: only this tenant's entries (default: every tenant's); other keys see
+    /// their own tenant's only. Read by the key check ([`super::auth::Tenancy`]).
+    #[param(pattern = "^[A-Za-z0-9_.-]{1,64}$")]
+    #[allow(dead_code)]
+    tenant: Option<String>,
 }
 
 /// The `{id}` of a registry route (documentation only).
@@ -286,10 +295,14 @@ impl ListQuery {
 )]
 pub(super) async fn list(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     q: Result<axum::extract::Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Vec<ToolView>>, ApiError> {
     let (after, limit) = super::input::query(q)?.checked()?;
-    let tools = st.store.list_tools(after.as_deref(), limit).await?;
+    let tools = st
+        .store
+        .list_tools(tenancy.filter(), after.as_deref(), limit)
+        .await?;
     let circuits = st.store.tool_circuits().await?;
     let circuit_of = |id: &str| {
         circuits
@@ -312,9 +325,10 @@ pub(super) async fn list(
 )]
 pub(super) async fn get(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     Path(id): Path<String>,
 ) -> Result<Json<ToolView>, ApiError> {
-    let tool = st.store.get_tool(&id).await?;
+    let tool = owned(&st, &tenancy, &id).await?;
     let circuit = st.store.tool_circuit(&id).await?;
     Ok(Json(views::tool(
         &tool,
@@ -329,8 +343,19 @@ pub(super) async fn get(
 )]
 pub(super) async fn delete(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
+    owned(&st, &tenancy, &id).await?;
     st.store.delete_tool(&id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Tool `id`, if the caller's tenant may use it (its own, or a built-in; 404 otherwise).
+async fn owned(st: &AppState, tenancy: &Tenancy, id: &str) -> Result<ToolDef, ApiError> {
+    let tool = st.store.get_tool(id).await?;
+    if tool.kind != "builtin" {
+        tenancy.owns(&tool.tenant, format_args!("tool {id:?}"))?;
+    }
+    Ok(tool)
 }

@@ -527,6 +527,8 @@ pub struct ToolView {
     pub headers: std::collections::BTreeMap<String, String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The tenant whose plans may name it (a built-in: every tenant's; shown as `default`).
+    pub tenant: String,
 }
 
 /// A tool's circuit breaker as the fleet sees it now.
@@ -589,6 +591,7 @@ pub fn tool(t: &ToolDef, c: Option<(&Circuit, DateTime<Utc>)>) -> ToolView {
         headers: crate::secretbox::shown_headers(&t.headers.0),
         created_at: t.created_at,
         updated_at: t.updated_at,
+        tenant: t.tenant.clone(),
     }
 }
 
@@ -604,6 +607,8 @@ pub struct KeyView {
     pub key_prefix: String,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// The tenant whose rows the key's calls see (an admin's: every tenant's).
+    pub tenant: String,
     /// The key: only in the answer to `POST /keys`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
@@ -618,6 +623,7 @@ pub fn key(k: &crate::store::keys::KeyRow) -> KeyView {
         key_prefix: k.key_prefix.clone(),
         created_at: k.created_at,
         revoked_at: k.revoked_at,
+        tenant: k.tenant.clone(),
         key: None,
     }
 }
@@ -828,6 +834,8 @@ pub struct WhoAmI {
     pub role: &'static str,
     /// Whether keys are checked at all (`[auth]`).
     pub access_control: bool,
+    /// The key's tenant (with an admin's `?tenant=`, that one).
+    pub tenant: String,
 }
 
 /// `GET /health` and `GET /ready`.

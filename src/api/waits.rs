@@ -11,7 +11,7 @@ use sha2::Digest;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::auth::{Caller, CallerKey};
+use super::auth::{Caller, CallerKey, Tenancy};
 use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::views::{self, CallbackAccepted, EventsResolved, WaitView};
 use super::{ApiError, ApiJson, AppState};
@@ -25,6 +25,10 @@ use crate::store::waits::{WaitFilter, WaitRow};
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(super) struct WaitQuery {
+    /// An admin key: only this tenant's waits (default: every tenant's). Read by the key check.
+    #[param(pattern = "^[A-Za-z0-9_.-]{1,64}$")]
+    #[allow(dead_code)]
+    tenant: Option<String>,
     /// `open`, `resolved`, `expired` or `cancelled`; empty: any.
     #[param(schema_with = wait_status_filter)]
     status: Option<String>,
@@ -59,6 +63,7 @@ fn enum_or_empty(values: impl Iterator<Item = &'static str>) -> utoipa::openapi:
 )]
 pub(super) async fn list(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     q: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Vec<WaitView>>, ApiError> {
     let Query(q) = q.map_err(|e| ApiError::bad_request(e.body_text()))?;
@@ -89,6 +94,7 @@ pub(super) async fn list(
             kind,
             task_id: q.task_id,
             limit,
+            tenant: tenancy.filter().map(str::to_owned),
         })
         .await?;
     Ok(Json(rows.iter().map(views::wait).collect()))
@@ -115,9 +121,19 @@ fn wait_id(raw: &str) -> Result<Uuid, ApiError> {
 )]
 pub(super) async fn get(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     Path(raw): Path<String>,
 ) -> Result<Json<WaitView>, ApiError> {
-    Ok(Json(views::wait(&st.store.get_wait(wait_id(&raw)?).await?)))
+    Ok(Json(views::wait(
+        &owned(&st, &tenancy, wait_id(&raw)?).await?,
+    )))
+}
+
+/// Wait `id`, if the caller's tenant sees it (404 otherwise).
+async fn owned(st: &AppState, tenancy: &Tenancy, id: Uuid) -> Result<WaitRow, ApiError> {
+    let w = st.store.get_wait(id).await?;
+    tenancy.owns(&w.tenant, format_args!("wait {id}"))?;
+    Ok(w)
 }
 
 /// `POST /waits/{id}/approve`.
@@ -142,8 +158,13 @@ pub(super) struct Reject {
 }
 
 /// The open approval `id`, and a check that `role` may decide it.
-async fn decidable(st: &AppState, id: Uuid, role: Role) -> Result<WaitRow, ApiError> {
-    let w = st.store.get_wait(id).await?;
+async fn decidable(
+    st: &AppState,
+    tenancy: &Tenancy,
+    id: Uuid,
+    role: Role,
+) -> Result<WaitRow, ApiError> {
+    let w = owned(st, tenancy, id).await?;
     if w.kind != WaitKind::Approval.as_str() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -195,11 +216,12 @@ pub(super) async fn approve(
     State(st): State<AppState>,
     axum::Extension(Caller(role)): axum::Extension<Caller>,
     axum::Extension(CallerKey(key)): axum::Extension<CallerKey>,
+    tenancy: Tenancy,
     Path(raw): Path<String>,
     ApiJson(a): ApiJson<Approve>,
 ) -> Result<Json<WaitView>, ApiError> {
     let id = wait_id(&raw)?;
-    let w = decidable(&st, id, role).await?;
+    let w = decidable(&st, &tenancy, id, role).await?;
     let comment = comment(a.comment)?;
     if let Some(p) = &a.parameters {
         if !p.is_object() {
@@ -259,11 +281,12 @@ pub(super) async fn reject(
     State(st): State<AppState>,
     axum::Extension(Caller(role)): axum::Extension<Caller>,
     axum::Extension(CallerKey(key)): axum::Extension<CallerKey>,
+    tenancy: Tenancy,
     Path(raw): Path<String>,
     ApiJson(r): ApiJson<Reject>,
 ) -> Result<Json<WaitView>, ApiError> {
     let id = wait_id(&raw)?;
-    decidable(&st, id, role).await?;
+    decidable(&st, &tenancy, id, role).await?;
     let r = Resolution::Rejected {
         comment: comment(r.comment)?,
     };
@@ -295,6 +318,7 @@ pub(super) struct PostEvent {
 )]
 pub(super) async fn post_event(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     ApiJson(e): ApiJson<PostEvent>,
 ) -> Result<(StatusCode, Json<EventsResolved>), ApiError> {
     let key = e.key.as_str();
@@ -305,7 +329,7 @@ pub(super) async fn post_event(
     if !payload.is_object() {
         return Err(ApiError::validation("payload must be an object"));
     }
-    let resolved = st.store.post_event(key, &payload).await?;
+    let resolved = st.store.post_event(&tenancy.home, key, &payload).await?;
     Ok((StatusCode::ACCEPTED, Json(EventsResolved { resolved })))
 }
 

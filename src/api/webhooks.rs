@@ -11,6 +11,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use super::auth::Tenancy;
 use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::tasks::{check_event_kinds, check_webhook_url};
 use super::{ApiError, ApiJson, AppState};
@@ -46,6 +47,8 @@ pub(super) struct WebhookView {
     #[serde(skip_serializing_if = "Option::is_none")]
     secret: Option<String>,
     created_at: DateTime<Utc>,
+    /// It receives the events of this tenant's tasks only.
+    tenant: String,
 }
 
 fn view(w: &WebhookRow) -> WebhookView {
@@ -56,6 +59,7 @@ fn view(w: &WebhookRow) -> WebhookView {
         template: w.template.clone(),
         secret: None,
         created_at: w.created_at,
+        tenant: w.tenant.clone(),
     }
 }
 
@@ -118,6 +122,7 @@ fn uuid(raw: &str, what: &str) -> Result<Uuid, ApiError> {
 )]
 pub(super) async fn create(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     ApiJson(w): ApiJson<WebhookInput>,
 ) -> Result<Response, ApiError> {
     check_webhook_url(&w.url)?;
@@ -126,7 +131,9 @@ pub(super) async fn create(
         st.store
             .get_template(t)
             .await
-            .map_err(|_| ApiError::validation(format!("template {t:?} is not registered")))?;
+            .ok()
+            .filter(|x| x.tenant == tenancy.home)
+            .ok_or_else(|| ApiError::validation(format!("template {t:?} is not registered")))?;
     }
     let secret = match w.secret {
         Some(s) => {
@@ -152,7 +159,13 @@ pub(super) async fn create(
     };
     let row = st
         .store
-        .create_webhook(&w.url, &w.events, w.template.as_deref(), &secret)
+        .create_webhook(
+            &w.url,
+            &w.events,
+            w.template.as_deref(),
+            &secret,
+            &tenancy.home,
+        )
         .await?;
     let mut v = view(&row);
     v.secret = Some(secret);
@@ -161,12 +174,20 @@ pub(super) async fn create(
 
 /// Every subscription (admin; never their secrets).
 #[utoipa::path(get, path = "/webhooks", operation_id = "list_webhooks", tag = "webhooks",
-    security(("bearer" = [])),
-    responses((status = 200, description = "subscriptions", body = Vec<WebhookView>), Guarded),
+    security(("bearer" = [])), params(super::openapi::TenantParam),
+    responses((status = 200, description = "subscriptions", body = Vec<WebhookView>), BadUri, Guarded),
 )]
-pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<WebhookView>>, ApiError> {
+pub(super) async fn list(
+    State(st): State<AppState>,
+    tenancy: Tenancy,
+) -> Result<Json<Vec<WebhookView>>, ApiError> {
     Ok(Json(
-        st.store.list_webhooks().await?.iter().map(view).collect(),
+        st.store
+            .list_webhooks(tenancy.filter())
+            .await?
+            .iter()
+            .map(view)
+            .collect(),
     ))
 }
 

@@ -150,6 +150,7 @@ mod tests {
             plan: json!({"steps": [{"id": "s", "tool": "echo", "parameters": {"to": "${input.name}"}}]}),
             concurrency_key: None,
             created_at: chrono::Utc::now(),
+            tenant: "default".into(),
         };
         let c = ChildSpec::from_params(&json!({"template": "greet", "input": {"name": "Ada"}}))
             .unwrap();

@@ -38,6 +38,7 @@ pub mod schema_repair;
 pub mod secrets;
 pub mod status;
 pub mod template;
+pub mod tenant;
 pub mod tool;
 pub mod transitions;
 pub mod upstream;

@@ -59,6 +59,9 @@ pub struct TaskRow {
     /// The fairness key the claim takes turns between (none: the shared key).
     #[sqlx(default)]
     pub concurrency_key: Option<String>,
+    /// Who owns it ([`crate::domain::tenant`]); empty where a hot-path read leaves it out.
+    #[sqlx(default)]
+    pub tenant: String,
 }
 
 impl TaskRow {

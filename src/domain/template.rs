@@ -26,6 +26,9 @@ pub struct TemplateDef {
     #[sqlx(default)]
     pub concurrency_key: Option<String>,
     pub created_at: DateTime<Utc>,
+    /// The tenant whose submits may name it.
+    #[sqlx(default)]
+    pub tenant: String,
 }
 
 const OPEN: &str = "${input.";

@@ -82,6 +82,9 @@ pub struct ToolDef {
     pub headers: sqlx::types::Json<std::collections::BTreeMap<String, String>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The tenant whose plans may name it (a built-in: every tenant's).
+    #[sqlx(default)]
+    pub tenant: String,
     /// Its circuit is open or half open, or a `Retry-After` holds it: a worker asks the
     /// database before a call ([`super::circuit::Circuit::gate`]). Read only with the worker's
     /// tool cache.

@@ -47,7 +47,9 @@ impl Store {
     ) -> Result<std::result::Result<Uuid, ToolFailure>> {
         let template = match &spec.source {
             Source::Template(id) => match self.get_template(id).await {
-                Ok(t) => Some(t),
+                // another tenant's template is not there for this task
+                Ok(t) if t.tenant == self.task_tenant(parent.task_id).await? => Some(t),
+                Ok(_) => None,
                 Err(StoreError::NotFound(_)) => None,
                 Err(e) => return Err(e),
             },
@@ -64,7 +66,7 @@ impl Store {
                 parent.max_steps
             ))));
         }
-        let known = in_tx!(self.pool, |tx| known_tools(tx).await)?;
+        let known = in_tx!(self.pool, |tx| known_tools(tx, parent.task_id).await)?;
         if let Err(e) = crate::domain::plan::validate(&plan, &known) {
             return Ok(Err(bad(format!("task: the child's plan: {}", e.message))));
         }
@@ -104,6 +106,7 @@ impl Store {
             }),
             // a child takes its parent's turns
             concurrency_key: p.concurrency_key.clone(),
+            tenant: p.tenant.clone(),
         };
         let submitted = match self.submit_tasks(std::slice::from_ref(&task)).await? {
             Ok(mut v) => v.pop().expect("one result per task"),

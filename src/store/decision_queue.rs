@@ -210,7 +210,7 @@ impl Store {
             None => None,
         };
         let attempts = self.list_attempts(task.id, super::Page::ALL).await?;
-        let tools = self.list_tools(None, i64::MAX).await?;
+        let tools = self.list_tools(Some(&task.tenant), None, i64::MAX).await?;
         let counters = task.counters(step.as_ref(), max_rescues);
         // only a capped task needs the counts
         let (llm_calls_used, llm_tokens_used): (i64, i64) =
@@ -239,7 +239,8 @@ impl Store {
             _ => vec![],
         };
         let templates = if d.kind == DecisionKind::Plan {
-            self.list_templates(None, MAX_TEMPLATES_OFFERED).await?
+            self.list_templates(Some(&task.tenant), None, MAX_TEMPLATES_OFFERED)
+                .await?
         } else {
             vec![]
         };

@@ -15,6 +15,7 @@ pub struct KeyRow {
     pub key_prefix: String,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
+    pub tenant: String,
 }
 
 /// A key to store: its digest and what to show of it.
@@ -24,6 +25,7 @@ pub struct NewKey<'a> {
     pub role: Role,
     pub digest: &'a [u8],
     pub key_prefix: &'a str,
+    pub tenant: &'a str,
 }
 
 type RawKey = (
@@ -33,6 +35,7 @@ type RawKey = (
     String,
     DateTime<Utc>,
     Option<DateTime<Utc>>,
+    String,
 );
 
 fn key_row(r: RawKey) -> Result<KeyRow> {
@@ -43,6 +46,7 @@ fn key_row(r: RawKey) -> Result<KeyRow> {
         key_prefix: r.3,
         created_at: r.4,
         revoked_at: r.5,
+        tenant: r.6,
     })
 }
 
@@ -54,17 +58,20 @@ impl Store {
             .bind(k.role.as_str())
             .bind(k.digest)
             .bind(k.key_prefix)
+            .bind(k.tenant)
             .fetch_one(&self.pool)
             .await?;
         key_row(r)
     }
 
     /// Every key, revoked ones included, newest first.
-    pub async fn list_keys(&self) -> Result<Vec<KeyRow>> {
+    pub async fn list_keys(&self, tenant: Option<&str>) -> Result<Vec<KeyRow>> {
         let rows: Vec<RawKey> = sqlx::query_as(
-            "SELECT id, name, role, key_prefix, created_at, revoked_at
-             FROM api_keys ORDER BY created_at DESC, id DESC LIMIT 10000",
+            "SELECT id, name, role, key_prefix, created_at, revoked_at, tenant
+             FROM api_keys WHERE ($1::text IS NULL OR tenant = $1)
+             ORDER BY created_at DESC, id DESC LIMIT 10000",
         )
+        .bind(tenant)
         .fetch_all(&self.pool)
         .await?;
         rows.into_iter().map(key_row).collect()
@@ -81,16 +88,15 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound(format!("key {id}")))
     }
 
-    /// The role of the live key with this digest.
-    /// The live key with this digest: its id and role.
-    pub async fn key_identity(&self, digest: &[u8]) -> Result<Option<(uuid::Uuid, Role)>> {
-        let row: Option<(uuid::Uuid, String)> = sqlx::query_as(
-            "SELECT id, role FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
+    /// The live key with this digest: its id, role and tenant.
+    pub async fn key_identity(&self, digest: &[u8]) -> Result<Option<(uuid::Uuid, Role, String)>> {
+        let row: Option<(uuid::Uuid, String, String)> = sqlx::query_as(
+            "SELECT id, role, tenant FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
         )
         .bind(digest)
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|(id, r)| r.parse().map(|r| (id, r)).map_err(StoreError::Corrupt))
+        row.map(|(id, r, t)| r.parse().map(|r| (id, r, t)).map_err(StoreError::Corrupt))
             .transpose()
     }
 

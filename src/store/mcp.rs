@@ -13,6 +13,9 @@ pub struct McpServerRow {
     pub headers: sqlx::types::Json<std::collections::BTreeMap<String, String>>,
     pub created_at: DateTime<Utc>,
     pub refreshed_at: DateTime<Utc>,
+    /// Its tools are this tenant's.
+    #[sqlx(default)]
+    pub tenant: String,
 }
 
 /// A tool as its server lists it.
@@ -34,12 +37,14 @@ impl Store {
         endpoint: &str,
         headers: &std::collections::BTreeMap<String, String>,
         tools: &[ListedTool],
+        tenant: &str,
     ) -> Result<McpServerRow> {
         in_tx!(self.pool, |tx| {
             let row: McpServerRow = sqlx::query_as(sql!("mcp/upsert_server"))
                 .bind(id)
                 .bind(endpoint)
                 .bind(sqlx::types::Json(headers))
+                .bind(tenant)
                 .fetch_one(&mut **tx)
                 .await?;
             let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
@@ -91,10 +96,17 @@ impl Store {
     }
 
     /// Every server, with the ids of the tools imported from it.
-    pub async fn list_mcp_servers(&self) -> Result<Vec<(McpServerRow, Vec<String>)>> {
-        let servers: Vec<McpServerRow> = sqlx::query_as("SELECT * FROM mcp_servers ORDER BY id")
-            .fetch_all(&self.pool)
-            .await?;
+    /// `tenant`'s servers (none: every tenant's), with their tools.
+    pub async fn list_mcp_servers(
+        &self,
+        tenant: Option<&str>,
+    ) -> Result<Vec<(McpServerRow, Vec<String>)>> {
+        let servers: Vec<McpServerRow> = sqlx::query_as(
+            "SELECT * FROM mcp_servers WHERE $1::text IS NULL OR tenant = $1 ORDER BY id",
+        )
+        .bind(tenant)
+        .fetch_all(&self.pool)
+        .await?;
         let tools: Vec<(String, String)> = sqlx::query_as(
             "SELECT mcp_server, id FROM tools WHERE mcp_server IS NOT NULL ORDER BY id",
         )

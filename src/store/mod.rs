@@ -625,10 +625,17 @@ pub(crate) async fn lock_task(tx: &mut Tx, id: Uuid) -> Result<TaskRow> {
 
 /// Known tool ids, read in the transaction (plans are validated against the registry as it
 /// stands when they are installed).
-pub(crate) async fn known_tools(tx: &mut Tx) -> Result<std::collections::HashSet<String>> {
-    Ok(sqlx::query_scalar("SELECT id FROM tools")
-        .fetch_all(&mut **tx)
-        .await?
-        .into_iter()
-        .collect())
+pub(crate) async fn known_tools(
+    tx: &mut Tx,
+    task: Uuid,
+) -> Result<std::collections::HashSet<String>> {
+    Ok(sqlx::query_scalar(
+        "SELECT id FROM tools
+         WHERE tenant = (SELECT tenant FROM tasks WHERE id = $1) OR kind = 'builtin'",
+    )
+    .bind(task)
+    .fetch_all(&mut **tx)
+    .await?
+    .into_iter()
+    .collect())
 }

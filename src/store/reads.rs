@@ -28,6 +28,8 @@ pub struct ListTasks {
     pub since: Option<DateTime<Utc>>,
     /// Only tasks whose description contains this text (any case).
     pub text: Option<String>,
+    /// Only this tenant's tasks (none: every tenant's).
+    pub tenant: Option<String>,
 }
 
 /// A `LIKE` pattern matching `text` anywhere (its `%`, `_` and `\` taken literally).
@@ -45,6 +47,15 @@ fn contains_pattern(text: &str) -> String {
 }
 
 impl Store {
+    /// The tenant of task `id`.
+    pub async fn task_tenant(&self, id: Uuid) -> Result<String> {
+        sqlx::query_scalar("SELECT tenant FROM tasks WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("task {id}")))
+    }
+
     pub async fn get_task(&self, id: Uuid) -> Result<TaskRow> {
         sqlx::query_as("SELECT * FROM tasks WHERE id = $1")
             .bind(id)
@@ -131,6 +142,17 @@ impl Store {
         if let Some(s) = q.status {
             sql.push(" AND status = ").push_bind(s);
         }
+        match q.tenant.as_deref() {
+            None => {}
+            Some(t) if crate::domain::tenant::check(t).is_ok() => {
+                // a literal (a checked name: no quotes), so that the planner may use the
+                // partial index of the tenants other than `default`
+                sql.push(format_args!(" AND tenant = '{t}'"));
+            }
+            Some(t) => {
+                sql.push(" AND tenant = ").push_bind(t.to_owned());
+            }
+        }
         if let Some(id) = q.before_task {
             sql.push(
                 " AND (created_at, id) < (SELECT c.created_at, c.id FROM tasks c WHERE c.id = ",
@@ -154,15 +176,34 @@ impl Store {
     }
 
     /// Task and step counts by status, every status present (zero when none).
-    pub async fn stats(&self) -> Result<(BTreeMap<String, i64>, BTreeMap<String, i64>)> {
-        let tasks: Vec<(String, i64)> =
-            sqlx::query_as("SELECT status, count(*) FROM tasks GROUP BY status")
+    /// Of `tenant`'s tasks (none: every tenant's).
+    pub async fn stats(
+        &self,
+        tenant: Option<&str>,
+    ) -> Result<(BTreeMap<String, i64>, BTreeMap<String, i64>)> {
+        let tasks: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT status, count(*) FROM tasks WHERE $1::text IS NULL OR tenant = $1
+             GROUP BY status",
+        )
+        .bind(tenant)
+        .fetch_all(&self.pool)
+        .await?;
+        let steps: Vec<(String, i64)> = match tenant {
+            None => {
+                sqlx::query_as("SELECT status, count(*) FROM steps GROUP BY status")
+                    .fetch_all(&self.pool)
+                    .await?
+            }
+            Some(t) => {
+                sqlx::query_as(
+                    "SELECT s.status, count(*) FROM steps s JOIN tasks t ON t.id = s.task_id
+                     WHERE t.tenant = $1 GROUP BY s.status",
+                )
+                .bind(t)
                 .fetch_all(&self.pool)
-                .await?;
-        let steps: Vec<(String, i64)> =
-            sqlx::query_as("SELECT status, count(*) FROM steps GROUP BY status")
-                .fetch_all(&self.pool)
-                .await?;
+                .await?
+            }
+        };
         let mut t: BTreeMap<String, i64> =
             TaskStatus::ALL.iter().map(|s| (s.to_string(), 0)).collect();
         t.extend(tasks);
@@ -173,10 +214,14 @@ impl Store {
     }
 
     /// Known tool ids (for plan validation).
-    pub async fn tool_ids(&self) -> Result<Vec<String>> {
-        Ok(sqlx::query_scalar("SELECT id FROM tools")
-            .fetch_all(&self.pool)
-            .await?)
+    /// The ids of the tools `tenant`'s plans may name (its own and the built-ins).
+    pub async fn tool_ids(&self, tenant: &str) -> Result<Vec<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT id FROM tools WHERE tenant = $1 OR kind = 'builtin'")
+                .bind(tenant)
+                .fetch_all(&self.pool)
+                .await?,
+        )
     }
 
     /// Live (not superseded) steps of one plan version, in plan order.

@@ -44,7 +44,7 @@ impl Store {
                 )));
             }
             let live = live_steps(&mut **tx, id, task.plan_version).await?;
-            let plan = rerun_plan(tx, &live, r).await?;
+            let plan = rerun_plan(tx, id, &live, r).await?;
             let carry = rerun_carry(&old_steps(&live), &plan.steps, &r.from_step);
             let mut kept: Vec<&String> = carry.kept.iter().collect();
             kept.sort();
@@ -89,7 +89,7 @@ impl Store {
 
 /// The current plan as it ran (recovery overrides included) with the rerun's overrides merged;
 /// checked: `from_step` exists, overrides only name steps that run again, tools are registered.
-async fn rerun_plan(tx: &mut Tx, live: &[StepRow], r: &Rerun) -> Result<PlanSpec> {
+async fn rerun_plan(tx: &mut Tx, task: Uuid, live: &[StepRow], r: &Rerun) -> Result<PlanSpec> {
     let mut steps: Vec<StepSpec> = live.iter().map(|s| s.effective_spec()).collect();
     if !steps.iter().any(|s| s.id == r.from_step) {
         return Err(StoreError::Rejected(format!(
@@ -122,7 +122,7 @@ async fn rerun_plan(tx: &mut Tx, live: &[StepRow], r: &Rerun) -> Result<PlanSpec
         reasoning: format!("rerun from step {}", r.from_step),
         estimated_duration: None,
     };
-    let known = known_tools(tx).await?;
+    let known = known_tools(tx, task).await?;
     plan::validate(&plan, &known)
         .map_err(|e| StoreError::Rejected(format!("the rerun plan is invalid: {}", e.message)))?;
     Ok(plan)

@@ -34,6 +34,7 @@ pub struct ScheduleRow {
     pub last_error: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    pub tenant: String,
 }
 
 /// A schedule as written (created or replaced).
@@ -50,6 +51,8 @@ pub struct NewSchedule {
     pub limits: Limits,
     pub enabled: bool,
     pub overlap: String,
+    /// The tenant whose tasks its ticks submit (set at create; a replace keeps it).
+    pub tenant: String,
 }
 
 /// A tick fired: the schedule, the tick, and the task it made (none: skipped, the previous
@@ -79,6 +82,7 @@ impl Store {
             .bind(s.enabled)
             .bind(&s.overlap)
             .bind(next)
+            .bind(&s.tenant)
             .fetch_optional(&self.pool)
             .await?;
         row.ok_or_else(|| StoreError::Conflict(format!("schedule {:?} already exists", s.id)))
@@ -126,10 +130,14 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound(format!("schedule {id}")))
     }
 
-    pub async fn list_schedules(&self) -> Result<Vec<ScheduleRow>> {
-        Ok(sqlx::query_as("SELECT * FROM schedules ORDER BY id")
-            .fetch_all(&self.pool)
-            .await?)
+    /// `tenant`'s schedules (none: every tenant's), by id.
+    pub async fn list_schedules(&self, tenant: Option<&str>) -> Result<Vec<ScheduleRow>> {
+        Ok(sqlx::query_as(
+            "SELECT * FROM schedules WHERE $1::text IS NULL OR tenant = $1 ORDER BY id",
+        )
+        .bind(tenant)
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     pub async fn delete_schedule(&self, id: &str) -> Result<()> {
@@ -151,6 +159,9 @@ impl Store {
             (Some(p), _) => (p.clone(), String::new(), None),
             (None, Some(t)) => {
                 let t = self.get_template(t).await?;
+                if t.tenant != s.tenant {
+                    return Err(StoreError::NotFound(format!("template {:?}", t.id)));
+                }
                 let input = s.input.clone().unwrap_or_else(|| json!({}));
                 let plan = template::instantiate(&t.plan, &input).map_err(StoreError::Rejected)?;
                 let key = match &t.concurrency_key {
@@ -189,6 +200,7 @@ impl Store {
             webhook: None,
             parent: None,
             concurrency_key: key,
+            tenant: s.tenant.clone(),
         })
     }
 

@@ -7,22 +7,28 @@ use super::{Result, Store, StoreError};
 
 impl Store {
     /// Create or replace a secret's sealed value.
-    pub async fn put_secret(&self, name: &str, sealed: &[u8]) -> Result<()> {
+    pub async fn put_secret(&self, name: &str, sealed: &[u8], tenant: &str) -> Result<()> {
         sqlx::query(sql!("secret/put"))
             .bind(name)
             .bind(sealed)
+            .bind(tenant)
             .execute(&self.pool)
             .await?;
         Ok(())
     }
 
-    /// Every secret's name and times (never a value).
-    pub async fn list_secrets(&self) -> Result<Vec<(String, DateTime<Utc>, DateTime<Utc>)>> {
-        Ok(
-            sqlx::query_as("SELECT name, created_at, updated_at FROM secrets ORDER BY name")
-                .fetch_all(&self.pool)
-                .await?,
+    /// `tenant`'s secrets (none: every tenant's): name, times and tenant (never a value).
+    pub async fn list_secrets(
+        &self,
+        tenant: Option<&str>,
+    ) -> Result<Vec<(String, DateTime<Utc>, DateTime<Utc>, String)>> {
+        Ok(sqlx::query_as(
+            "SELECT name, created_at, updated_at, tenant FROM secrets
+             WHERE $1::text IS NULL OR tenant = $1 ORDER BY name",
         )
+        .bind(tenant)
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     pub async fn delete_secret(&self, name: &str) -> Result<()> {

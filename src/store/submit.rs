@@ -46,6 +46,8 @@ pub struct NewTask {
     pub parent: Option<ParentRef>,
     /// The fairness key: within a priority, the claim serves keys in turn by weight.
     pub concurrency_key: Option<String>,
+    /// The tenant that owns it (its plan may only name this tenant's tools).
+    pub tenant: String,
 }
 
 /// The task and step that start a child task.
@@ -284,7 +286,7 @@ async fn apply_overrides(
     .bind(task.plan_version)
     .fetch_all(&mut **tx)
     .await?;
-    let tools = known_tools(tx).await?;
+    let tools = known_tools(tx, task.id).await?;
     for (key, o) in overrides {
         let Some((step_id, _)) = live.iter().find(|(_, k)| k == key) else {
             return Err(StoreError::Rejected(format!(

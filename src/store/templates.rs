@@ -14,6 +14,7 @@ impl Store {
         input_schema: &Value,
         plan: &Value,
         concurrency_key: Option<&str>,
+        tenant: &str,
     ) -> Result<TemplateDef> {
         let row: Option<TemplateDef> = sqlx::query_as(sql!("template/create"))
             .bind(id)
@@ -21,20 +22,26 @@ impl Store {
             .bind(input_schema)
             .bind(plan)
             .bind(concurrency_key)
+            .bind(tenant)
             .fetch_optional(&self.pool)
             .await?;
         row.ok_or_else(|| StoreError::Conflict(format!("template {id:?} already exists")))
     }
 
-    /// Templates in id order, after `after` (keyset), at most `limit`.
+    /// `tenant`'s templates (none: every tenant's) in id order, after `after` (keyset), at
+    /// most `limit`.
     pub async fn list_templates(
         &self,
+        tenant: Option<&str>,
         after: Option<&str>,
         limit: i64,
     ) -> Result<Vec<TemplateDef>> {
         Ok(sqlx::query_as(
-            "SELECT * FROM templates WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2",
+            "SELECT * FROM templates WHERE ($1::text IS NULL OR tenant = $1)
+               AND ($2::text IS NULL OR id > $2)
+             ORDER BY id LIMIT $3",
         )
+        .bind(tenant)
         .bind(after)
         .bind(limit)
         .fetch_all(&self.pool)

@@ -32,19 +32,28 @@ pub struct NewTool {
     pub mode: String,
     /// Call headers, values literal or `${secret.NAME}`.
     pub headers: std::collections::BTreeMap<String, String>,
+    /// The tenant whose plans may name it.
+    pub tenant: String,
 }
 
+/// A tool is visible to a tenant when it is the tenant's, or built in (every tenant's).
+const VISIBLE: &str = "($1::text IS NULL OR tenant = $1 OR kind = 'builtin')";
+
 impl Store {
-    /// The names in `ids` that are not registered tools, sorted.
+    /// The names in `ids` that are not tools `tenant` may use (none: any tenant's), sorted.
     pub async fn unknown_tools(
         &self,
+        tenant: Option<&str>,
         ids: &std::collections::HashSet<String>,
     ) -> Result<Vec<String>> {
         let ids: Vec<&String> = ids.iter().collect();
-        let known: Vec<String> = sqlx::query_scalar("SELECT id FROM tools WHERE id = ANY($1)")
-            .bind(&ids)
-            .fetch_all(&self.pool)
-            .await?;
+        let known: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT id FROM tools WHERE {VISIBLE} AND id = ANY($2)"
+        )))
+        .bind(tenant)
+        .bind(&ids)
+        .fetch_all(&self.pool)
+        .await?;
         let mut unknown: Vec<String> = ids
             .into_iter()
             .filter(|i| !known.contains(i))
@@ -57,10 +66,13 @@ impl Store {
     /// Register an HTTP tool. An existing id is a conflict; alternatives must name known tools.
     pub async fn create_tool(&self, t: &NewTool) -> Result<ToolDef> {
         in_tx!(self.pool, |tx| {
-            let known: Vec<String> = sqlx::query_scalar("SELECT id FROM tools WHERE id = ANY($1)")
-                .bind(&t.alternatives)
-                .fetch_all(&mut **tx)
-                .await?;
+            let known: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT id FROM tools WHERE {VISIBLE} AND id = ANY($2)"
+            )))
+            .bind(&t.tenant)
+            .bind(&t.alternatives)
+            .fetch_all(&mut **tx)
+            .await?;
             if let Some(missing) = t.alternatives.iter().find(|a| !known.contains(a)) {
                 return Err(StoreError::Rejected(format!(
                     "alternative tool {missing:?} is not registered"
@@ -85,6 +97,7 @@ impl Store {
                 .bind(t.requires_approval)
                 .bind(&t.mode)
                 .bind(Json(&t.headers))
+                .bind(&t.tenant)
                 .fetch_optional(&mut **tx)
                 .await?;
             let row =
@@ -93,11 +106,19 @@ impl Store {
         })
     }
 
-    /// Tools in id order, after `after` (keyset), at most `limit`.
-    pub async fn list_tools(&self, after: Option<&str>, limit: i64) -> Result<Vec<ToolDef>> {
-        Ok(sqlx::query_as(
-            "SELECT * FROM tools WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2",
-        )
+    /// The tools `tenant` may use (none: every tool) in id order, after `after` (keyset), at
+    /// most `limit`.
+    pub async fn list_tools(
+        &self,
+        tenant: Option<&str>,
+        after: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<ToolDef>> {
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT * FROM tools WHERE {VISIBLE} AND ($2::text IS NULL OR id > $2)
+             ORDER BY id LIMIT $3"
+        )))
+        .bind(tenant)
         .bind(after)
         .bind(limit)
         .fetch_all(&self.pool)

@@ -49,6 +49,9 @@ pub struct WaitRow {
     /// A `child` wait's child task.
     #[sqlx(default)]
     pub child_task_id: Option<Uuid>,
+    /// Its task's tenant.
+    #[sqlx(default)]
+    pub tenant: String,
 }
 
 impl WaitRow {
@@ -95,6 +98,8 @@ pub struct WaitFilter {
     pub kind: Option<WaitKind>,
     pub task_id: Option<Uuid>,
     pub limit: i64,
+    /// Only this tenant's (none: every tenant's).
+    pub tenant: Option<String>,
 }
 
 async fn insert_wait(
@@ -396,19 +401,22 @@ impl Store {
         at.ok_or_else(|| StoreError::NotFound("open callback".into()))
     }
 
-    /// `POST /events`: record the event and resolve every open wait for its key whose `match`
-    /// the payload contains. Returns how many it resolved.
-    pub async fn post_event(&self, key: &str, payload: &Value) -> Result<usize> {
+    /// `POST /events` of `tenant`: record the event and resolve every open wait of the
+    /// tenant's tasks for its key whose `match` the payload contains. Returns how many it
+    /// resolved.
+    pub async fn post_event(&self, tenant: &str, key: &str, payload: &Value) -> Result<usize> {
         in_tx!(self.pool, |tx| {
             key_lock(tx, key).await?;
             sqlx::query(sql!("wait/record_event"))
                 .bind(key)
                 .bind(payload)
+                .bind(tenant)
                 .execute(&mut **tx)
                 .await?;
             let open: Vec<(Uuid, Uuid)> = sqlx::query_as(sql!("wait/matching"))
                 .bind(key)
                 .bind(payload)
+                .bind(tenant)
                 .fetch_all(&mut **tx)
                 .await?;
             let mut events = Vec::new();
@@ -526,6 +534,7 @@ impl Store {
             .bind(f.kind.map(|k| k.as_str()))
             .bind(f.task_id)
             .bind(f.limit)
+            .bind(&f.tenant)
             .fetch_all(&self.pool)
             .await?)
     }

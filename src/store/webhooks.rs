@@ -20,6 +20,9 @@ pub struct WebhookRow {
     pub template: Option<String>,
     pub secret: String,
     pub created_at: DateTime<Utc>,
+    /// It receives the events of this tenant's tasks only.
+    #[sqlx(default)]
+    pub tenant: String,
 }
 
 /// A delivery leased to a worker: what to send, and the secret to sign it with (none: the
@@ -80,6 +83,7 @@ impl Store {
         events: &[String],
         template: Option<&str>,
         secret: &str,
+        tenant: &str,
     ) -> Result<WebhookRow> {
         Ok(sqlx::query_as(sql!("webhook/create"))
             .bind(Uuid::now_v7())
@@ -87,16 +91,19 @@ impl Store {
             .bind(events)
             .bind(template)
             .bind(secret)
+            .bind(tenant)
             .fetch_one(&self.pool)
             .await?)
     }
 
-    pub async fn list_webhooks(&self) -> Result<Vec<WebhookRow>> {
-        Ok(
-            sqlx::query_as("SELECT * FROM webhooks ORDER BY created_at, id")
-                .fetch_all(&self.pool)
-                .await?,
+    /// `tenant`'s subscriptions (none: every tenant's).
+    pub async fn list_webhooks(&self, tenant: Option<&str>) -> Result<Vec<WebhookRow>> {
+        Ok(sqlx::query_as(
+            "SELECT * FROM webhooks WHERE $1::text IS NULL OR tenant = $1 ORDER BY created_at, id",
         )
+        .bind(tenant)
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     pub async fn get_webhook(&self, id: Uuid) -> Result<WebhookRow> {

@@ -427,6 +427,7 @@ pub fn http_tool(id: &str, endpoint: String) -> crate::store::tools::NewTool {
         requires_approval: false,
         mode: "sync".into(),
         headers: Default::default(),
+        tenant: crate::domain::tenant::DEFAULT.into(),
     }
 }
 
@@ -445,6 +446,7 @@ pub fn new_task(steps: Value) -> crate::store::submit::NewTask {
         webhook: None,
         parent: None,
         concurrency_key: None,
+        tenant: crate::domain::tenant::DEFAULT.into(),
     }
 }
 

@@ -297,7 +297,12 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
                 } else {
                     keys.swap_remove(rng.below(keys.len()))
                 };
-                if store.post_event(&key, &json!({"op": op})).await.unwrap() > 0 {
+                if store
+                    .post_event("default", &key, &json!({"op": op}))
+                    .await
+                    .unwrap()
+                    > 0
+                {
                     woken += 1;
                 }
                 "event"

@@ -29,5 +29,6 @@ mod schedules;
 mod scheduling;
 mod security;
 mod state_table;
+mod tenants;
 mod waits;
 mod webhooks;

@@ -70,6 +70,7 @@ async fn setup(max_step_retries: i32) -> H {
             webhook: None,
             parent: None,
             concurrency_key: None,
+            tenant: trellis::domain::tenant::DEFAULT.into(),
         })
         .await
         .unwrap();

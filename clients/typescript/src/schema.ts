@@ -1184,6 +1184,8 @@ export interface components {
             /** Format: date-time */
             revoked_at?: string | null;
             role: components["schemas"]["Role"];
+            /** @description The tenant whose rows the key's calls see (an admin's: every tenant's). */
+            tenant: string;
         };
         /**
          * @description `POST /keys`.
@@ -1195,6 +1197,11 @@ export interface components {
         KeyInput: {
             name: string;
             role: components["schemas"]["Role"];
+            /**
+             * @description The tenant the key belongs to (default: the caller's, or `?tenant=`'s); its calls see
+             *     that tenant's rows only, unless it is an admin's.
+             */
+            tenant?: string | null;
         };
         /** @description One key pattern's limits. */
         KeyLimit: {
@@ -1310,6 +1317,8 @@ export interface components {
             id: string;
             /** Format: date-time */
             refreshed_at: string;
+            /** @description The tenant whose tools it imports. */
+            tenant: string;
             /** @description Ids of the tools imported from it. */
             tools: string[];
         };
@@ -1601,6 +1610,8 @@ export interface components {
             /** Format: int32 */
             priority: number;
             template?: string | null;
+            /** @description The tenant whose tasks its ticks submit. */
+            tenant: string;
             timezone: string;
             /** Format: date-time */
             updated_at: string;
@@ -1661,6 +1672,8 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             name: string;
+            /** @description The tenant that wrote it. */
+            tenant: string;
             /** Format: date-time */
             updated_at: string;
         };
@@ -1997,6 +2010,8 @@ export interface components {
             plan: {
                 [key: string]: unknown;
             };
+            /** @description The tenant whose submits may name it. */
+            tenant: string;
         };
         /**
          * @description `POST /templates`.
@@ -2104,6 +2119,8 @@ export interface components {
             requires_approval: boolean;
             retry?: components["schemas"]["RetryPolicy"] | null;
             tags: string[];
+            /** @description The tenant whose plans may name it (a built-in: every tenant's; shown as `default`). */
+            tenant: string;
             /** Format: int32 */
             timeout_ms: number;
             /** Format: date-time */
@@ -2306,6 +2323,8 @@ export interface components {
             /** @description Only in the answer to `POST /webhooks`. */
             secret?: string | null;
             template?: string | null;
+            /** @description It receives the events of this tenant's tasks only. */
+            tenant: string;
             url: string;
         };
         /** @description One delivery of the log. */
@@ -2363,6 +2382,8 @@ export interface components {
             /** @description Whether keys are checked at all (`[auth]`). */
             access_control: boolean;
             role: components["schemas"]["Role"];
+            /** @description The key's tenant (with an admin's `?tenant=`, that one). */
+            tenant: string;
         };
         /** @description A live worker of the fleet (`GET /workers`). */
         Worker: {
@@ -3124,7 +3145,10 @@ export interface operations {
     };
     list_mcp_servers: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description an admin key: only this tenant's rows (default: every tenant's); other keys see their own tenant's only */
+                tenant?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3140,6 +3164,15 @@ export interface operations {
                     "application/json": components["schemas"]["McpServer"][];
                 };
             };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description no API key, or one that is unknown or revoked */
             401: {
                 headers: {
@@ -3151,6 +3184,15 @@ export interface operations {
             };
             /** @description the key's role does not allow this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3495,7 +3537,10 @@ export interface operations {
     };
     list_schedules: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description an admin key: only this tenant's rows (default: every tenant's); other keys see their own tenant's only */
+                tenant?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3511,6 +3556,15 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"][];
                 };
             };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description no API key, or one that is unknown or revoked */
             401: {
                 headers: {
@@ -3522,6 +3576,15 @@ export interface operations {
             };
             /** @description the key's role does not allow this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3966,7 +4029,10 @@ export interface operations {
     };
     list_secrets: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description an admin key: only this tenant's rows (default: every tenant's); other keys see their own tenant's only */
+                tenant?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3982,6 +4048,15 @@ export interface operations {
                     "application/json": components["schemas"]["Secret"][];
                 };
             };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description no API key, or one that is unknown or revoked */
             401: {
                 headers: {
@@ -3993,6 +4068,15 @@ export interface operations {
             };
             /** @description the key's role does not allow this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4176,7 +4260,10 @@ export interface operations {
     };
     stats: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description an admin key: only this tenant's rows (default: every tenant's); other keys see their own tenant's only */
+                tenant?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4192,6 +4279,15 @@ export interface operations {
                     "application/json": components["schemas"]["StatsView"];
                 };
             };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description no API key, or one that is unknown or revoked */
             401: {
                 headers: {
@@ -4203,6 +4299,15 @@ export interface operations {
             };
             /** @description the key's role does not allow this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4327,6 +4432,8 @@ export interface operations {
                  *     empty: any.
                  */
                 q?: string;
+                /** @description an admin key: only this tenant's rows (default: every tenant's); other keys see their own tenant's only */
+                tenant?: string;
             };
             header?: never;
             path?: never;
@@ -5571,6 +5678,11 @@ export interface operations {
                 after?: string;
                 /** @description At most this many entries (default 1000). */
                 limit?: number;
+                /**
+                 * @description An admin key: only this tenant's entries (default: every tenant's); other keys see
+                 *     their own tenant's only. Read by the key check ([`super::auth::Tenancy`]).
+                 */
+                tenant?: string;
             };
             header?: never;
             path?: never;
@@ -5889,6 +6001,11 @@ export interface operations {
                 after?: string;
                 /** @description At most this many entries (default 1000). */
                 limit?: number;
+                /**
+                 * @description An admin key: only this tenant's entries (default: every tenant's); other keys see
+                 *     their own tenant's only. Read by the key check ([`super::auth::Tenancy`]).
+                 */
+                tenant?: string;
             };
             header?: never;
             path?: never;
@@ -6212,6 +6329,8 @@ export interface operations {
     list_waits: {
         parameters: {
             query?: {
+                /** @description An admin key: only this tenant's waits (default: every tenant's). Read by the key check. */
+                tenant?: string;
                 status?: "" | "open" | "resolved" | "expired" | "cancelled";
                 kind?: "" | "approval" | "event" | "callback" | "sleep" | "child";
                 /** @description Only this task's waits. */
@@ -6575,7 +6694,10 @@ export interface operations {
     };
     list_webhooks: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description an admin key: only this tenant's rows (default: every tenant's); other keys see their own tenant's only */
+                tenant?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6591,6 +6713,15 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"][];
                 };
             };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description no API key, or one that is unknown or revoked */
             401: {
                 headers: {
@@ -6602,6 +6733,15 @@ export interface operations {
             };
             /** @description the key's role does not allow this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

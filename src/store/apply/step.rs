@@ -41,7 +41,7 @@ pub(super) async fn apply_step_reflection(
             fallback,
         }),
     ));
-    let known = known_tools(tx).await?;
+    let known = known_tools(tx, task.id).await?;
     let counters = task.counters(Some(step), policy.max_rescues);
     let category = Some(r.root_cause_category.as_str());
     let tool = step.effective_tool();
@@ -240,7 +240,7 @@ async fn check_repair(
         )));
     }
     let live = live_steps(&mut **tx, c.task.id, c.task.plan_version).await?;
-    let known = known_tools(tx).await?;
+    let known = known_tools(tx, c.task.id).await?;
     if step.is_item() {
         // an item is not a step of the plan (its parameters read `${item}`): the plan stays
         // as it is, and only the item changes

@@ -104,7 +104,7 @@ pub(super) async fn apply_replan(
     let strategy = input.strategy.clone().unwrap_or(Strategy::FullReplan);
     let trigger = input.trigger.unwrap_or(Trigger::StepFailure);
     let category = category(input);
-    let plan = match checked_plan(tx, answer, "the new plan").await? {
+    let plan = match checked_plan(tx, task.id, answer, "the new plan").await? {
         Ok(p) => {
             if let Some(sel) = &p.selection {
                 events.push(tools_selected(task.id, sel, "replanning"));
@@ -184,6 +184,7 @@ async fn tell_the_producer(
 /// transaction; else why not.
 async fn checked_plan(
     tx: &mut Tx,
+    task: uuid::Uuid,
     answer: &Result<Answer<Planned>, String>,
     what: &str,
 ) -> Result<std::result::Result<Planned, String>> {
@@ -191,7 +192,7 @@ async fn checked_plan(
         Ok(a) => a,
         Err(e) => return Ok(Err(e.clone())),
     };
-    let known = known_tools(tx).await?;
+    let known = known_tools(tx, task).await?;
     Ok(crate::domain::plan::validate(&a.value.plan, &known)
         .map(|_| a.value.clone())
         .map_err(|e| format!("{what} is invalid: {}", e.message)))
@@ -221,7 +222,7 @@ pub(super) async fn apply_plan(
 ) -> Result<Option<ClaimedDecision>> {
     // a plan applied before its claim recorded `planning` passes through it
     try_move_task(&mut **tx, task.id, TaskMove::StartPlanning).await?;
-    let planned = match checked_plan(tx, answer, "the plan").await? {
+    let planned = match checked_plan(tx, task.id, answer, "the plan").await? {
         Ok(p) => p,
         Err(reason) => {
             let error = TaskError::at_step(None, format!("planning failed: {reason}"));

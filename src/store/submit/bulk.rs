@@ -29,8 +29,8 @@ pub(super) struct Row {
 /// The tasks already holding some idempotency keys: (task, status) by key. A separate read,
 /// made only when a key was already used: the insert waited for any concurrent holder of the
 /// key to commit, so this read sees it.
-const BY_KEY: &str =
-    "SELECT idempotency_key, id, status FROM tasks WHERE idempotency_key = ANY($1)";
+const BY_KEY: &str = "SELECT idempotency_key, id, status FROM tasks
+     WHERE tenant = $2 AND idempotency_key = ANY($1)";
 
 pub(super) enum Inserted {
     Done(Vec<Row>),
@@ -51,11 +51,15 @@ pub(super) struct Batch {
     notify: bool,
     /// The weight of a key no pattern of `key_limits` matches.
     default_weight: f64,
+    /// The tenant of every task of the batch.
+    tenant: String,
 }
 
 /// The `t_in` columns of [`INSERT`], one entry per task sent.
 #[derive(Default)]
 struct TaskColumns {
+    /// Not sent: every task of a batch has the batch's tenant ($60).
+    tenant: Vec<String>,
     ord: Vec<i32>,
     id: Vec<Uuid>,
     description: Vec<String>,
@@ -146,11 +150,20 @@ impl Batch {
             sent_as,
             notify,
             default_weight,
+            tenant: input
+                .first()
+                .map_or(crate::domain::tenant::DEFAULT, |t| t.tenant.as_str())
+                .to_owned(),
         }
     }
 
     pub(super) async fn insert(&self, pool: &crate::store::Db) -> Result<Inserted> {
         let (t, s) = (&self.tasks, &self.steps);
+        if t.tenant.iter().any(|x| *x != self.tenant) {
+            return Err(StoreError::Rejected(
+                "the tasks of one batch belong to one tenant".into(),
+            ));
+        }
         let [retries, repairs, replans, consecutive, rounds, concurrent] = &t.counts;
         let rows: Vec<Row> = sqlx::query_as(INSERT)
             .bind(&self.tools)
@@ -212,6 +225,7 @@ impl Batch {
             .bind(&t.parent_step_id)
             .bind(&t.concurrency_key)
             .bind(self.default_weight)
+            .bind(&self.tenant)
             .fetch_all(pool)
             .await?;
         match rows.first() {
@@ -234,8 +248,11 @@ impl Batch {
         let holders: HashMap<String, (Uuid, TaskStatus)> = if used.is_empty() {
             HashMap::new()
         } else {
-            let found: Vec<(String, Uuid, TaskStatus)> =
-                sqlx::query_as(BY_KEY).bind(&used).fetch_all(pool).await?;
+            let found: Vec<(String, Uuid, TaskStatus)> = sqlx::query_as(BY_KEY)
+                .bind(&used)
+                .bind(&self.tenant)
+                .fetch_all(pool)
+                .await?;
             found.into_iter().map(|(k, id, st)| (k, (id, st))).collect()
         };
         let by_ord: HashMap<usize, &Row> = rows.iter().map(|r| (r.ord as usize, r)).collect();
@@ -298,6 +315,7 @@ impl TaskColumns {
         self.id.push(id);
         self.description.push(t.description.clone());
         self.concurrency_key.push(t.concurrency_key.clone());
+        self.tenant.push(t.tenant.clone());
         self.metadata.push(t.metadata.clone());
         self.context.push(t.context.clone());
         self.priority.push(t.priority);

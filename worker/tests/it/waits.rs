@@ -42,7 +42,13 @@ async fn a_killed_worker_loses_no_wait() {
     .await;
     victim.signal(libc::SIGKILL);
     assert!(!victim.wait_exit(Duration::from_secs(10)).await.success());
-    assert_eq!(store.post_event("go", &json!({"n": 7})).await.unwrap(), 10);
+    assert_eq!(
+        store
+            .post_event("default", "go", &json!({"n": 7}))
+            .await
+            .unwrap(),
+        10
+    );
     let _survivor = WorkerProc::start(&db, &[]);
     wait_for("every task to succeed", Duration::from_secs(60), || async {
         (store.count_tasks("succeeded").await.unwrap() == 10).then_some(())

@@ -1,7 +1,9 @@
 -- name: task/submit
 WITH missing AS (
     SELECT coalesce(array_agg(x ORDER BY x), '{}') AS ids
-    FROM unnest($1::text[]) AS x WHERE NOT EXISTS (SELECT 1 FROM tools WHERE id = x)
+    FROM unnest($1::text[]) AS x
+    WHERE NOT EXISTS (SELECT 1 FROM tools
+                      WHERE id = x AND (tenant = $60::text OR kind = 'builtin'))
 ), t_in AS (
     SELECT t.*,
            -- a delayed start: nothing of the task runs before it (database clock)
@@ -56,7 +58,7 @@ WITH missing AS (
                        max_task_replans, max_consecutive_failures, max_reflection_rounds,
                        max_concurrent_steps, step_reflection, auto_reflection, success_threshold,
                        max_llm_calls, deadline_at, max_llm_tokens, run_at, parent_task_id,
-                       parent_step_id, concurrency_key, fair_pass, key_pattern)
+                       parent_step_id, concurrency_key, fair_pass, key_pattern, tenant)
     SELECT id, description, metadata, context, priority, idempotency_key, status, plan_version,
            event_seq, max_step_retries, max_single_step_repairs, max_task_replans,
            max_consecutive_failures, max_reflection_rounds, max_concurrent_steps, step_reflection,
@@ -64,11 +66,11 @@ WITH missing AS (
            CASE WHEN task_timeout_secs > 0
                 THEN coalesce(start_at, now()) + make_interval(secs => task_timeout_secs) END,
            max_llm_tokens, start_at, parent_task_id, parent_step_id, concurrency_key, f.pass,
-           f.pattern
+           f.pattern, $60::text
     FROM t_in JOIN fair f USING (id)
     WHERE cardinality((SELECT ids FROM missing)) = 0
     ORDER BY ord
-    ON CONFLICT (idempotency_key) DO NOTHING
+    ON CONFLICT (tenant, idempotency_key) DO NOTHING
     RETURNING id, run_at
 ), new AS (
     SELECT t_in.*, f.pass FROM t_in JOIN ins USING (id) JOIN fair f USING (id)

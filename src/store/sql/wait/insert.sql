@@ -3,9 +3,10 @@
 WITH ins AS (
     INSERT INTO waits (id, task_id, step_id, step_key, attempt, kind, prompt, form, role,
                        on_timeout, gated_tool, parameters, event_key, match, token_hash,
-                       expires_at, child_task_id)
+                       expires_at, child_task_id, tenant)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-            coalesce($16, now() + make_interval(secs => $17)), $18)
+            coalesce($16, now() + make_interval(secs => $17)), $18,
+            (SELECT tenant FROM tasks WHERE id = $2))
     ON CONFLICT (step_id, attempt, kind) DO NOTHING
     RETURNING *
 )

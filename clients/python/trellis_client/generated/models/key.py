@@ -25,6 +25,7 @@ class Key:
         key_prefix (str): The key's first characters, to tell keys apart.
         name (str):
         role (Role):
+        tenant (str): The tenant whose rows the key's calls see (an admin's: every tenant's).
         key (None | str | Unset): The key: only in the answer to `POST /keys`.
         revoked_at (datetime.datetime | None | Unset):
     """
@@ -34,6 +35,7 @@ class Key:
     key_prefix: str
     name: str
     role: Role
+    tenant: str
     key: None | str | Unset = UNSET
     revoked_at: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -48,6 +50,8 @@ class Key:
         name = self.name
 
         role = self.role.value
+
+        tenant = self.tenant
 
         key: None | str | Unset
         if isinstance(self.key, Unset):
@@ -72,6 +76,7 @@ class Key:
                 "key_prefix": key_prefix,
                 "name": name,
                 "role": role,
+                "tenant": tenant,
             }
         )
         if key is not UNSET:
@@ -93,6 +98,8 @@ class Key:
         name = d.pop("name")
 
         role = Role(d.pop("role"))
+
+        tenant = d.pop("tenant")
 
         def _parse_key(data: object) -> None | str | Unset:
             if data is None:
@@ -126,6 +133,7 @@ class Key:
             key_prefix=key_prefix,
             name=name,
             role=role,
+            tenant=tenant,
             key=key,
             revoked_at=revoked_at,
         )

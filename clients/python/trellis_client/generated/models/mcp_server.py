@@ -25,6 +25,7 @@ class McpServer:
         headers (McpServerHeaders):
         id (str):
         refreshed_at (datetime.datetime):
+        tenant (str): The tenant whose tools it imports.
         tools (list[str]): Ids of the tools imported from it.
     """
 
@@ -33,6 +34,7 @@ class McpServer:
     headers: McpServerHeaders
     id: str
     refreshed_at: datetime.datetime
+    tenant: str
     tools: list[str]
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -47,6 +49,8 @@ class McpServer:
 
         refreshed_at = self.refreshed_at.isoformat()
 
+        tenant = self.tenant
+
         tools = self.tools
 
         field_dict: dict[str, Any] = {}
@@ -58,6 +62,7 @@ class McpServer:
                 "headers": headers,
                 "id": id,
                 "refreshed_at": refreshed_at,
+                "tenant": tenant,
                 "tools": tools,
             }
         )
@@ -79,6 +84,8 @@ class McpServer:
 
         refreshed_at = datetime.datetime.fromisoformat(d.pop("refreshed_at"))
 
+        tenant = d.pop("tenant")
+
         tools = cast(list[str], d.pop("tools"))
 
         mcp_server = cls(
@@ -87,6 +94,7 @@ class McpServer:
             headers=headers,
             id=id,
             refreshed_at=refreshed_at,
+            tenant=tenant,
             tools=tools,
         )
 

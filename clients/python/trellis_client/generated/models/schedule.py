@@ -35,6 +35,7 @@ class Schedule:
         next_fire_times (list[datetime.datetime]): The next five ticks from now.
         overlap (ScheduleOverlap):
         priority (int):
+        tenant (str): The tenant whose tasks its ticks submit.
         timezone (str):
         updated_at (datetime.datetime):
         input_ (None | ScheduleInputType0 | Unset):
@@ -55,6 +56,7 @@ class Schedule:
     next_fire_times: list[datetime.datetime]
     overlap: ScheduleOverlap
     priority: int
+    tenant: str
     timezone: str
     updated_at: datetime.datetime
     input_: None | ScheduleInputType0 | Unset = UNSET
@@ -90,6 +92,8 @@ class Schedule:
         overlap = self.overlap.value
 
         priority = self.priority
+
+        tenant = self.tenant
 
         timezone = self.timezone
 
@@ -160,6 +164,7 @@ class Schedule:
                 "next_fire_times": next_fire_times,
                 "overlap": overlap,
                 "priority": priority,
+                "tenant": tenant,
                 "timezone": timezone,
                 "updated_at": updated_at,
             }
@@ -212,6 +217,8 @@ class Schedule:
         overlap = ScheduleOverlap(d.pop("overlap"))
 
         priority = d.pop("priority")
+
+        tenant = d.pop("tenant")
 
         timezone = d.pop("timezone")
 
@@ -330,6 +337,7 @@ class Schedule:
             next_fire_times=next_fire_times,
             overlap=overlap,
             priority=priority,
+            tenant=tenant,
             timezone=timezone,
             updated_at=updated_at,
             input_=input_,

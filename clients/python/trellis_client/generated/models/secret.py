@@ -18,11 +18,13 @@ class Secret:
     Attributes:
         created_at (datetime.datetime):
         name (str):
+        tenant (str): The tenant that wrote it.
         updated_at (datetime.datetime):
     """
 
     created_at: datetime.datetime
     name: str
+    tenant: str
     updated_at: datetime.datetime
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -30,6 +32,8 @@ class Secret:
         created_at = self.created_at.isoformat()
 
         name = self.name
+
+        tenant = self.tenant
 
         updated_at = self.updated_at.isoformat()
 
@@ -39,6 +43,7 @@ class Secret:
             {
                 "created_at": created_at,
                 "name": name,
+                "tenant": tenant,
                 "updated_at": updated_at,
             }
         )
@@ -52,11 +57,14 @@ class Secret:
 
         name = d.pop("name")
 
+        tenant = d.pop("tenant")
+
         updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
 
         secret = cls(
             created_at=created_at,
             name=name,
+            tenant=tenant,
             updated_at=updated_at,
         )
 

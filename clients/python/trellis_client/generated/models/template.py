@@ -28,6 +28,7 @@ class Template:
         id (str):
         input_schema (TemplateInputSchema):
         plan (TemplatePlan):
+        tenant (str): The tenant whose submits may name it.
         concurrency_key (None | str | Unset): The concurrency key of the tasks made from it (`${input.…}` /
             `${metadata.…}`
             placeholders, filled at each submit); a submit's own key wins.
@@ -38,6 +39,7 @@ class Template:
     id: str
     input_schema: TemplateInputSchema
     plan: TemplatePlan
+    tenant: str
     concurrency_key: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -51,6 +53,8 @@ class Template:
         input_schema = self.input_schema.to_dict()
 
         plan = self.plan.to_dict()
+
+        tenant = self.tenant
 
         concurrency_key: None | str | Unset
         if isinstance(self.concurrency_key, Unset):
@@ -67,6 +71,7 @@ class Template:
                 "id": id,
                 "input_schema": input_schema,
                 "plan": plan,
+                "tenant": tenant,
             }
         )
         if concurrency_key is not UNSET:
@@ -90,6 +95,8 @@ class Template:
 
         plan = TemplatePlan.from_dict(d.pop("plan"))
 
+        tenant = d.pop("tenant")
+
         def _parse_concurrency_key(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -105,6 +112,7 @@ class Template:
             id=id,
             input_schema=input_schema,
             plan=plan,
+            tenant=tenant,
             concurrency_key=concurrency_key,
         )
 

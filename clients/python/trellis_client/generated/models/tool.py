@@ -44,6 +44,7 @@ class Tool:
         rate_limit_burst (int): Token-bucket size for `rate_limit_per_sec`.
         requires_approval (bool): Every call waits for a person's approval first (`GET /waits`).
         tags (list[str]):
+        tenant (str): The tenant whose plans may name it (a built-in: every tenant's; shown as `default`).
         timeout_ms (int):
         updated_at (datetime.datetime):
         circuit_breaker (CircuitBreaker | None | Unset):
@@ -69,6 +70,7 @@ class Tool:
     rate_limit_burst: int
     requires_approval: bool
     tags: list[str]
+    tenant: str
     timeout_ms: int
     updated_at: datetime.datetime
     circuit_breaker: CircuitBreaker | None | Unset = UNSET
@@ -111,6 +113,8 @@ class Tool:
         requires_approval = self.requires_approval
 
         tags = self.tags
+
+        tenant = self.tenant
 
         timeout_ms = self.timeout_ms
 
@@ -176,6 +180,7 @@ class Tool:
                 "rate_limit_burst": rate_limit_burst,
                 "requires_approval": requires_approval,
                 "tags": tags,
+                "tenant": tenant,
                 "timeout_ms": timeout_ms,
                 "updated_at": updated_at,
             }
@@ -232,6 +237,8 @@ class Tool:
         requires_approval = d.pop("requires_approval")
 
         tags = cast(list[str], d.pop("tags"))
+
+        tenant = d.pop("tenant")
 
         timeout_ms = d.pop("timeout_ms")
 
@@ -334,6 +341,7 @@ class Tool:
             rate_limit_burst=rate_limit_burst,
             requires_approval=requires_approval,
             tags=tags,
+            tenant=tenant,
             timeout_ms=timeout_ms,
             updated_at=updated_at,
             circuit_breaker=circuit_breaker,

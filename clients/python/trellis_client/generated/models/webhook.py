@@ -22,6 +22,7 @@ class Webhook:
         created_at (datetime.datetime):
         events (list[str]):
         id (UUID):
+        tenant (str): It receives the events of this tenant's tasks only.
         url (str):
         secret (None | str | Unset): Only in the answer to `POST /webhooks`.
         template (None | str | Unset):
@@ -30,6 +31,7 @@ class Webhook:
     created_at: datetime.datetime
     events: list[str]
     id: UUID
+    tenant: str
     url: str
     secret: None | str | Unset = UNSET
     template: None | str | Unset = UNSET
@@ -41,6 +43,8 @@ class Webhook:
         events = self.events
 
         id = str(self.id)
+
+        tenant = self.tenant
 
         url = self.url
 
@@ -63,6 +67,7 @@ class Webhook:
                 "created_at": created_at,
                 "events": events,
                 "id": id,
+                "tenant": tenant,
                 "url": url,
             }
         )
@@ -81,6 +86,8 @@ class Webhook:
         events = cast(list[str], d.pop("events"))
 
         id = UUID(d.pop("id"))
+
+        tenant = d.pop("tenant")
 
         url = d.pop("url")
 
@@ -106,6 +113,7 @@ class Webhook:
             created_at=created_at,
             events=events,
             id=id,
+            tenant=tenant,
             url=url,
             secret=secret,
             template=template,

@@ -19,10 +19,12 @@ class WhoAmI:
     Attributes:
         access_control (bool): Whether keys are checked at all (`[auth]`).
         role (Role):
+        tenant (str): The key's tenant (with an admin's `?tenant=`, that one).
     """
 
     access_control: bool
     role: Role
+    tenant: str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -30,12 +32,15 @@ class WhoAmI:
 
         role = self.role.value
 
+        tenant = self.tenant
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
                 "access_control": access_control,
                 "role": role,
+                "tenant": tenant,
             }
         )
 
@@ -48,9 +53,12 @@ class WhoAmI:
 
         role = Role(d.pop("role"))
 
+        tenant = d.pop("tenant")
+
         who_am_i = cls(
             access_control=access_control,
             role=role,
+            tenant=tenant,
         )
 
         who_am_i.additional_properties = d

@@ -20,6 +20,7 @@ def _get_kwargs(
     before: datetime.datetime | str | Unset | UUID = UNSET,
     since: datetime.datetime | str | Unset = UNSET,
     q: str | Unset = UNSET,
+    tenant: str | Unset = UNSET,
 ) -> dict[str, Any]:
 
     params: dict[str, Any] = {}
@@ -56,6 +57,8 @@ def _get_kwargs(
     params["since"] = json_since
 
     params["q"] = q
+
+    params["tenant"] = tenant
 
     params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
@@ -131,6 +134,7 @@ def sync_detailed(
     before: datetime.datetime | str | Unset | UUID = UNSET,
     since: datetime.datetime | str | Unset = UNSET,
     q: str | Unset = UNSET,
+    tenant: str | Unset = UNSET,
 ) -> Response[Error | list[TaskSummary]]:
     """List tasks, newest first.
 
@@ -140,6 +144,7 @@ def sync_detailed(
         before (datetime.datetime | str | Unset | UUID):
         since (datetime.datetime | str | Unset):
         q (str | Unset):
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -155,6 +160,7 @@ def sync_detailed(
         before=before,
         since=since,
         q=q,
+        tenant=tenant,
     )
 
     response = client.get_httpx_client().request(
@@ -172,6 +178,7 @@ def sync(
     before: datetime.datetime | str | Unset | UUID = UNSET,
     since: datetime.datetime | str | Unset = UNSET,
     q: str | Unset = UNSET,
+    tenant: str | Unset = UNSET,
 ) -> Error | list[TaskSummary] | None:
     """List tasks, newest first.
 
@@ -181,6 +188,7 @@ def sync(
         before (datetime.datetime | str | Unset | UUID):
         since (datetime.datetime | str | Unset):
         q (str | Unset):
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -197,6 +205,7 @@ def sync(
         before=before,
         since=since,
         q=q,
+        tenant=tenant,
     ).parsed
 
 
@@ -208,6 +217,7 @@ async def asyncio_detailed(
     before: datetime.datetime | str | Unset | UUID = UNSET,
     since: datetime.datetime | str | Unset = UNSET,
     q: str | Unset = UNSET,
+    tenant: str | Unset = UNSET,
 ) -> Response[Error | list[TaskSummary]]:
     """List tasks, newest first.
 
@@ -217,6 +227,7 @@ async def asyncio_detailed(
         before (datetime.datetime | str | Unset | UUID):
         since (datetime.datetime | str | Unset):
         q (str | Unset):
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -232,6 +243,7 @@ async def asyncio_detailed(
         before=before,
         since=since,
         q=q,
+        tenant=tenant,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -247,6 +259,7 @@ async def asyncio(
     before: datetime.datetime | str | Unset | UUID = UNSET,
     since: datetime.datetime | str | Unset = UNSET,
     q: str | Unset = UNSET,
+    tenant: str | Unset = UNSET,
 ) -> Error | list[TaskSummary] | None:
     """List tasks, newest first.
 
@@ -256,6 +269,7 @@ async def asyncio(
         before (datetime.datetime | str | Unset | UUID):
         since (datetime.datetime | str | Unset):
         q (str | Unset):
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -273,5 +287,6 @@ async def asyncio(
             before=before,
             since=since,
             q=q,
+            tenant=tenant,
         )
     ).parsed

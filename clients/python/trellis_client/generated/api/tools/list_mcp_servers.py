@@ -7,14 +7,24 @@ from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.error import Error
 from ...models.mcp_server import McpServer
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs() -> dict[str, Any]:
+def _get_kwargs(
+    *,
+    tenant: str | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["tenant"] = tenant
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
     _kwargs: dict[str, Any] = {
         "method": "get",
         "url": "/api/v1/mcp-servers",
+        "params": params,
     }
 
     return _kwargs
@@ -33,6 +43,11 @@ def _parse_response(
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Error.from_dict(response.json())
+
+        return response_400
+
     if response.status_code == 401:
         response_401 = Error.from_dict(response.json())
 
@@ -42,6 +57,11 @@ def _parse_response(
         response_403 = Error.from_dict(response.json())
 
         return response_403
+
+    if response.status_code == 422:
+        response_422 = Error.from_dict(response.json())
+
+        return response_422
 
     if response.status_code == 503:
         response_503 = Error.from_dict(response.json())
@@ -68,8 +88,12 @@ def _build_response(
 def sync_detailed(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
 ) -> Response[Error | list[McpServer]]:
     """Every MCP server, with the tools imported from it.
+
+    Args:
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -79,7 +103,9 @@ def sync_detailed(
         Response[Error | list[McpServer]]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = _get_kwargs(
+        tenant=tenant,
+    )
 
     response = client.get_httpx_client().request(
         **kwargs,
@@ -91,8 +117,12 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
 ) -> Error | list[McpServer] | None:
     """Every MCP server, with the tools imported from it.
+
+    Args:
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -104,14 +134,19 @@ def sync(
 
     return sync_detailed(
         client=client,
+        tenant=tenant,
     ).parsed
 
 
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
 ) -> Response[Error | list[McpServer]]:
     """Every MCP server, with the tools imported from it.
+
+    Args:
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -121,7 +156,9 @@ async def asyncio_detailed(
         Response[Error | list[McpServer]]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = _get_kwargs(
+        tenant=tenant,
+    )
 
     response = await client.get_async_httpx_client().request(**kwargs)
 
@@ -131,8 +168,12 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
 ) -> Error | list[McpServer] | None:
     """Every MCP server, with the tools imported from it.
+
+    Args:
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -145,5 +186,6 @@ async def asyncio(
     return (
         await asyncio_detailed(
             client=client,
+            tenant=tenant,
         )
     ).parsed

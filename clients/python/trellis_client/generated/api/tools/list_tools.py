@@ -14,6 +14,7 @@ def _get_kwargs(
     *,
     after: str | Unset = UNSET,
     limit: int | Unset = UNSET,
+    tenant: str | Unset = UNSET,
 ) -> dict[str, Any]:
 
     params: dict[str, Any] = {}
@@ -21,6 +22,8 @@ def _get_kwargs(
     params["after"] = after
 
     params["limit"] = limit
+
+    params["tenant"] = tenant
 
     params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
@@ -93,12 +96,14 @@ def sync_detailed(
     client: AuthenticatedClient,
     after: str | Unset = UNSET,
     limit: int | Unset = UNSET,
+    tenant: str | Unset = UNSET,
 ) -> Response[Error | list[Tool]]:
     """All tools (built-in and HTTP), in id order.
 
     Args:
         after (str | Unset):
         limit (int | Unset):
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -111,6 +116,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         after=after,
         limit=limit,
+        tenant=tenant,
     )
 
     response = client.get_httpx_client().request(
@@ -125,12 +131,14 @@ def sync(
     client: AuthenticatedClient,
     after: str | Unset = UNSET,
     limit: int | Unset = UNSET,
+    tenant: str | Unset = UNSET,
 ) -> Error | list[Tool] | None:
     """All tools (built-in and HTTP), in id order.
 
     Args:
         after (str | Unset):
         limit (int | Unset):
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -144,6 +152,7 @@ def sync(
         client=client,
         after=after,
         limit=limit,
+        tenant=tenant,
     ).parsed
 
 
@@ -152,12 +161,14 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     after: str | Unset = UNSET,
     limit: int | Unset = UNSET,
+    tenant: str | Unset = UNSET,
 ) -> Response[Error | list[Tool]]:
     """All tools (built-in and HTTP), in id order.
 
     Args:
         after (str | Unset):
         limit (int | Unset):
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -170,6 +181,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         after=after,
         limit=limit,
+        tenant=tenant,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -182,12 +194,14 @@ async def asyncio(
     client: AuthenticatedClient,
     after: str | Unset = UNSET,
     limit: int | Unset = UNSET,
+    tenant: str | Unset = UNSET,
 ) -> Error | list[Tool] | None:
     """All tools (built-in and HTTP), in id order.
 
     Args:
         after (str | Unset):
         limit (int | Unset):
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -202,5 +216,6 @@ async def asyncio(
             client=client,
             after=after,
             limit=limit,
+            tenant=tenant,
         )
     ).parsed

@@ -15,6 +15,7 @@ from ...types import UNSET, Response, Unset
 
 def _get_kwargs(
     *,
+    tenant: str | Unset = UNSET,
     status: ListWaitsStatus | Unset = UNSET,
     kind: ListWaitsKind | Unset = UNSET,
     task_id: UUID | Unset = UNSET,
@@ -22,6 +23,8 @@ def _get_kwargs(
 ) -> dict[str, Any]:
 
     params: dict[str, Any] = {}
+
+    params["tenant"] = tenant
 
     json_status: str | Unset = UNSET
     if not isinstance(status, Unset):
@@ -111,6 +114,7 @@ def _build_response(
 def sync_detailed(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
     status: ListWaitsStatus | Unset = UNSET,
     kind: ListWaitsKind | Unset = UNSET,
     task_id: UUID | Unset = UNSET,
@@ -119,6 +123,7 @@ def sync_detailed(
     """The waits, newest first: `?status=open&kind=approval` is the approvals inbox.
 
     Args:
+        tenant (str | Unset):
         status (ListWaitsStatus | Unset):
         kind (ListWaitsKind | Unset):
         task_id (UUID | Unset):
@@ -133,6 +138,7 @@ def sync_detailed(
     """
 
     kwargs = _get_kwargs(
+        tenant=tenant,
         status=status,
         kind=kind,
         task_id=task_id,
@@ -149,6 +155,7 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
     status: ListWaitsStatus | Unset = UNSET,
     kind: ListWaitsKind | Unset = UNSET,
     task_id: UUID | Unset = UNSET,
@@ -157,6 +164,7 @@ def sync(
     """The waits, newest first: `?status=open&kind=approval` is the approvals inbox.
 
     Args:
+        tenant (str | Unset):
         status (ListWaitsStatus | Unset):
         kind (ListWaitsKind | Unset):
         task_id (UUID | Unset):
@@ -172,6 +180,7 @@ def sync(
 
     return sync_detailed(
         client=client,
+        tenant=tenant,
         status=status,
         kind=kind,
         task_id=task_id,
@@ -182,6 +191,7 @@ def sync(
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
     status: ListWaitsStatus | Unset = UNSET,
     kind: ListWaitsKind | Unset = UNSET,
     task_id: UUID | Unset = UNSET,
@@ -190,6 +200,7 @@ async def asyncio_detailed(
     """The waits, newest first: `?status=open&kind=approval` is the approvals inbox.
 
     Args:
+        tenant (str | Unset):
         status (ListWaitsStatus | Unset):
         kind (ListWaitsKind | Unset):
         task_id (UUID | Unset):
@@ -204,6 +215,7 @@ async def asyncio_detailed(
     """
 
     kwargs = _get_kwargs(
+        tenant=tenant,
         status=status,
         kind=kind,
         task_id=task_id,
@@ -218,6 +230,7 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
     status: ListWaitsStatus | Unset = UNSET,
     kind: ListWaitsKind | Unset = UNSET,
     task_id: UUID | Unset = UNSET,
@@ -226,6 +239,7 @@ async def asyncio(
     """The waits, newest first: `?status=open&kind=approval` is the approvals inbox.
 
     Args:
+        tenant (str | Unset):
         status (ListWaitsStatus | Unset):
         kind (ListWaitsKind | Unset):
         task_id (UUID | Unset):
@@ -242,6 +256,7 @@ async def asyncio(
     return (
         await asyncio_detailed(
             client=client,
+            tenant=tenant,
             status=status,
             kind=kind,
             task_id=task_id,

@@ -1,0 +1,340 @@
+//! Tenants (fairness issue, part 3): a key of tenant `b` walks every route of the served
+//! OpenAPI document against tenant `default`'s objects and sees none of them; it cannot name
+//! another tenant's tools or templates, reuse its idempotency keys, resolve its waits, or
+//! receive its webhook deliveries; an admin reads across tenants with `?tenant=`.
+
+use trellis::testkit as common;
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use common::{TestApp, client_with_key, spawn_app_with};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+/// The test app, with a key to seal secrets with.
+async fn app() -> TestApp {
+    let mut s = common::test_settings();
+    s.secrets.key = Some("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=".into());
+    spawn_app_with(s).await
+}
+
+async fn key_of(app: &TestApp, role: &str, tenant: &str) -> String {
+    let (s, v) = app
+        .post(
+            "/api/v1/keys",
+            &json!({"name": format!("{tenant} {role}"), "role": role, "tenant": tenant}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!(v["tenant"], tenant);
+    v["key"].as_str().unwrap().to_string()
+}
+
+async fn send(http: &reqwest::Client, method: &str, url: &str, body: Value) -> (u16, String) {
+    let req = match method {
+        "get" => http.get(url),
+        "post" => http.post(url).json(&body),
+        "delete" => http.delete(url),
+        "patch" => http.patch(url).json(&body),
+        "put" => http.put(url).json(&body),
+        other => panic!("method {other}"),
+    };
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.text().await.unwrap())
+}
+
+/// Tenant `default`'s objects, one of each kind a route can name.
+struct Objects {
+    task: Uuid,
+    wait: Uuid,
+    webhook: String,
+    key: String,
+}
+
+impl Objects {
+    /// Every id or name of these objects that must never reach another tenant.
+    fn secrets(&self) -> Vec<String> {
+        vec![
+            self.task.to_string(),
+            self.wait.to_string(),
+            self.webhook.clone(),
+            self.key.clone(),
+            "a-tool".into(),
+            "a-template".into(),
+            "a-schedule".into(),
+            "a-secret".into(),
+            "a-event-key".into(),
+        ]
+    }
+
+    fn fill(&self, path: &str) -> String {
+        let id = match path.split('/').nth(3).unwrap_or("") {
+            "tasks" => self.task.to_string(),
+            "waits" => self.wait.to_string(),
+            "webhooks" => self.webhook.clone(),
+            "keys" => self.key.clone(),
+            "tools" => "a-tool".into(),
+            "templates" => "a-template".into(),
+            "schedules" => "a-schedule".into(),
+            "mcp-servers" => "a-mcp".into(),
+            _ => "x".into(),
+        };
+        path.replace("{id}", &id)
+            .replace("{name}", "a-secret")
+            .replace("{pattern}", "a-*")
+            .replace("{delivery_id}", &Uuid::nil().to_string())
+            .replace("{token}", "not-a-token")
+    }
+}
+
+/// Tenant `default` (the admin's): a tool, a template, a schedule, a secret, a webhook and a
+/// task parked on an approval (its wait).
+async fn tenant_a(app: &TestApp) -> Objects {
+    common::register_tool(app, "a-tool", "http://127.0.0.1:9/a", json!({})).await;
+    let (s, v) = app
+        .post(
+            "/api/v1/templates",
+            &json!({"id": "a-template", "plan": {"steps": [{"id": "s", "tool": "echo"}]}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let (s, v) = app
+        .post(
+            "/api/v1/schedules",
+            &json!({"id": "a-schedule", "cron": "0 0 1 1 *", "template": "a-template"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let r = app
+        .http
+        .put(app.url("/api/v1/secrets/a-secret"))
+        .json(&json!({"value": "s3cret"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 204);
+    let (s, v) = app
+        .post(
+            "/api/v1/webhooks",
+            &json!({"url": "http://127.0.0.1:9/hook", "events": ["task_submitted"]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let webhook = v["id"].as_str().unwrap().to_string();
+    let task = app
+        .submit(json!({"description": "tenant a's task", "idempotency_key": "same-key",
+                       "plan": {"steps": [
+                           {"id": "ok", "tool": "approval", "parameters": {"prompt": "go?"}},
+                           {"id": "ev", "tool": "wait_event", "parameters": {"key": "a-event-key"}}]}}))
+        .await;
+    let worker = app.worker(|_| {});
+    let wait = common::wait_for("tenant a's approval", Duration::from_secs(20), || async {
+        let (_, v) = app.get(&format!("/api/v1/waits?task_id={task}")).await;
+        v.as_array()
+            .and_then(|w| w.iter().find(|w| w["kind"] == "approval"))
+            .map(|w| w["wait_id"].as_str().unwrap().parse::<Uuid>().unwrap())
+    })
+    .await;
+    worker.stop().await;
+    let (s, v) = app
+        .post(
+            "/api/v1/keys",
+            &json!({"name": "a's reader", "role": "reader"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!(v["tenant"], "default");
+    let key = v["id"].as_str().unwrap().to_string();
+    Objects {
+        task,
+        wait,
+        webhook,
+        key,
+    }
+}
+
+/// Acceptance 5: every route of the served document, with tenant `b`'s operator and reader
+/// keys, against tenant `default`'s objects: a 404 (or a 403 where the route is the admin's),
+/// or an answer that names none of them. Nothing of tenant `default` changes.
+#[tokio::test]
+async fn a_second_tenants_keys_never_see_the_first_tenants_objects() {
+    let app = app().await;
+    let a = tenant_a(&app).await;
+    let operator = client_with_key(Some(&key_of(&app, "operator", "b").await));
+    let reader = client_with_key(Some(&key_of(&app, "reader", "b").await));
+    let (_, doc) = app.get("/api/v1/openapi.json").await;
+    let mut by_id = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if !path.starts_with("/api/v1/") || path.starts_with("/api/v1/callbacks/") {
+            continue;
+        }
+        for method in item.as_object().unwrap().keys() {
+            let url = app.url(&a.fill(path));
+            for (who, http) in [("operator", &operator), ("reader", &reader)] {
+                // a body the route takes, so that only the tenant can stop it
+                let sent = match path.rsplit('/').next().unwrap() {
+                    "rerun" => json!({"from_step": "ok"}),
+                    "reschedule" => {
+                        json!({"run_at": (chrono::Utc::now() + chrono::Duration::days(1)).to_rfc3339()})
+                    }
+                    _ => json!({}),
+                };
+                let (status, body) = send(http, method, &url, sent).await;
+                let names_one = path.contains('{');
+                if names_one {
+                    assert!(
+                        status == 404 || status == 403,
+                        "{method} {path} as b's {who}: {status} {body}"
+                    );
+                }
+                // a 404 or 403 names what was asked, and nothing else
+                for s in a
+                    .secrets()
+                    .iter()
+                    .filter(|_| status != 404 && status != 403)
+                {
+                    assert!(
+                        !body.contains(s.as_str()),
+                        "{method} {path} as b's {who} answered {status} naming {s}: {body}"
+                    );
+                }
+            }
+            by_id += usize::from(path.contains('{'));
+        }
+    }
+    assert!(by_id >= 20, "only {by_id} routes with an id walked");
+    // the lists answer, empty of tenant default's objects; its counts are not b's
+    for list in [
+        "/api/v1/tasks",
+        "/api/v1/waits",
+        "/api/v1/templates",
+        "/api/v1/schedules",
+    ] {
+        let (s, body) = send(&reader, "get", &app.url(list), json!(null)).await;
+        assert_eq!(s, 200, "{list}: {body}");
+        assert_eq!(body, "[]", "{list}");
+    }
+    let (_, stats) = send(&reader, "get", &app.url("/api/v1/stats"), json!(null)).await;
+    let stats: Value = serde_json::from_str(&stats).unwrap();
+    assert_eq!(stats["tasks"]["running"], 0, "{stats}");
+    // the tools b sees: the built-ins only
+    let (_, tools) = send(&reader, "get", &app.url("/api/v1/tools"), json!(null)).await;
+    let tools: Value = serde_json::from_str(&tools).unwrap();
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["kind"] == "builtin"),
+        "{tools}"
+    );
+    // the event stream of a's task is not there for b
+    let r = reader
+        .get(app.url(&format!("/api/v1/tasks/{}/events", a.task)))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    // nothing of a's changed: its task still waits on its approval, its objects are there
+    let (_, w) = app.get(&format!("/api/v1/waits/{}", a.wait)).await;
+    assert_eq!(w["status"], "open", "{w}");
+    for p in [
+        "/api/v1/tools/a-tool",
+        "/api/v1/templates/a-template",
+        "/api/v1/schedules/a-schedule",
+    ] {
+        assert_eq!(app.get(p).await.0, StatusCode::OK, "{p}");
+    }
+    let (_, t) = app.get(&format!("/api/v1/tasks/{}", a.task)).await;
+    assert_eq!(t["status"], "running", "{t}");
+}
+
+/// A tenant's plans name its own tools and templates (and the built-ins); its idempotency keys
+/// and event keys are its own; a webhook gets its own tenant's events; an admin reads one
+/// tenant with `?tenant=`, and every tenant without.
+#[tokio::test]
+async fn what_a_tenant_names_is_its_own() {
+    let app = app().await;
+    let a = tenant_a(&app).await;
+    let b = client_with_key(Some(&key_of(&app, "operator", "b").await));
+    let submit = |body: Value| {
+        let b = b.clone();
+        let url = app.url("/api/v1/tasks");
+        async move {
+            let r = b.post(url).json(&body).send().await.unwrap();
+            let s = r.status().as_u16();
+            (s, r.json::<Value>().await.unwrap())
+        }
+    };
+    let (s, v) =
+        submit(json!({"description": "d", "plan": {"steps": [{"id": "s", "tool": "a-tool"}]}}))
+            .await;
+    assert_eq!(s, 422, "{v}");
+    assert!(v.to_string().contains("a-tool"), "{v}");
+    let (s, v) = submit(json!({"description": "d", "template": "a-template"})).await;
+    assert_eq!(s, 422, "{v}");
+    // the same idempotency key is another task in another tenant
+    let (s, v) = submit(json!({"description": "b's", "idempotency_key": "same-key",
+                               "plan": {"steps": [{"id": "s", "tool": "wait_event",
+                                                   "parameters": {"key": "a-event-key"}}]}}))
+    .await;
+    assert_eq!(s, 202, "{v}");
+    assert_eq!(v["created"], true);
+    let b_task: Uuid = v["task_id"].as_str().unwrap().parse().unwrap();
+    assert_ne!(b_task, a.task);
+    // b's event resolves none of a's waits (nor does a's resolve b's)
+    let r = b
+        .post(app.url("/api/v1/events"))
+        .json(&json!({"key": "a-event-key", "payload": {}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 202);
+    let resolved: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM waits WHERE tenant = 'default' AND status <> 'open'",
+    )
+    .fetch_one(app.store().pool())
+    .await
+    .unwrap();
+    assert_eq!(resolved, 0);
+    // tenant default's webhook has deliveries of a's task, none of b's
+    let of = |t: Uuid| {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM webhook_deliveries WHERE task_id = $1")
+            .bind(t)
+            .fetch_one(app.store().pool())
+    };
+    assert!(of(a.task).await.unwrap() >= 1);
+    assert_eq!(of(b_task).await.unwrap(), 0);
+    // the admin: one tenant with ?tenant=, every tenant without
+    let ids = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["task_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (_, all) = app.get("/api/v1/tasks").await;
+    assert!(ids(&all).contains(&a.task.to_string()) && ids(&all).contains(&b_task.to_string()));
+    let (_, only_b) = app.get("/api/v1/tasks?tenant=b").await;
+    assert_eq!(ids(&only_b), vec![b_task.to_string()]);
+    let (s, v) = app.get("/api/v1/tasks?tenant=not%20a%20name").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    // an admin's ?tenant= places what it creates there
+    let (s, v) = app
+        .post(
+            "/api/v1/templates?tenant=b",
+            &json!({"id": "b-template", "plan": {"steps": [{"id": "s", "tool": "echo"}]}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!(v["tenant"], "b");
+    let (s, v) = submit(json!({"description": "d", "template": "b-template"})).await;
+    assert_eq!(s, 202, "{v}");
+    // whoami names the key's tenant
+    let r = b.get(app.url("/api/v1/whoami")).send().await.unwrap();
+    let who: Value = r.json().await.unwrap();
+    assert_eq!(who["tenant"], "b");
+}
