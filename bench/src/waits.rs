@@ -121,6 +121,7 @@ pub async fn run(b: &Bench, n: usize, deliveries: usize) -> Result<Waits> {
             &["task_succeeded".into()],
             None,
             secret,
+            trellis::domain::tenant::DEFAULT,
         )
         .await?;
     let tasks = (0..deliveries)

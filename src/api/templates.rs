@@ -195,7 +195,7 @@ pub(super) async fn instantiate(
                     "template {id:?} is not registered"
                 )));
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e),
         };
         seen.insert(id.to_string(), t);
     }

@@ -54,6 +54,7 @@ async fn one_task_per_tick_across_two_workers_and_a_restart() {
         limits: common::new_task(json!([])).limits,
         enabled: true,
         overlap: "allow".into(),
+        tenant: "default".into(),
     };
     let start = store.now().await.unwrap();
     store.create_schedule(&s).await.unwrap();
