@@ -89,7 +89,9 @@ impl Application {
         with_worker: bool,
     ) -> anyhow::Result<Self> {
         use anyhow::Context;
-        let store = store.with_default_weight(settings.fairness.default_weight);
+        let store = store
+            .with_default_weight(settings.fairness.default_weight)
+            .with_tenant_caps(settings.tenants.caps());
         check_auth(&store, &settings).await?;
         let bind = format!("{}:{}", settings.server.host, settings.server.port);
         let listener = tokio::net::TcpListener::bind(&bind)
@@ -194,7 +196,8 @@ pub async fn run_worker(settings: &Settings, stop: CancellationToken) -> anyhow:
     let store = open_store(settings, pool, "trellis-worker")
         .await
         .context("connecting to PostgreSQL and applying migrations")?
-        .with_default_weight(settings.fairness.default_weight);
+        .with_default_weight(settings.fairness.default_weight)
+        .with_tenant_caps(settings.tenants.caps());
     let cfg = WorkerConfig::from_settings(settings);
     crate::telemetry::notice(&format!("worker {} started", cfg.id));
     let w = &settings.worker;

@@ -107,17 +107,16 @@ impl Tenancy {
     fn of(role: Role, tenant: &str, query: Option<&str>) -> Result<Self, ApiError> {
         let asked = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
             .find(|(k, _)| k == "tenant")
-            .map(|(_, v)| v.into_owned())
-            .filter(|v| !v.is_empty());
+            .map(|(_, v)| v.into_owned());
+        if let Some(t) = &asked {
+            crate::domain::tenant::check(t).map_err(ApiError::bad_request)?;
+        }
         match asked {
-            Some(t) if role == Role::Admin => {
-                crate::domain::tenant::check(&t).map_err(ApiError::bad_request)?;
-                Ok(Self {
-                    home: t.clone(),
-                    scope: Scope::One(t),
-                    admin: true,
-                })
-            }
+            Some(t) if role == Role::Admin => Ok(Self {
+                home: t.clone(),
+                scope: Scope::One(t),
+                admin: true,
+            }),
             None if role == Role::Admin => Ok(Self {
                 home: tenant.to_owned(),
                 scope: Scope::All,

@@ -32,6 +32,7 @@ mod secrets;
 mod system;
 mod tasks;
 mod templates;
+mod tenants;
 mod tools;
 pub mod views;
 mod waits;

@@ -25,7 +25,7 @@ use utoipa_axum::routes;
 
 use super::{
     AppState, auth, events, key_limits, mcp_servers, schedules, secrets, system, tasks, templates,
-    tools, waits, webhooks,
+    tenants, tools, waits, webhooks,
 };
 use crate::domain::status::{StepStatus, TaskStatus};
 
@@ -120,6 +120,8 @@ pub(super) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(secrets::put, secrets::delete))
         .routes(routes!(key_limits::list))
         .routes(routes!(key_limits::put, key_limits::delete))
+        .routes(routes!(tenants::list))
+        .routes(routes!(tenants::put, tenants::delete))
         .routes(routes!(waits::list))
         .routes(routes!(waits::get))
         .routes(routes!(waits::approve))

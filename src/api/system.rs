@@ -49,7 +49,7 @@ pub(super) async fn recovery_stats(
     Ok(Json(out))
 }
 
-/// The fleet-wide views (activity, recovery, workers) count every tenant's work: a key of a
+/// The recovery views count every tenant's work (per-tenant ones are not built): a key of a
 /// tenant other than `default` reads them only if it is an admin's (403 otherwise).
 fn fleet_wide(tenancy: &Tenancy) -> Result<(), ApiError> {
     if tenancy.admin || tenancy.home == tenant::DEFAULT {
@@ -59,7 +59,7 @@ fn fleet_wide(tenancy: &Tenancy) -> Result<(), ApiError> {
         StatusCode::FORBIDDEN,
         "forbidden",
         format!(
-            "the fleet-wide views count every tenant's work; a key of tenant {:?} reads /stats and its own tasks",
+            "the recovery views count every tenant's work; a key of tenant {:?} reads /stats, /stats/activity and its own tasks",
             tenancy.home
         ),
     ))
@@ -76,14 +76,14 @@ const RECENT_CAP: i64 = 100_000;
 /// the tasks submitted in the last hour by status (each count stops above `recent_cap`).
 /// Its cost follows the last hour's work and the live queue, not the history.
 #[utoipa::path(get, path = "/stats/activity", operation_id = "activity", tag = "system", security(("bearer" = [])),
-    responses((status = 200, description = "activity", body = ActivityView), Guarded),
+    params(super::openapi::TenantParam),
+    responses((status = 200, description = "activity", body = ActivityView), BadUri, Guarded),
 )]
 pub(super) async fn activity(
     State(st): State<AppState>,
     tenancy: Tenancy,
 ) -> Result<Json<ActivityView>, ApiError> {
-    fleet_wide(&tenancy)?;
-    let read = st.store.activity(60, RECENT_CAP).await?;
+    let read = st.store.activity(60, RECENT_CAP, tenancy.filter()).await?;
     Ok(Json(super::views::activity(read, RECENT_CAP)))
 }
 
@@ -91,11 +91,7 @@ pub(super) async fn activity(
 #[utoipa::path(get, path = "/workers", operation_id = "list_workers", tag = "system", security(("bearer" = [])),
     responses((status = 200, description = "workers, longest running first", body = Vec<WorkerView>), Internal, Guarded),
 )]
-pub(super) async fn workers(
-    State(st): State<AppState>,
-    tenancy: Tenancy,
-) -> Result<Json<Vec<WorkerView>>, ApiError> {
-    fleet_wide(&tenancy)?;
+pub(super) async fn workers(State(st): State<AppState>) -> Result<Json<Vec<WorkerView>>, ApiError> {
     let rows = st.store.live_workers().await?;
     Ok(Json(rows.into_iter().map(Into::into).collect()))
 }
@@ -142,17 +138,34 @@ pub(super) async fn ready(State(st): State<AppState>) -> Response {
     }
 }
 
+/// `GET /metrics?tenant=`.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct MetricsQuery {
+    /// Only this tenant's tasks, steps and circuits in the database gauges (the process's own
+    /// histograms and counters stay the process's).
+    #[param(pattern = "^[A-Za-z0-9_.-]{1,64}$")]
+    tenant: Option<String>,
+}
+
 /// Prometheus metrics.
 ///
 /// Prometheus text: what this process recorded (the request histogram; in `--dev`, the
 /// in-process worker's histograms and counters too — a worker process serves its own on
 /// `[worker] metrics_port`), then the gauges of one bounded statement whatever the history
 /// holds.
-#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "system",
-    responses((status = 200, description = "text exposition", content_type = "text/plain", body = String)),
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "system", params(MetricsQuery),
+    responses((status = 200, description = "text exposition", content_type = "text/plain", body = String), BadUri),
 )]
-pub(super) async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
-    let rows = st.store.metrics_gauges().await?;
+pub(super) async fn metrics(
+    State(st): State<AppState>,
+    q: Result<axum::extract::Query<MetricsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let axum::extract::Query(q) = q.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    if let Some(t) = &q.tenant {
+        tenant::check(t).map_err(ApiError::bad_request)?;
+    }
+    let rows = st.store.metrics_gauges(q.tenant.as_deref()).await?;
     let mut out = crate::metrics::render_with(&st.store);
     out.push_str(&gauges_text(&rows));
     Ok(([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], out).into_response())

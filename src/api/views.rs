@@ -688,6 +688,9 @@ pub struct ActivityView {
     /// Ready and running steps per concurrency key: the 20 keys with the most, then
     /// `others` (the rest summed).
     pub queue_by_key: Vec<KeyQueueView>,
+    /// Ready and running steps per tenant (`key` is the tenant): the 20 with the most, then
+    /// `others`.
+    pub queue_by_tenant: Vec<KeyQueueView>,
     /// Per tool: attempts finished over the last hour, failures, and their duration.
     pub tools: Vec<ToolActivityView>,
     /// Live workers.
@@ -751,9 +754,19 @@ pub fn activity(read: crate::store::reads::Activity, recent_cap: i64) -> Activit
         minutes,
         tools,
         by_key,
+        by_tenant,
         gauges,
         recent_tasks,
     } = read;
+    let queues = |rows: Vec<(String, i64, i64)>| -> Vec<KeyQueueView> {
+        rows.into_iter()
+            .map(|(key, ready, running)| KeyQueueView {
+                key,
+                ready,
+                running,
+            })
+            .collect()
+    };
     let mut queue: BTreeMap<&str, QueueView> = BTreeMap::new();
     let (mut workers, mut in_flight) = (0, 0);
     let mut oldest_transaction_secs = 0.0;
@@ -809,14 +822,8 @@ pub fn activity(read: crate::store::reads::Activity, recent_cap: i64) -> Activit
             })
             .collect(),
         queue: queue.into_values().collect(),
-        queue_by_key: by_key
-            .into_iter()
-            .map(|(key, ready, running)| KeyQueueView {
-                key,
-                ready,
-                running,
-            })
-            .collect(),
+        queue_by_key: queues(by_key),
+        queue_by_tenant: queues(by_tenant),
         workers,
         in_flight,
         unfinished_tasks,

@@ -57,7 +57,7 @@ pub fn required_role(method: &str, path: &str) -> Role {
     let read = matches!(method, "GET" | "HEAD");
     let second = path.trim_start_matches('/').split('/').nth(2).unwrap_or("");
     match first {
-        "keys" | "webhooks" | "secrets" | "key-limits" => Role::Admin,
+        "keys" | "webhooks" | "secrets" | "key-limits" | "tenants" => Role::Admin,
         "mcp-servers" if !read => Role::Admin,
         // the wait's own role is checked by the handler (an approval may name reader)
         "waits" if matches!(second, "approve" | "reject") => Role::Reader,
@@ -108,6 +108,8 @@ mod tests {
             ("POST", "/webhooks", Role::Admin),
             ("GET", "/key-limits", Role::Admin),
             ("PUT", "/key-limits/premium-*", Role::Admin),
+            ("GET", "/tenants", Role::Admin),
+            ("PUT", "/tenants/acme", Role::Admin),
         ];
         for (m, p, want) in cases {
             assert_eq!(required_role(m, p), want, "{m} {p}");

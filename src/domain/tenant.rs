@@ -31,6 +31,21 @@ impl Scope {
     }
 }
 
+/// The `[tenants]` defaults: per tenant, at most this many tasks with running steps and
+/// running steps, across the fleet (0: no cap); a tenant's own row wins.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Caps {
+    pub max_running_tasks: i32,
+    pub max_running_steps: i32,
+}
+
+impl Caps {
+    /// Every tenant has a cap.
+    pub fn any(&self) -> bool {
+        self.max_running_tasks > 0 || self.max_running_steps > 0
+    }
+}
+
 /// A tenant's name: 1 to 64 of `A-Z a-z 0-9 _ . -` (the database's `trellis_tenant`).
 pub fn check(name: &str) -> Result<(), String> {
     let ok = (1..=64).contains(&name.len())

@@ -57,13 +57,14 @@ impl Default for LaneCache {
 }
 
 impl LaneCache {
-    /// Whether claims must take the checked path: a limited tool, or a key pattern with a
-    /// `max_running` (read afresh when the registry changed).
+    /// Whether claims must take the checked path: a limited tool, a key pattern with a
+    /// `max_running`, or a tenant with caps (read afresh when the registry changed).
     pub(crate) async fn limited(&self, tx: &mut Tx) -> Result<bool> {
         if self.stale.load(Ordering::Acquire) {
             let (version, limited): (i64, bool) = sqlx::query_as(
                 "SELECT version, EXISTS (SELECT 1 FROM tool_buckets)
                         OR EXISTS (SELECT 1 FROM key_limits WHERE max_running IS NOT NULL)
+                        OR EXISTS (SELECT 1 FROM tenants)
                  FROM tool_registry",
             )
             .fetch_one(&mut **tx)

@@ -135,6 +135,7 @@ pub mod steps;
 pub mod submit;
 pub mod tasks;
 pub mod templates;
+pub mod tenants;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod tools;
@@ -260,6 +261,8 @@ pub struct Store {
     /// The weight of a concurrency key no `key_limits` pattern matches (`[fairness]
     /// default_weight`).
     default_weight: f64,
+    /// The `[tenants]` caps the claim keeps for tenants without a row of their own.
+    tenant_caps: crate::domain::tenant::Caps,
 }
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -357,6 +360,7 @@ impl Store {
             listener_pool: Default::default(),
             lanes: Default::default(),
             default_weight: 1.0,
+            tenant_caps: Default::default(),
         })
     }
 
@@ -413,6 +417,7 @@ impl Store {
             listener_pool: self.listener_pool.clone(),
             lanes: self.lanes.clone(),
             default_weight: self.default_weight,
+            tenant_caps: self.tenant_caps,
         })
     }
 
@@ -420,6 +425,13 @@ impl Store {
     /// pattern of the key limits matches.
     pub fn with_default_weight(mut self, weight: f64) -> Self {
         self.default_weight = weight;
+        self
+    }
+
+    /// This handle with the `[tenants]` caps: per tenant without a row of its own, at most
+    /// this many tasks with running steps and running steps (0: no cap).
+    pub fn with_tenant_caps(mut self, caps: crate::domain::tenant::Caps) -> Self {
+        self.tenant_caps = caps;
         self
     }
 

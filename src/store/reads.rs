@@ -270,8 +270,8 @@ impl Store {
     /// work, not the history: unfinished tasks by status (through the status index), ready and
     /// running steps by tool (through their partial indexes) with the oldest ready step's wait,
     /// and the live workers with the steps they hold.
-    pub async fn metrics_gauges(&self) -> Result<Vec<GaugeRow>> {
-        gauges(&self.pool).await
+    pub async fn metrics_gauges(&self, tenant: Option<&str>) -> Result<Vec<GaugeRow>> {
+        gauges(&self.pool, tenant).await
     }
 
     /// The last `minutes` minutes' work and the live work, as the dashboard's overview shows
@@ -280,29 +280,39 @@ impl Store {
     /// [`Store::metrics_gauges`], and the tasks submitted in the window by status (each count
     /// stopping at `cap` + 1, as in [`Store::recent_task_counts`]). The window is
     /// `last_minutes!`: no index on `finished_at`, so the hot path pays nothing for it.
-    pub async fn activity(&self, minutes: i32, cap: i64) -> Result<Activity> {
+    /// `tenant`: one tenant's work (none: every tenant's).
+    pub async fn activity(&self, minutes: i32, cap: i64, tenant: Option<&str>) -> Result<Activity> {
         in_tx!(self.pool, |tx| {
             sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 .execute(&mut **tx)
                 .await?;
             let per_minute = sqlx::query_as(sql!("read/attempts_per_minute"))
                 .bind(minutes)
+                .bind(tenant)
                 .fetch_all(&mut **tx)
                 .await?;
             let tools = sqlx::query_as(sql!("read/attempts_per_tool"))
                 .bind(minutes)
+                .bind(tenant)
                 .fetch_all(&mut **tx)
                 .await?;
             let by_key = sqlx::query_as(sql!("read/queue_by_key"))
                 .bind(20_i64)
+                .bind(tenant)
+                .fetch_all(&mut **tx)
+                .await?;
+            let by_tenant = sqlx::query_as(sql!("read/queue_by_tenant"))
+                .bind(20_i64)
+                .bind(tenant)
                 .fetch_all(&mut **tx)
                 .await?;
             Ok(Activity {
                 minutes: per_minute,
                 tools,
                 by_key,
-                gauges: gauges(&mut **tx).await?,
-                recent_tasks: recent_counts(&mut **tx, minutes, cap).await?,
+                by_tenant,
+                gauges: gauges(&mut **tx, tenant).await?,
+                recent_tasks: recent_counts(&mut **tx, minutes, cap, tenant).await?,
             })
         })
     }
@@ -315,7 +325,7 @@ impl Store {
         minutes: i32,
         cap: i64,
     ) -> Result<BTreeMap<String, i64>> {
-        recent_counts(&self.pool, minutes, cap).await
+        recent_counts(&self.pool, minutes, cap, None).await
     }
 
     /// Created → finished (or → now, database clock, while unfinished), in milliseconds.
@@ -332,8 +342,11 @@ impl Store {
 }
 
 /// See [`Store::metrics_gauges`].
-async fn gauges(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<GaugeRow>> {
-    Ok(sqlx::query_as(sql!("read/gauges")).fetch_all(db).await?)
+async fn gauges(db: impl sqlx::PgExecutor<'_>, tenant: Option<&str>) -> Result<Vec<GaugeRow>> {
+    Ok(sqlx::query_as(sql!("read/gauges"))
+        .bind(tenant)
+        .fetch_all(db)
+        .await?)
 }
 
 /// See [`Store::recent_task_counts`].
@@ -341,6 +354,7 @@ async fn recent_counts(
     db: impl sqlx::PgExecutor<'_>,
     minutes: i32,
     cap: i64,
+    tenant: Option<&str>,
 ) -> Result<BTreeMap<String, i64>> {
     // a branch per status with the status written in, so each is planned with its own
     // selectivity; the ORDER BY keeps every branch on the status index (a LIMIT over a
@@ -348,6 +362,7 @@ async fn recent_counts(
     let rows: Vec<(String, i64)> = sqlx::query_as(sql!("read/recent_task_counts"))
         .bind(minutes)
         .bind(cap)
+        .bind(tenant)
         .fetch_all(db)
         .await?;
     Ok(rows.into_iter().collect())
@@ -360,6 +375,8 @@ pub struct Activity {
     pub tools: Vec<ToolActivityRow>,
     /// Ready and running steps per concurrency key: the top 20, then `others`.
     pub by_key: Vec<(String, i64, i64)>,
+    /// Ready and running steps per tenant: the top 20, then `others`.
+    pub by_tenant: Vec<(String, i64, i64)>,
     pub gauges: Vec<GaugeRow>,
     pub recent_tasks: BTreeMap<String, i64>,
 }

@@ -8,6 +8,7 @@ const env = (k) => { const v = process.env[k]; if (!v) throw new Error(`${k} is 
 const URL = env('DASHBOARD_URL');
 const ADMIN = env('ADMIN_KEY');
 const READER = env('READER_KEY');
+const TENANT = env('TENANT_KEY');
 const RECOVERED = env('RECOVERED_TASK');
 const RECOVERED_STEP = env('RECOVERED_STEP');
 const RUNNING = env('RUNNING_TASK');
@@ -45,6 +46,8 @@ try {
   check(/^\d+ s$/.test(await page.textContent('#oldest-transaction')), 'the overview shows the age of the oldest open transaction');
   const keys = await page.$$eval('#queue-by-key tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
   check(keys.some((k) => k[0] === 'acme' && Number(k[1]) + Number(k[2]) >= 1), `the overview shows the queue per concurrency key (${JSON.stringify(keys)})`);
+  const tenants = await page.$$eval('#queue-by-tenant tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  check(tenants.some((k) => k[0] === 'default' && Number(k[1]) + Number(k[2]) >= 1), `the overview shows the queue per tenant (${JSON.stringify(tenants)})`);
   const counts = async (id) => page.$$eval(`#${id} [data-count-of]`, (cards) => Object.fromEntries(cards.map((c) => [c.dataset.countOf, Number(c.querySelector('b').textContent.replace(/,/g, ''))])));
   const recent = await counts('recent-tasks');
   const total = (c) => Object.values(c).reduce((a, b) => a + b, 0);
@@ -199,6 +202,24 @@ try {
   const foreign = requests.filter((r) => !r.startsWith(origin) && !r.startsWith('data:'));
   check(foreign.length === 0, `every request stays on the server (${foreign.join(', ')})`);
   check(errors.length === 0, `no console errors (${errors.join(' | ')})`);
+
+  // another tenant's reader: none of these tasks, anywhere (the browser logs the 404s it meets)
+  await page.click('#signout');
+  await page.waitForSelector('#signin:not([hidden])');
+  await page.fill('#key', TENANT);
+  await page.click('#signin button[type=submit]');
+  await page.waitForSelector('#nav:not([hidden])');
+  await page.goto(`${URL}#/`);
+  await page.waitForSelector('#activity');
+  const theirs = await page.$$eval('#queue-by-tenant tbody tr', (rows) => rows.map((r) => r.cells[0].textContent));
+  check(!theirs.includes('default') && !(await page.textContent('#view')).includes('acme'), `another tenant's overview shows none of this tenant's queue (${JSON.stringify(theirs)})`);
+  await page.goto(`${URL}#/tasks`);
+  await page.waitForSelector('#task-list');
+  check(await page.locator('#task-list tbody tr[data-task]').count() === 0, 'another tenant\'s task list is empty');
+  await page.goto(`${URL}#/tasks/${RECOVERED}`);
+  await page.waitForSelector('#view .error');
+  check(await page.locator(`h1[data-task="${RECOVERED}"]`).count() === 0 && (await page.textContent('#view .error')).includes('not found'), 'another tenant\'s task page is not found');
+  await page.screenshot({ path: `${ARTIFACTS}/other-tenant.png`, fullPage: true });
 } finally {
   await browser.close();
 }

@@ -34,6 +34,14 @@ async fn dashboard_end_to_end_in_headless_chromium() {
         )
         .await;
     assert_eq!(s.as_u16(), 201, "{reader}");
+    // another tenant's reader, who sees none of it
+    let (s, other) = app
+        .post(
+            "/api/v1/keys",
+            &json!({"name": "another tenant", "role": "reader", "tenant": "other"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{other}");
     let recovered = app
         .submit(json!({
             "description": "a flaky step, retried",
@@ -138,6 +146,7 @@ async fn dashboard_end_to_end_in_headless_chromium() {
         .env("DASHBOARD_URL", app.url("/"))
         .env("ADMIN_KEY", common::ADMIN_KEY)
         .env("READER_KEY", reader["key"].as_str().unwrap())
+        .env("TENANT_KEY", other["key"].as_str().unwrap())
         .env("RECOVERED_TASK", recovered.to_string())
         .env("RECOVERED_STEP", "shaky")
         .env("RUNNING_TASK", running.to_string())

@@ -20,6 +20,7 @@ fn expected_role(method: &str, path: &str) -> &'static str {
         || rest.starts_with("/webhooks")
         || rest.starts_with("/secrets")
         || rest.starts_with("/key-limits")
+        || rest.starts_with("/tenants")
     {
         "admin"
     } else if method == "get"

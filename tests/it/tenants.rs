@@ -84,6 +84,7 @@ impl Objects {
         path.replace("{id}", &id)
             .replace("{name}", "a-secret")
             .replace("{pattern}", "a-*")
+            .replace("{tenant}", "default")
             .replace("{delivery_id}", &Uuid::nil().to_string())
             .replace("{token}", "not-a-token")
     }
@@ -337,4 +338,139 @@ async fn what_a_tenant_names_is_its_own() {
     let r = b.get(app.url("/api/v1/whoami")).send().await.unwrap();
     let who: Value = r.json().await.unwrap();
     assert_eq!(who["tenant"], "b");
+}
+
+/// A task of `tenant` with `n` independent one-step sleeps.
+fn task_of(tenant: &str, n: usize) -> trellis::store::submit::NewTask {
+    let steps: Vec<Value> = (0..n)
+        .map(|i| json!({"id": format!("s{i}"), "tool": "echo"}))
+        .collect();
+    let mut t = common::new_task(json!(steps));
+    t.tenant = tenant.into();
+    t.limits.max_concurrent_steps = n as i32;
+    t
+}
+
+/// A tenant's `max_running_tasks` admits a task with no running steps only while fewer than
+/// the cap run; its `max_running_steps` (here the `[tenants]` default) caps its running steps;
+/// another tenant is not held by either.
+#[tokio::test]
+async fn a_tenants_caps_hold_in_the_claim() {
+    let db = common::fresh_db().await;
+    let store = db
+        .store
+        .clone()
+        .with_tenant_caps(trellis::domain::tenant::Caps {
+            max_running_tasks: 0,
+            max_running_steps: 3,
+        });
+    store.put_tenant_caps("c", Some(1), None).await.unwrap();
+    for t in [task_of("c", 2), task_of("c", 2), task_of("c", 2)] {
+        store.submit_task(&t).await.unwrap();
+    }
+    let worker = Uuid::now_v7();
+    let claim = super::depth::claim(worker, 64, 0);
+    let first = store.claim_steps(&claim).await.unwrap();
+    assert_eq!(first.len(), 2, "one task of c at a time, both its steps");
+    assert!(first.iter().all(|s| s.task_id == first[0].task_id));
+    assert!(store.claim_steps(&claim).await.unwrap().is_empty());
+    super::depth::complete(&store, worker, &first[..1]).await;
+    assert!(
+        store.claim_steps(&claim).await.unwrap().is_empty(),
+        "its task still runs"
+    );
+    super::depth::complete(&store, worker, &first[1..]).await;
+    let next = store.claim_steps(&claim).await.unwrap();
+    assert_eq!(next.len(), 2, "the next task of c is admitted");
+    assert_ne!(next[0].task_id, first[0].task_id);
+    // the default caps d's running steps at 3 across its tasks; c's own row wins for c
+    for _ in 0..5 {
+        store.submit_task(&task_of("d", 1)).await.unwrap();
+    }
+    let d = store.claim_steps(&claim).await.unwrap();
+    assert_eq!(d.len(), 3, "{d:?}");
+    assert!(store.claim_steps(&claim).await.unwrap().is_empty());
+    // without the [tenants] default, d's other two tasks and default's run at once (c is
+    // still held by its own row: its task runs)
+    for _ in 0..5 {
+        store.submit_task(&task_of("default", 1)).await.unwrap();
+    }
+    let free = db.store.claim_steps(&claim).await.unwrap();
+    assert_eq!(
+        free.len(),
+        7,
+        "without [tenants] caps, default and d are not held"
+    );
+    // a tenant's row goes: the default applies again
+    assert!(store.delete_tenant_caps("c").await.unwrap());
+    super::depth::complete(&store, worker, &next).await;
+    let c = store.claim_steps(&claim).await.unwrap();
+    assert_eq!(c.len(), 2, "c's last task, no longer held to one task");
+}
+
+/// `max_running_steps` of 2 holds under 4 workers draining 300 tasks of the tenant, checked
+/// from the attempts' start and end times (the database's clock), while another tenant's
+/// tasks run past it.
+#[tokio::test]
+async fn a_tenants_step_cap_holds_across_four_workers() {
+    let app = app().await;
+    let r = app
+        .http
+        .put(app.url("/api/v1/tenants/b"))
+        .json(&json!({"max_running_steps": 2}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let b = client_with_key(Some(&key_of(&app, "operator", "b").await));
+    let batch = |n: usize| {
+        let tasks: Vec<Value> = (0..n)
+            .map(|i| {
+                json!({"description": "capped", "plan": {"steps": [
+                    {"id": "s", "tool": "sleep", "parameters": {"ms": 5, "i": i}}]}})
+            })
+            .collect();
+        json!({"tasks": tasks})
+    };
+    let r = b
+        .post(app.url("/api/v1/tasks/batch"))
+        .json(&batch(300))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 202);
+    let (s, v) = app.post("/api/v1/tasks/batch", &batch(300)).await;
+    assert!(s.is_success(), "{v}");
+    let workers: Vec<_> = (0..4).map(|_| app.worker(|c| c.concurrency = 8)).collect();
+    common::wait_for("every task to end", Duration::from_secs(120), || async {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE finished_at IS NOT NULL")
+            .fetch_one(app.store().pool())
+            .await
+            .unwrap();
+        (n == 600).then_some(())
+    })
+    .await;
+    for w in workers {
+        w.stop().await;
+    }
+    // the most attempts of a tenant that overlapped (an end before a start at one instant)
+    let peak = |tenant: &'static str| {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT max(n) FROM (
+                 SELECT sum(d) OVER (ORDER BY at, d) AS n FROM (
+                     SELECT a.started_at AS at, 1 AS d FROM attempts a
+                     JOIN tasks t ON t.id = a.task_id WHERE t.tenant = $1
+                     UNION ALL SELECT a.finished_at, -1 FROM attempts a
+                     JOIN tasks t ON t.id = a.task_id WHERE t.tenant = $1) e) x",
+        )
+        .bind(tenant)
+        .fetch_one(app.store().pool())
+    };
+    let capped = peak("b").await.unwrap();
+    assert!(capped <= 2, "{capped} steps of tenant b ran at once");
+    assert_eq!(capped, 2, "the cap was reached");
+    assert!(
+        peak("default").await.unwrap() > 2,
+        "the other tenant is not held"
+    );
 }

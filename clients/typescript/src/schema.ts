@@ -637,6 +637,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tenants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every tenant's own caps, by tenant (admin). */
+        get: operations["list_tenants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tenants/{tenant}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a tenant's caps (admin; created or replaced). Neither given: its own caps go, and the
+         *     defaults apply (204).
+         */
+        put: operations["put_tenant"];
+        post?: never;
+        /** Remove a tenant's own caps (admin): the defaults apply. */
+        delete: operations["delete_tenant"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tools": {
         parameters: {
             query?: never;
@@ -952,6 +990,11 @@ export interface components {
              *     `others` (the rest summed).
              */
             queue_by_key: components["schemas"]["KeyQueueView"][];
+            /**
+             * @description Ready and running steps per tenant (`key` is the tenant): the 20 with the most, then
+             *     `others`.
+             */
+            queue_by_tenant: components["schemas"]["KeyQueueView"][];
             /**
              * Format: int64
              * @description Where the counts of `recent_tasks` stop.
@@ -2070,6 +2113,41 @@ export interface components {
             } & {
                 [key: string]: unknown;
             };
+        };
+        /** @description One tenant's own caps. */
+        Tenant: {
+            /**
+             * Format: int32
+             * @description Its running steps at once (none: `[tenants] max_running_steps`).
+             */
+            max_running_steps?: number | null;
+            /**
+             * Format: int32
+             * @description Its tasks with running steps at once (none: `[tenants] max_running_tasks`).
+             */
+            max_running_tasks?: number | null;
+            tenant: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /**
+         * @description `PUT /tenants/{tenant}`.
+         * @example {
+         *       "max_running_steps": 50,
+         *       "max_running_tasks": 10
+         *     }
+         */
+        TenantInput: {
+            /**
+             * Format: int32
+             * @description Its running steps at once, across every worker (absent: the default).
+             */
+            max_running_steps?: number | null;
+            /**
+             * Format: int32
+             * @description Its tasks with running steps at once, across every worker (absent: the default).
+             */
+            max_running_tasks?: number | null;
         };
         /** @description A tool of the registry (`/tools`). */
         Tool: {
@@ -4328,7 +4406,10 @@ export interface operations {
     };
     activity: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description an admin key: only this tenant's rows (default: every tenant's); other keys see their own tenant's only */
+                tenant?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4344,6 +4425,15 @@ export interface operations {
                     "application/json": components["schemas"]["ActivityView"];
                 };
             };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description no API key, or one that is unknown or revoked */
             401: {
                 headers: {
@@ -4355,6 +4445,15 @@ export interface operations {
             };
             /** @description the key's role does not allow this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5994,6 +6093,225 @@ export interface operations {
             };
         };
     };
+    list_tenants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description tenants with caps of their own */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"][];
+                };
+            };
+            /** @description no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the database is not reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_tenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A tenant's name. */
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TenantInput"];
+            };
+        };
+        responses: {
+            /** @description stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            /** @description no caps of its own: the defaults apply */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the database is not reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_tenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A tenant's name. */
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the database is not reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     list_tools: {
         parameters: {
             query?: {
@@ -7212,7 +7530,13 @@ export interface operations {
     };
     metrics: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Only this tenant's tasks, steps and circuits in the database gauges (the process's own
+                 *     histograms and counters stay the process's).
+                 */
+                tenant?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -7226,6 +7550,24 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

@@ -153,6 +153,9 @@ async function drawOverview(view) {
     h('h2', {}, 'Queue by concurrency key'), act.queue_by_key.length
       ? table(['key', 'ready', 'running'], act.queue_by_key.map((k) => [k.key === '' ? '(no key)' : k.key, k.ready, k.running]), { id: 'queue-by-key' })
       : h('p', { class: 'muted' }, 'Nothing queued.'),
+    h('h2', {}, 'Queue by tenant'), act.queue_by_tenant.length
+      ? table(['tenant', 'ready', 'running'], act.queue_by_tenant.map((k) => [k.key, k.ready, k.running]), { id: 'queue-by-tenant' })
+      : h('p', { class: 'muted' }, 'Nothing queued.'),
     h('h2', {}, `Workers (${fleet.length})`), workerTable(fleet),
     h('h2', {}, 'Most failing tools, last hour'),
     top.length ? table(['tool', 'failed attempts', 'of attempts'], top.map((t) => [t.tool, t.failed, t.attempts])) : h('p', { class: 'muted' }, 'No failures in the last hour.'),

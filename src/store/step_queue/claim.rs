@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::super::claim_queue::LaneCache;
 use super::super::{Result, Store, Tx};
+use crate::domain::tenant::Caps;
 
 /// A step this worker now holds a lease on, with what it needs to run (no further reads for a
 /// step whose placeholders name only its direct dependencies).
@@ -77,6 +78,11 @@ pub(crate) struct Picked {
     /// The key patterns with a `max_running` locked (`key_limits` rows): the keys they govern
     /// may start steps up to their room; the others none.
     pub patterns: Vec<String>,
+    /// The capped tenants locked: they may start work up to their room; the others none.
+    pub tenants: Vec<String>,
+    /// The `[tenants]` caps (not a column: the next statement's parameters).
+    #[sqlx(skip)]
+    pub caps: Caps,
 }
 
 /// The plain claim (no task cap, no limited tool): one statement.
@@ -103,7 +109,7 @@ impl Store {
     /// checked claim's two. The commit is asynchronous: losing it in a crash loses only the
     /// claim (ARCHITECTURE.md, "The hot path").
     pub async fn claim_steps(&self, c: &Claim) -> Result<Vec<ClaimedStep>> {
-        in_tx!(hot self, |tx| claim_in(tx, c, true, &self.lanes).await)
+        in_tx!(hot self, |tx| claim_in(tx, c, true, &self.lanes, self.tenant_caps).await)
     }
 
     /// [`Store::claim_steps`]; when it claimed fewer than asked, also the milliseconds until
@@ -114,7 +120,7 @@ impl Store {
         c: &Claim,
     ) -> Result<(Vec<ClaimedStep>, Option<f64>)> {
         in_tx!(hot self, |tx| {
-            let claimed = claim_in(tx, c, true, &self.lanes).await?;
+            let claimed = claim_in(tx, c, true, &self.lanes, self.tenant_caps).await?;
             let due = if (claimed.len() as i64) < c.limit {
                 let (due, registry) = next_due(&mut **tx).await?;
                 // an idle worker learns of a tool that gained limits (its steps moved to a
@@ -159,10 +165,11 @@ pub(crate) async fn claim_in(
     c: &Claim,
     async_commit: bool,
     lanes: &LaneCache,
+    caps: Caps,
 ) -> Result<Vec<ClaimedStep>> {
-    let claimed = if c.max_running_tasks > 0 || lanes.limited(tx).await? {
+    let claimed = if c.max_running_tasks > 0 || caps.any() || lanes.limited(tx).await? {
         let admission = c.max_running_tasks > 0 && try_admission_lock(tx).await?;
-        let picked = pick(tx, c, async_commit, admission).await?;
+        let picked = pick(tx, c, async_commit, admission, caps).await?;
         if picked.tasks.is_empty() {
             return Ok(vec![]);
         }
@@ -203,10 +210,12 @@ impl Store {
                     .bind(false)
                     .bind(max_running_tasks)
                     .bind(admission)
+                    .bind(self.tenant_caps.max_running_tasks)
+                    .bind(self.tenant_caps.max_running_steps)
                     .fetch_all(&mut **tx)
                     .await?;
                 out.push((buffers_of(&lines), lines.join("\n")));
-                let picked = pick(tx, &c, false, admission).await?;
+                let picked = pick(tx, &c, false, admission, self.tenant_caps).await?;
                 out.push(explain_claim_checked(tx, &picked, &c).await?);
             } else {
                 out.push(explain_claim_plain(tx, &c).await?);
@@ -269,6 +278,9 @@ fn checked_args<'q, O>(q: PgQueryAs<'q, O>, p: &'q Picked, c: &Claim) -> PgQuery
         .bind(p.admit)
         .bind(&p.tasks)
         .bind(&p.patterns)
+        .bind(&p.tenants)
+        .bind(p.caps.max_running_tasks)
+        .bind(p.caps.max_running_steps)
 }
 
 /// `ready → running` for up to `c.limit` of the entries `p` locked, within the limits of the
@@ -361,12 +373,17 @@ pub(crate) async fn pick(
     c: &Claim,
     async_commit: bool,
     admission: bool,
+    caps: Caps,
 ) -> Result<Picked> {
-    Ok(sqlx::query_as(CLAIM_PICK)
+    let mut p: Picked = sqlx::query_as(CLAIM_PICK)
         .bind(c.limit)
         .bind(async_commit)
         .bind(c.max_running_tasks)
         .bind(admission)
+        .bind(caps.max_running_tasks)
+        .bind(caps.max_running_steps)
         .fetch_one(&mut **tx)
-        .await?)
+        .await?;
+    p.caps = caps;
+    Ok(p)
 }

@@ -10,4 +10,7 @@ WHERE id > coalesce((SELECT id FROM attempts
                      WHERE finished_at <= now() - make_interval(mins => $1)
                      ORDER BY id DESC LIMIT 1), 0)
   AND finished_at > now() - make_interval(mins => $1)
+  -- one tenant's ($2; none: every tenant's)
+  AND ($2::text IS NULL
+       OR EXISTS (SELECT 1 FROM tasks t WHERE t.id = attempts.task_id AND t.tenant = $2))
 GROUP BY 1 ORDER BY 1

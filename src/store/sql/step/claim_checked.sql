@@ -16,14 +16,39 @@ WITH cap AS MATERIALIZED (
     SELECT t.id,
            t.status = 'running' AND (t.deadline_at IS NULL OR t.deadline_at > now()) AS ok,
            EXISTS (SELECT 1 FROM steps r WHERE r.task_id = t.id AND r.status = 'running') AS active,
-           t.priority, t.fair_pass, t.created_at, t.concurrency_key, t.key_pattern
+           t.priority, t.fair_pass, t.created_at, t.concurrency_key, t.key_pattern, t.tenant
     FROM tasks t WHERE t.id = ANY($8::uuid[])
+), tenant_room AS MATERIALIZED (
+    -- per capped tenant ($11, $12: the `[tenants]` defaults, 0 none; a `tenants` row wins):
+    -- the steps it may start and the tasks without running steps it may start, counted with
+    -- this snapshot under the tenant's lock ($10 lists the tenants this transaction locked);
+    -- 0 for a tenant another claim holds. Tenants without a cap: no row
+    -- (a null: that cap is not set)
+    SELECT x.tenant,
+           CASE WHEN x.steps IS NULL THEN NULL WHEN NOT (x.tenant = ANY($10::text[])) THEN 0
+                ELSE greatest(x.steps - r.steps, 0) END AS steps,
+           CASE WHEN x.tasks IS NULL THEN NULL WHEN NOT (x.tenant = ANY($10::text[])) THEN 0
+                ELSE greatest(x.tasks - r.tasks, 0) END AS tasks
+    FROM (SELECT d.tenant,
+                 coalesce(n.max_running_steps, nullif($12::int, 0)) AS steps,
+                 coalesce(n.max_running_tasks, nullif($11::int, 0)) AS tasks
+          FROM (SELECT DISTINCT s.tenant FROM state s) d
+          LEFT JOIN tenants n ON n.tenant = d.tenant) x
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS steps, count(DISTINCT rs.task_id) AS tasks
+        FROM running_steps rs JOIN tasks y ON y.id = rs.task_id
+        WHERE y.tenant = x.tenant) r
+    WHERE x.steps IS NOT NULL OR x.tasks IS NOT NULL
 ), admitted AS MATERIALIZED (
+    -- within the fleet's task cap ($7) and its tenant's: tasks already running steps need no
+    -- admission
     SELECT s.id FROM (
         SELECT s.id, s.active,
-               row_number() OVER (PARTITION BY s.active ORDER BY s.priority DESC, s.fair_pass, s.created_at, s.id) AS nth
+               row_number() OVER (PARTITION BY s.active ORDER BY s.priority DESC, s.fair_pass, s.created_at, s.id) AS nth,
+               row_number() OVER (PARTITION BY s.active, s.tenant ORDER BY s.priority DESC, s.fair_pass, s.created_at, s.id) AS tnth,
+               (SELECT tr.tasks FROM tenant_room tr WHERE tr.tenant = s.tenant) AS troom
         FROM state s WHERE s.ok) s
-    WHERE $7 < 0 OR s.active OR s.nth <= $7
+    WHERE s.active OR (($7 < 0 OR s.nth <= $7) AND s.tnth <= coalesce(s.troom, s.tnth))
 ), offered AS MATERIALIZED (
     SELECT c.*, row_number() OVER (PARTITION BY c.lane
                                    ORDER BY c.priority DESC, c.pass, c.task_created_at, c.task_id, c.position) AS nth
@@ -45,16 +70,20 @@ WITH cap AS MATERIALIZED (
     WHERE l.max_running IS NOT NULL
     GROUP BY k.concurrency_key
 ), lane_ok AS MATERIALIZED (
-    SELECT o.*, s.concurrency_key AS ckey FROM offered o JOIN state s ON s.id = o.task_id
+    SELECT o.*, s.concurrency_key AS ckey, s.tenant FROM offered o JOIN state s ON s.id = o.task_id
     WHERE o.lane = '' OR o.nth <= coalesce((SELECT cap FROM cap WHERE cap.tool_id = o.lane), 0)
 ), chosen AS MATERIALIZED (
     -- within its lane's room, and within its key's (an entry left by its key keeps its place)
     SELECT x.step_id, x.task_id, x.priority, x.pass, x.task_created_at, x.position, x.lane, x.nth
     FROM (SELECT l.*, row_number() OVER (PARTITION BY l.ckey
                                          ORDER BY l.priority DESC, l.pass, l.task_created_at,
-                                                  l.task_id, l.position) AS knth
+                                                  l.task_id, l.position) AS knth,
+                      row_number() OVER (PARTITION BY l.tenant
+                                         ORDER BY l.priority DESC, l.pass, l.task_created_at,
+                                                  l.task_id, l.position) AS tnth
           FROM lane_ok l) x
     WHERE x.knth <= coalesce((SELECT kr.room FROM key_room kr WHERE kr.key = x.ckey), x.knth)
+      AND x.tnth <= coalesce((SELECT tr.steps FROM tenant_room tr WHERE tr.tenant = x.tenant), x.tnth)
     ORDER BY x.priority DESC, x.pass, x.task_created_at, x.task_id, x.position
     LIMIT $2
 ), dequeued AS (

@@ -1,7 +1,8 @@
 -- name: step/claim_pick
--- The checked claim's first statement (a task cap, a limited tool or a key's max_running in
--- play): lock the candidate entries, their tasks, the limited tools and the limited key
--- patterns, all SKIP LOCKED; step/claim_checked counts with a later snapshot and claims.
+-- The checked claim's first statement (a task cap, a limited tool, a key's max_running or a
+-- tenant's cap in play): lock the candidate entries, their tasks, the limited tools, the
+-- limited key patterns and the capped tenants, all without waiting; step/claim_checked counts
+-- with a later snapshot and claims.
 WITH admit AS MATERIALIZED (
     -- tasks without running steps this claim may start (-1: no cap); counted after the
     -- admission lock was taken ($4), by an earlier statement
@@ -75,10 +76,21 @@ WITH admit AS MATERIALIZED (
                                   AND t.key_pattern IS NOT NULL))
     ORDER BY l.pattern
     FOR UPDATE OF l SKIP LOCKED
+), tenanted AS MATERIALIZED (
+    -- the capped tenants of the locked tasks ($5, $6: the `[tenants]` defaults; a `tenants`
+    -- row), each locked by a transaction-scoped advisory lock tried without waiting, so that
+    -- the next statement's count of the tenant's running work is exact; a tenant another
+    -- claim holds starts nothing in this claim
+    SELECT x.tenant FROM (SELECT DISTINCT t.tenant FROM tasks t
+                          WHERE t.id IN (SELECT id FROM locked)) x
+    WHERE CASE WHEN $5::int > 0 OR $6::int > 0
+                    OR EXISTS (SELECT 1 FROM tenants n WHERE n.tenant = x.tenant)
+               THEN pg_try_advisory_xact_lock(7345002, hashtext(x.tenant)) ELSE false END
 )
 SELECT coalesce((SELECT array_agg(step_id) FROM cand WHERE task_id IN (SELECT id FROM locked)),
                 '{}') AS steps,
        coalesce((SELECT array_agg(id ORDER BY id) FROM locked), '{}') AS tasks,
        coalesce((SELECT array_agg(tool_id ORDER BY tool_id) FROM lanes), '{}') AS tools,
        (SELECT n FROM admit) AS admit,
-       coalesce((SELECT array_agg(pattern ORDER BY pattern) FROM keyed), '{}') AS patterns
+       coalesce((SELECT array_agg(pattern ORDER BY pattern) FROM keyed), '{}') AS patterns,
+       coalesce((SELECT array_agg(tenant::text ORDER BY tenant) FROM tenanted), '{}') AS tenants

@@ -133,6 +133,8 @@ from .template_input_plan import TemplateInputPlan
 from .template_input_plan_steps_item import TemplateInputPlanStepsItem
 from .template_input_schema import TemplateInputSchema
 from .template_plan import TemplatePlan
+from .tenant import Tenant
+from .tenant_input import TenantInput
 from .tool import Tool
 from .tool_activity_view import ToolActivityView
 from .tool_headers import ToolHeaders
@@ -284,6 +286,8 @@ __all__ = (
     "TemplateInputPlanStepsItem",
     "TemplateInputSchema",
     "TemplatePlan",
+    "Tenant",
+    "TenantInput",
     "Tool",
     "ToolActivityView",
     "ToolHeaders",

@@ -34,6 +34,9 @@ class ActivityView:
             queue lag).
         queue_by_key (list[KeyQueueView]): Ready and running steps per concurrency key: the 20 keys with the most, then
             `others` (the rest summed).
+        queue_by_tenant (list[KeyQueueView]): Ready and running steps per tenant (`key` is the tenant): the 20 with the
+            most, then
+            `others`.
         recent_cap (int): Where the counts of `recent_tasks` stop.
         recent_tasks (ActivityViewRecentTasks): Tasks submitted in the last hour by their status now, every status
             present. A count
@@ -50,6 +53,7 @@ class ActivityView:
     oldest_transaction_secs: float
     queue: list[QueueView]
     queue_by_key: list[KeyQueueView]
+    queue_by_tenant: list[KeyQueueView]
     recent_cap: int
     recent_tasks: ActivityViewRecentTasks
     tools: list[ToolActivityView]
@@ -77,6 +81,11 @@ class ActivityView:
             queue_by_key_item = queue_by_key_item_data.to_dict()
             queue_by_key.append(queue_by_key_item)
 
+        queue_by_tenant = []
+        for queue_by_tenant_item_data in self.queue_by_tenant:
+            queue_by_tenant_item = queue_by_tenant_item_data.to_dict()
+            queue_by_tenant.append(queue_by_tenant_item)
+
         recent_cap = self.recent_cap
 
         recent_tasks = self.recent_tasks.to_dict()
@@ -99,6 +108,7 @@ class ActivityView:
                 "oldest_transaction_secs": oldest_transaction_secs,
                 "queue": queue,
                 "queue_by_key": queue_by_key,
+                "queue_by_tenant": queue_by_tenant,
                 "recent_cap": recent_cap,
                 "recent_tasks": recent_tasks,
                 "tools": tools,
@@ -144,6 +154,13 @@ class ActivityView:
 
             queue_by_key.append(queue_by_key_item)
 
+        queue_by_tenant = []
+        _queue_by_tenant = d.pop("queue_by_tenant")
+        for queue_by_tenant_item_data in _queue_by_tenant:
+            queue_by_tenant_item = KeyQueueView.from_dict(queue_by_tenant_item_data)
+
+            queue_by_tenant.append(queue_by_tenant_item)
+
         recent_cap = d.pop("recent_cap")
 
         recent_tasks = ActivityViewRecentTasks.from_dict(d.pop("recent_tasks"))
@@ -167,6 +184,7 @@ class ActivityView:
             oldest_transaction_secs=oldest_transaction_secs,
             queue=queue,
             queue_by_key=queue_by_key,
+            queue_by_tenant=queue_by_tenant,
             recent_cap=recent_cap,
             recent_tasks=recent_tasks,
             tools=tools,

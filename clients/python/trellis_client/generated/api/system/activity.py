@@ -7,14 +7,24 @@ from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.activity_view import ActivityView
 from ...models.error import Error
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs() -> dict[str, Any]:
+def _get_kwargs(
+    *,
+    tenant: str | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["tenant"] = tenant
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
     _kwargs: dict[str, Any] = {
         "method": "get",
         "url": "/api/v1/stats/activity",
+        "params": params,
     }
 
     return _kwargs
@@ -28,6 +38,11 @@ def _parse_response(
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Error.from_dict(response.json())
+
+        return response_400
+
     if response.status_code == 401:
         response_401 = Error.from_dict(response.json())
 
@@ -37,6 +52,11 @@ def _parse_response(
         response_403 = Error.from_dict(response.json())
 
         return response_403
+
+    if response.status_code == 422:
+        response_422 = Error.from_dict(response.json())
+
+        return response_422
 
     if response.status_code == 503:
         response_503 = Error.from_dict(response.json())
@@ -63,6 +83,7 @@ def _build_response(
 def sync_detailed(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
 ) -> Response[ActivityView | Error]:
     """The last hour's work and the queue now.
 
@@ -72,6 +93,9 @@ def sync_detailed(
     the tasks submitted in the last hour by status (each count stops above `recent_cap`).
     Its cost follows the last hour's work and the live queue, not the history.
 
+    Args:
+        tenant (str | Unset):
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
@@ -80,7 +104,9 @@ def sync_detailed(
         Response[ActivityView | Error]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = _get_kwargs(
+        tenant=tenant,
+    )
 
     response = client.get_httpx_client().request(
         **kwargs,
@@ -92,6 +118,7 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
 ) -> ActivityView | Error | None:
     """The last hour's work and the queue now.
 
@@ -100,6 +127,9 @@ def sync(
     ready step's wait, the live workers with what they hold, unfinished tasks by status, and
     the tasks submitted in the last hour by status (each count stops above `recent_cap`).
     Its cost follows the last hour's work and the live queue, not the history.
+
+    Args:
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -111,12 +141,14 @@ def sync(
 
     return sync_detailed(
         client=client,
+        tenant=tenant,
     ).parsed
 
 
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
 ) -> Response[ActivityView | Error]:
     """The last hour's work and the queue now.
 
@@ -126,6 +158,9 @@ async def asyncio_detailed(
     the tasks submitted in the last hour by status (each count stops above `recent_cap`).
     Its cost follows the last hour's work and the live queue, not the history.
 
+    Args:
+        tenant (str | Unset):
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
@@ -134,7 +169,9 @@ async def asyncio_detailed(
         Response[ActivityView | Error]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = _get_kwargs(
+        tenant=tenant,
+    )
 
     response = await client.get_async_httpx_client().request(**kwargs)
 
@@ -144,6 +181,7 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
 ) -> ActivityView | Error | None:
     """The last hour's work and the queue now.
 
@@ -152,6 +190,9 @@ async def asyncio(
     ready step's wait, the live workers with what they hold, unfinished tasks by status, and
     the tasks submitted in the last hour by status (each count stops above `recent_cap`).
     Its cost follows the last hour's work and the live queue, not the history.
+
+    Args:
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -164,5 +205,6 @@ async def asyncio(
     return (
         await asyncio_detailed(
             client=client,
+            tenant=tenant,
         )
     ).parsed

@@ -5,14 +5,25 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
-from ...types import Response
+from ...models.error import Error
+from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs() -> dict[str, Any]:
+def _get_kwargs(
+    *,
+    tenant: str | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["tenant"] = tenant
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
     _kwargs: dict[str, Any] = {
         "method": "get",
         "url": "/metrics",
+        "params": params,
     }
 
     return _kwargs
@@ -20,10 +31,20 @@ def _get_kwargs() -> dict[str, Any]:
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> str | None:
+) -> Error | str | None:
     if response.status_code == 200:
         response_200 = response.text
         return response_200
+
+    if response.status_code == 400:
+        response_400 = Error.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 422:
+        response_422 = Error.from_dict(response.json())
+
+        return response_422
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -33,7 +54,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[str]:
+) -> Response[Error | str]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -45,7 +66,8 @@ def _build_response(
 def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
-) -> Response[str]:
+    tenant: str | Unset = UNSET,
+) -> Response[Error | str]:
     """Prometheus metrics.
 
      Prometheus text: what this process recorded (the request histogram; in `--dev`, the
@@ -53,15 +75,20 @@ def sync_detailed(
     `[worker] metrics_port`), then the gauges of one bounded statement whatever the history
     holds.
 
+    Args:
+        tenant (str | Unset):
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[str]
+        Response[Error | str]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = _get_kwargs(
+        tenant=tenant,
+    )
 
     response = client.get_httpx_client().request(
         **kwargs,
@@ -73,7 +100,8 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient | Client,
-) -> str | None:
+    tenant: str | Unset = UNSET,
+) -> Error | str | None:
     """Prometheus metrics.
 
      Prometheus text: what this process recorded (the request histogram; in `--dev`, the
@@ -81,23 +109,28 @@ def sync(
     `[worker] metrics_port`), then the gauges of one bounded statement whatever the history
     holds.
 
+    Args:
+        tenant (str | Unset):
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        str
+        Error | str
     """
 
     return sync_detailed(
         client=client,
+        tenant=tenant,
     ).parsed
 
 
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
-) -> Response[str]:
+    tenant: str | Unset = UNSET,
+) -> Response[Error | str]:
     """Prometheus metrics.
 
      Prometheus text: what this process recorded (the request histogram; in `--dev`, the
@@ -105,15 +138,20 @@ async def asyncio_detailed(
     `[worker] metrics_port`), then the gauges of one bounded statement whatever the history
     holds.
 
+    Args:
+        tenant (str | Unset):
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[str]
+        Response[Error | str]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = _get_kwargs(
+        tenant=tenant,
+    )
 
     response = await client.get_async_httpx_client().request(**kwargs)
 
@@ -123,7 +161,8 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient | Client,
-) -> str | None:
+    tenant: str | Unset = UNSET,
+) -> Error | str | None:
     """Prometheus metrics.
 
      Prometheus text: what this process recorded (the request histogram; in `--dev`, the
@@ -131,16 +170,20 @@ async def asyncio(
     `[worker] metrics_port`), then the gauges of one bounded statement whatever the history
     holds.
 
+    Args:
+        tenant (str | Unset):
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        str
+        Error | str
     """
 
     return (
         await asyncio_detailed(
             client=client,
+            tenant=tenant,
         )
     ).parsed

@@ -1,0 +1,2 @@
+-- name: tenant/delete
+DELETE FROM tenants WHERE tenant = $1
