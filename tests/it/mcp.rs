@@ -307,3 +307,63 @@ async fn trellis_is_an_mcp_server() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
 }
+
+/// `/mcp` with another tenant's key (the official SDK's client): the first tenant's template
+/// is not among its tools, its task is not found, its list holds only its own task.
+#[tokio::test]
+async fn another_tenant_sees_none_of_it_through_mcp() {
+    let app = trellis::testkit::spawn_app().await;
+    let (s, v) = app
+        .post(
+            "/api/v1/templates",
+            &json!({"id": "greet", "plan": {"steps": [{"id": "hi", "tool": "echo"}]}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let theirs = app
+        .submit(json!({"description": "the first tenant's", "plan": {"steps": [{"id": "a", "tool": "echo"}]}}))
+        .await;
+    let (s, other) = app
+        .post(
+            "/api/v1/keys",
+            &json!({"name": "b", "role": "operator", "tenant": "b"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let _w = app.worker(|_| {});
+    let root = env!("CARGO_MANIFEST_DIR");
+    let python = std::env::var("TRELLIS_MCP_PYTHON")
+        .unwrap_or_else(|_| format!("{root}/tests/mcp/.venv/bin/python"));
+    let out = tokio::process::Command::new(python)
+        .arg(format!("{root}/tests/mcp/client.py"))
+        .arg(app.url("/mcp"))
+        .arg(other["key"].as_str().unwrap())
+        .arg(theirs.to_string())
+        .env("NO_PROXY", "127.0.0.1")
+        .output()
+        .await
+        .expect("python runs");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert!(
+        !seen["tools"].to_string().contains("template.greet"),
+        "{seen}"
+    );
+    assert_eq!(seen["submit"]["is_error"], false, "its own task: {seen}");
+    assert_eq!(seen["other"]["is_error"], true, "{seen}");
+    assert!(
+        seen["other"]["text"][0].as_str().unwrap().contains("404"),
+        "{seen}"
+    );
+    let own = seen["submit"]["structured"]["task_id"].as_str().unwrap();
+    let listed = seen["list"].to_string();
+    assert!(
+        listed.contains(own) && !listed.contains(&theirs.to_string()),
+        "{seen}"
+    );
+}

@@ -474,3 +474,49 @@ async fn a_tenants_step_cap_holds_across_four_workers() {
         "the other tenant is not held"
     );
 }
+
+/// The activity and the metrics of one tenant: another tenant's reader sees its own (none),
+/// an admin every tenant's queue by tenant, `/metrics?tenant=` one tenant's gauges.
+#[tokio::test]
+async fn activity_and_metrics_per_tenant() {
+    let app = app().await;
+    // default's ready work (no worker runs)
+    app.submit(json!({"description": "queued", "plan": {"steps": [{"id": "s", "tool": "echo"}]}}))
+        .await;
+    let reader = client_with_key(Some(&key_of(&app, "reader", "b").await));
+    let r = reader
+        .get(app.url("/api/v1/stats/activity"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let theirs: Value = r.json().await.unwrap();
+    assert_eq!(theirs["unfinished_tasks"]["running"], 0, "{theirs}");
+    assert_eq!(theirs["queue_by_tenant"], json!([]), "{theirs}");
+    assert_eq!(theirs["queue"], json!([]), "{theirs}");
+    let (_, all) = app.get("/api/v1/stats/activity").await;
+    assert_eq!(
+        all["queue_by_tenant"],
+        json!([{"key": "default", "ready": 1, "running": 0}]),
+        "{all}"
+    );
+    assert_eq!(all["unfinished_tasks"]["running"], 1, "{all}");
+    let metrics = |q: &'static str| {
+        let url = app.url(&format!("/metrics{q}"));
+        async move { reqwest::get(url).await.unwrap().text().await.unwrap() }
+    };
+    assert!(
+        metrics("")
+            .await
+            .contains("trellis_tasks{status=\"running\"} 1")
+    );
+    assert!(
+        metrics("?tenant=b")
+            .await
+            .contains("trellis_tasks{status=\"running\"} 0")
+    );
+    let r = reqwest::get(app.url("/metrics?tenant=no%20such"))
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+}
