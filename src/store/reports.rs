@@ -40,7 +40,39 @@ impl ReportView {
 impl Store {
     /// Every row of a reporting view, as JSON objects, in a stable order.
     pub async fn report(&self, view: ReportView) -> Result<Vec<Value>> {
-        let sql = match view {
+        Ok(sqlx::query_scalar(view.query())
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Every reporting view, as [`Store::report`] reads them, counting `tenant`'s work only
+    /// (none: every tenant's), in one snapshot. The views count the tenant the transaction
+    /// names (`trellis.tenant`, transaction-scoped).
+    pub async fn reports(&self, tenant: Option<&str>) -> Result<Vec<(ReportView, Vec<Value>)>> {
+        in_tx!(self.pool, |tx| {
+            sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                .execute(&mut **tx)
+                .await?;
+            sqlx::query("SELECT set_config('trellis.tenant', coalesce($1, ''), true)")
+                .bind(tenant)
+                .execute(&mut **tx)
+                .await?;
+            let mut out = Vec::with_capacity(ReportView::ALL.len());
+            for view in ReportView::ALL {
+                let rows = sqlx::query_scalar(view.query())
+                    .fetch_all(&mut **tx)
+                    .await?;
+                out.push((view, rows));
+            }
+            Ok(out)
+        })
+    }
+}
+
+impl ReportView {
+    /// Its rows as JSON objects, in a stable order.
+    fn query(self) -> &'static str {
+        match self {
             ReportView::RecoveryByTool => {
                 "SELECT to_jsonb(v) FROM recovery_by_tool v ORDER BY day, tool"
             }
@@ -59,7 +91,6 @@ impl Store {
             ReportView::TaskOutcomes => {
                 "SELECT to_jsonb(v) FROM task_outcomes v ORDER BY day, status"
             }
-        };
-        Ok(sqlx::query_scalar(sql).fetch_all(&self.pool).await?)
+        }
     }
 }

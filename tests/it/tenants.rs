@@ -520,3 +520,78 @@ async fn activity_and_metrics_per_tenant() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 400);
 }
+
+/// The recovery views of one tenant, live and after a prune (the roll-ups keep the tenant):
+/// each tenant's reader sees its own recovery, an admin every tenant's, or one with `?tenant=`.
+#[tokio::test]
+async fn recovery_statistics_per_tenant_live_and_after_a_prune() {
+    let app = app().await;
+    let b = client_with_key(Some(&key_of(&app, "operator", "b").await));
+    let flaky = |n: i64| {
+        json!({"description": "flaky", "plan": {"steps": [
+            {"id": "f", "tool": "flaky", "parameters": {"fail_times": n}}]}})
+    };
+    let r = b
+        .post(app.url("/api/v1/tasks"))
+        .json(&flaky(1))
+        .send()
+        .await
+        .unwrap();
+    let b_task: Uuid = r.json::<Value>().await.unwrap()["task_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let a_tasks = [app.submit(flaky(1)).await, app.submit(flaky(2)).await];
+    let w = app.worker(|_| {});
+    for t in a_tasks.iter().chain([&b_task]) {
+        assert_eq!(
+            app.wait_done(*t, Duration::from_secs(60)).await["status"],
+            "succeeded"
+        );
+    }
+    w.stop().await;
+    let before = recovery_seen(&app, &b, "live").await;
+    let store = app.store();
+    store.age_tasks(2.0 * 86_400.0).await.unwrap();
+    assert_eq!(store.prune_finished(86_400.0, 10).await.unwrap(), 3);
+    let after = recovery_seen(&app, &b, "after the prune").await;
+    assert_eq!(
+        after.0["recovery_by_tier"], before.0["recovery_by_tier"],
+        "the roll-ups count as the live rows did"
+    );
+    assert_eq!(after.2["recovery_by_tool"], before.2["recovery_by_tool"]);
+}
+
+/// `/stats/recovery` as the admin sees it, for tenant `default` (`?tenant=`), and as tenant
+/// `b`'s key sees it; each checked for its actions and tasks.
+async fn recovery_seen(app: &TestApp, b: &reqwest::Client, when: &str) -> (Value, Value, Value) {
+    let sums = |v: &Value, view: &str, field: &str| -> i64 {
+        v[view]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r[field].as_i64().unwrap())
+            .sum()
+    };
+    let counts = |v: &Value| {
+        (
+            sums(v, "recovery_by_tier", "actions"),
+            sums(v, "task_outcomes", "tasks"),
+        )
+    };
+    let (_, all) = app.get("/api/v1/stats/recovery").await;
+    let (_, a) = app.get("/api/v1/stats/recovery?tenant=default").await;
+    let theirs: Value = b
+        .get(app.url("/api/v1/stats/recovery"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(counts(&all), (4, 3), "{when}: {all}");
+    assert_eq!(counts(&a), (3, 2), "{when}: {a}");
+    assert_eq!(counts(&theirs), (1, 1), "{when}: {theirs}");
+    (all, a, theirs)
+}

@@ -361,7 +361,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The recovery views (docs/sql-reporting.md). */
+        /**
+         * The recovery views (docs/sql-reporting.md): the caller's tenant's work (an admin's key:
+         *     every tenant's, or `?tenant=`'s).
+         */
         get: operations["recovery_stats"];
         put?: never;
         post?: never;
@@ -4474,7 +4477,10 @@ export interface operations {
     };
     recovery_stats: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description an admin key: only this tenant's rows (default: every tenant's); other keys see their own tenant's only */
+                tenant?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4490,6 +4496,15 @@ export interface operations {
                     "application/json": components["schemas"]["RecoveryStatsView"];
                 };
             };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description no API key, or one that is unknown or revoked */
             401: {
                 headers: {
@@ -4501,6 +4516,15 @@ export interface operations {
             };
             /** @description the key's role does not allow this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

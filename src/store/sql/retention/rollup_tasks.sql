@@ -1,16 +1,16 @@
 -- name: retention/rollup_tasks
-INSERT INTO task_rollups AS r (day, status, tasks, attempts, failures, tasks_with_recovery,
-                               succeeded_after_recovery, repairs, replans, score_sum,
-                               score_count, duration_ms_sum, duration_ms_count)
-SELECT day, status, count(*), sum(attempts), sum(failures),
+INSERT INTO task_rollups AS r (day, status, tenant, tasks, attempts, failures,
+                               tasks_with_recovery, succeeded_after_recovery, repairs, replans,
+                               score_sum, score_count, duration_ms_sum, duration_ms_count)
+SELECT day, status, tenant, count(*), sum(attempts), sum(failures),
        count(*) FILTER (WHERE recovered),
        count(*) FILTER (WHERE recovered AND status = 'succeeded'),
        sum(repairs), sum(replans),
        coalesce(sum(final_score), 0), count(final_score),
        coalesce(sum(duration_ms), 0), count(duration_ms)
 FROM task_rollup_rows WHERE id = ANY($1)
-GROUP BY 1, 2 ORDER BY 1, 2
-ON CONFLICT (day, status) DO UPDATE SET
+GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+ON CONFLICT (day, status, tenant) DO UPDATE SET
     tasks = r.tasks + excluded.tasks,
     attempts = r.attempts + excluded.attempts,
     failures = r.failures + excluded.failures,

@@ -7,14 +7,24 @@ from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.error import Error
 from ...models.recovery_stats_view import RecoveryStatsView
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs() -> dict[str, Any]:
+def _get_kwargs(
+    *,
+    tenant: str | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["tenant"] = tenant
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
     _kwargs: dict[str, Any] = {
         "method": "get",
         "url": "/api/v1/stats/recovery",
+        "params": params,
     }
 
     return _kwargs
@@ -28,6 +38,11 @@ def _parse_response(
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Error.from_dict(response.json())
+
+        return response_400
+
     if response.status_code == 401:
         response_401 = Error.from_dict(response.json())
 
@@ -37,6 +52,11 @@ def _parse_response(
         response_403 = Error.from_dict(response.json())
 
         return response_403
+
+    if response.status_code == 422:
+        response_422 = Error.from_dict(response.json())
+
+        return response_422
 
     if response.status_code == 503:
         response_503 = Error.from_dict(response.json())
@@ -63,8 +83,13 @@ def _build_response(
 def sync_detailed(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
 ) -> Response[Error | RecoveryStatsView]:
-    """The recovery views (docs/sql-reporting.md).
+    """The recovery views (docs/sql-reporting.md): the caller's tenant's work (an admin's key:
+    every tenant's, or `?tenant=`'s).
+
+    Args:
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -74,7 +99,9 @@ def sync_detailed(
         Response[Error | RecoveryStatsView]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = _get_kwargs(
+        tenant=tenant,
+    )
 
     response = client.get_httpx_client().request(
         **kwargs,
@@ -86,8 +113,13 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
 ) -> Error | RecoveryStatsView | None:
-    """The recovery views (docs/sql-reporting.md).
+    """The recovery views (docs/sql-reporting.md): the caller's tenant's work (an admin's key:
+    every tenant's, or `?tenant=`'s).
+
+    Args:
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -99,14 +131,20 @@ def sync(
 
     return sync_detailed(
         client=client,
+        tenant=tenant,
     ).parsed
 
 
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
 ) -> Response[Error | RecoveryStatsView]:
-    """The recovery views (docs/sql-reporting.md).
+    """The recovery views (docs/sql-reporting.md): the caller's tenant's work (an admin's key:
+    every tenant's, or `?tenant=`'s).
+
+    Args:
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -116,7 +154,9 @@ async def asyncio_detailed(
         Response[Error | RecoveryStatsView]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = _get_kwargs(
+        tenant=tenant,
+    )
 
     response = await client.get_async_httpx_client().request(**kwargs)
 
@@ -126,8 +166,13 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient,
+    tenant: str | Unset = UNSET,
 ) -> Error | RecoveryStatsView | None:
-    """The recovery views (docs/sql-reporting.md).
+    """The recovery views (docs/sql-reporting.md): the caller's tenant's work (an admin's key:
+    every tenant's, or `?tenant=`'s).
+
+    Args:
+        tenant (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -140,5 +185,6 @@ async def asyncio(
     return (
         await asyncio_detailed(
             client=client,
+            tenant=tenant,
         )
     ).parsed
