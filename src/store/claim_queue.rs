@@ -61,14 +61,9 @@ impl LaneCache {
     /// `max_running`, or a tenant with caps (read afresh when the registry changed).
     pub(crate) async fn limited(&self, tx: &mut Tx) -> Result<bool> {
         if self.stale.load(Ordering::Acquire) {
-            let (version, limited): (i64, bool) = sqlx::query_as(
-                "SELECT version, EXISTS (SELECT 1 FROM tool_buckets)
-                        OR EXISTS (SELECT 1 FROM key_limits WHERE max_running IS NOT NULL)
-                        OR EXISTS (SELECT 1 FROM tenants)
-                 FROM tool_registry",
-            )
-            .fetch_one(&mut **tx)
-            .await?;
+            let (version, limited): (i64, bool) = sqlx::query_as(sql!("queue/limited"))
+                .fetch_one(&mut **tx)
+                .await?;
             self.limited.store(limited, Ordering::Release);
             self.version.store(version, Ordering::Release);
             self.stale.store(false, Ordering::Release);

@@ -33,12 +33,14 @@ WITH cap AS MATERIALIZED (
                  coalesce(n.max_running_steps, nullif($12::int, 0)) AS steps,
                  coalesce(n.max_running_tasks, nullif($11::int, 0)) AS tasks
           FROM (SELECT DISTINCT s.tenant FROM state s) d
-          LEFT JOIN tenants n ON n.tenant = d.tenant) x
+          LEFT JOIN tenants n ON n.tenant = d.tenant
+          -- no cap, no count: with none configured this reads only the tenants table
+          WHERE coalesce(n.max_running_steps, nullif($12::int, 0)) IS NOT NULL
+             OR coalesce(n.max_running_tasks, nullif($11::int, 0)) IS NOT NULL) x
     CROSS JOIN LATERAL (
         SELECT count(*) AS steps, count(DISTINCT rs.task_id) AS tasks
         FROM running_steps rs JOIN tasks y ON y.id = rs.task_id
         WHERE y.tenant = x.tenant) r
-    WHERE x.steps IS NOT NULL OR x.tasks IS NOT NULL
 ), admitted AS MATERIALIZED (
     -- within the fleet's task cap ($7) and its tenant's: tasks already running steps need no
     -- admission

@@ -81,8 +81,10 @@ WITH admit AS MATERIALIZED (
     -- row), each locked by a transaction-scoped advisory lock tried without waiting, so that
     -- the next statement's count of the tenant's running work is exact; a tenant another
     -- claim holds starts nothing in this claim
+    -- (with no cap configured, a one-time filter: the tasks are not read again)
     SELECT x.tenant FROM (SELECT DISTINCT t.tenant FROM tasks t
-                          WHERE t.id IN (SELECT id FROM locked)) x
+                          WHERE ($5::int > 0 OR $6::int > 0 OR EXISTS (SELECT 1 FROM tenants))
+                            AND t.id IN (SELECT id FROM locked)) x
     WHERE CASE WHEN $5::int > 0 OR $6::int > 0
                     OR EXISTS (SELECT 1 FROM tenants n WHERE n.tenant = x.tenant)
                THEN pg_try_advisory_xact_lock(7345002, hashtext(x.tenant)) ELSE false END
