@@ -73,6 +73,9 @@ pub struct FairnessSettings {
     pub aging_interval_secs: u64,
     /// The most levels aging adds to a task.
     pub aging_max_boost: u32,
+    /// Steps of one concurrency key that no `/key-limits` pattern caps, running at once across
+    /// the fleet (0: no cap).
+    pub default_max_running: u32,
 }
 
 impl Default for FairnessSettings {
@@ -81,6 +84,7 @@ impl Default for FairnessSettings {
             default_weight: 1.0,
             aging_interval_secs: 0,
             aging_max_boost: 5,
+            default_max_running: 0,
         }
     }
 }
@@ -856,6 +860,13 @@ impl Settings {
         }
         if f.aging_max_boost > 1000 {
             return bad("fairness.aging_max_boost must be at most 1000");
+        }
+        if f.default_max_running > 1_000_000 {
+            return bad("fairness.default_max_running must be at most 1000000");
+        }
+        let t = &self.tenants;
+        if t.max_running_tasks > 1_000_000 || t.max_running_steps > 1_000_000 {
+            return bad("tenants.max_running_tasks and max_running_steps must be at most 1000000");
         }
         let r = &self.retention;
         if r.batch_size == 0 || r.batch_size > 10_000 {

@@ -91,7 +91,8 @@ impl Application {
         use anyhow::Context;
         let store = store
             .with_default_weight(settings.fairness.default_weight)
-            .with_tenant_caps(settings.tenants.caps());
+            .with_tenant_caps(settings.tenants.caps())
+            .with_default_max_running(settings.fairness.default_max_running as i32);
         check_auth(&store, &settings).await?;
         let bind = format!("{}:{}", settings.server.host, settings.server.port);
         let listener = tokio::net::TcpListener::bind(&bind)
@@ -197,7 +198,8 @@ pub async fn run_worker(settings: &Settings, stop: CancellationToken) -> anyhow:
         .await
         .context("connecting to PostgreSQL and applying migrations")?
         .with_default_weight(settings.fairness.default_weight)
-        .with_tenant_caps(settings.tenants.caps());
+        .with_tenant_caps(settings.tenants.caps())
+        .with_default_max_running(settings.fairness.default_max_running as i32);
     let cfg = WorkerConfig::from_settings(settings);
     crate::telemetry::notice(&format!("worker {} started", cfg.id));
     let w = &settings.worker;

@@ -795,12 +795,13 @@ pub(super) async fn resume(
     }
     if let Some(plan) = &req.plan {
         check_plan_size(&st, plan)?;
+    }
+    let tenant = own_task(&st, &tenancy, id).await?;
+    if let Some(plan) = &req.plan {
         // the task's tenant's tools (an admin may resume any tenant's task)
-        let tenant = own_task(&st, &tenancy, id).await?;
         let known: HashSet<String> = st.store.tool_ids(&tenant).await?.into_iter().collect();
         plan::validate(plan, &known)?;
     }
-    own_task(&st, &tenancy, id).await?;
     let status = st.store.resume_task(id, &req.into()).await?;
     Ok(Json(Accepted {
         task_id: id,

@@ -207,9 +207,11 @@ pub(super) struct WebhookPath {
 )]
 pub(super) async fn delete(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     Path(raw): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    st.store.delete_webhook(uuid(&raw, "webhook")?).await?;
+    let id = owned(&st, &tenancy, &raw).await?;
+    st.store.delete_webhook(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -228,6 +230,7 @@ pub(super) struct DeliveriesQuery {
 )]
 pub(super) async fn deliveries(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     Path(raw): Path<String>,
     q: Result<Query<DeliveriesQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Vec<DeliveryView>>, ApiError> {
@@ -236,10 +239,8 @@ pub(super) async fn deliveries(
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::bad_request("limit must be between 1 and 1000"));
     }
-    let rows = st
-        .store
-        .list_deliveries(uuid(&raw, "webhook")?, limit)
-        .await?;
+    let id = owned(&st, &tenancy, &raw).await?;
+    let rows = st.store.list_deliveries(id, limit).await?;
     Ok(Json(rows.iter().map(delivery).collect()))
 }
 
@@ -261,9 +262,19 @@ pub(super) struct DeliveryPath {
 )]
 pub(super) async fn redeliver(
     State(st): State<AppState>,
+    tenancy: Tenancy,
     Path((raw, raw_delivery)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let (id, d) = (uuid(&raw, "webhook")?, uuid(&raw_delivery, "delivery")?);
+    let d = uuid(&raw_delivery, "delivery")?;
+    let id = owned(&st, &tenancy, &raw).await?;
     st.store.redeliver(id, d).await?;
     Ok(StatusCode::ACCEPTED)
+}
+
+/// The webhook `raw` names, if the caller's scope sees its tenant (an admin's `?tenant=`; 404
+/// otherwise).
+async fn owned(st: &AppState, tenancy: &Tenancy, raw: &str) -> Result<Uuid, ApiError> {
+    let w = st.store.get_webhook(uuid(raw, "webhook")?).await?;
+    tenancy.owns(&w.tenant, format_args!("webhook {}", w.id))?;
+    Ok(w.id)
 }

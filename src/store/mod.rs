@@ -261,8 +261,9 @@ pub struct Store {
     /// The weight of a concurrency key no `key_limits` pattern matches (`[fairness]
     /// default_weight`).
     default_weight: f64,
-    /// The `[tenants]` caps the claim keeps for tenants without a row of their own.
-    tenant_caps: crate::domain::tenant::Caps,
+    /// What the claim keeps beyond the registries: the `[tenants]` caps and `[fairness]
+    /// default_max_running`.
+    claim_caps: step_queue::ClaimCaps,
 }
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -360,7 +361,7 @@ impl Store {
             listener_pool: Default::default(),
             lanes: Default::default(),
             default_weight: 1.0,
-            tenant_caps: Default::default(),
+            claim_caps: Default::default(),
         })
     }
 
@@ -417,7 +418,7 @@ impl Store {
             listener_pool: self.listener_pool.clone(),
             lanes: self.lanes.clone(),
             default_weight: self.default_weight,
-            tenant_caps: self.tenant_caps,
+            claim_caps: self.claim_caps,
         })
     }
 
@@ -431,7 +432,14 @@ impl Store {
     /// This handle with the `[tenants]` caps: per tenant without a row of its own, at most
     /// this many tasks with running steps and running steps (0: no cap).
     pub fn with_tenant_caps(mut self, caps: crate::domain::tenant::Caps) -> Self {
-        self.tenant_caps = caps;
+        self.claim_caps.tenants = caps;
+        self
+    }
+
+    /// This handle with `[fairness] default_max_running`: the steps of one concurrency key
+    /// that no pattern caps running at once, across the fleet (0: no cap).
+    pub fn with_default_max_running(mut self, n: i32) -> Self {
+        self.claim_caps.key_max_running = n;
         self
     }
 

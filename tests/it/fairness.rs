@@ -500,3 +500,48 @@ async fn a_key_under_two_patterns_takes_the_smaller_room() {
     assert_eq!(got.len(), 1, "the least room of team-* (1) and team-a (3)");
     assert!(store.claim_steps(&claim(worker)).await.unwrap().is_empty());
 }
+
+/// `[fairness] default_max_running` caps each key that no pattern caps, each on its own; a
+/// pattern's own `max_running` wins for its keys; tasks without a key are not held.
+#[tokio::test]
+async fn the_default_max_running_caps_every_uncapped_key() {
+    let db = common::fresh_db().await;
+    let store = db.store.clone().with_default_max_running(1);
+    store.put_key_limit("big", 1.0, Some(3)).await.unwrap();
+    let mut tasks = vec![];
+    for key in ["a", "a", "a", "b", "b", "big", "big", "big", "big"] {
+        tasks.push(keyed(key));
+    }
+    for _ in 0..2 {
+        tasks.push(common::new_task(json!([{"id": "s", "tool": "echo"}])));
+    }
+    store.submit_tasks_quietly(&tasks).await.unwrap().unwrap();
+    let worker = Uuid::now_v7();
+    let got = store.claim_steps(&claim(worker)).await.unwrap();
+    let mut by_key: std::collections::BTreeMap<String, usize> = Default::default();
+    for s in &got {
+        let k: Option<String> =
+            sqlx::query_scalar("SELECT concurrency_key FROM tasks WHERE id = $1")
+                .bind(s.task_id)
+                .fetch_one(store.pool())
+                .await
+                .unwrap();
+        *by_key.entry(k.unwrap_or_default()).or_default() += 1;
+    }
+    assert_eq!(
+        by_key,
+        [
+            ("".to_string(), 2),
+            ("a".into(), 1),
+            ("b".into(), 1),
+            ("big".into(), 3)
+        ]
+        .into_iter()
+        .collect(),
+        "one per uncapped key, the pattern's three, every task without a key"
+    );
+    assert!(store.claim_steps(&claim(worker)).await.unwrap().is_empty());
+    // their steps end: the next of a, of b (its last) and of big (its last)
+    complete(&store, worker, &got).await;
+    assert_eq!(store.claim_steps(&claim(worker)).await.unwrap().len(), 3);
+}

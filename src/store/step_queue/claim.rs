@@ -80,9 +80,27 @@ pub(crate) struct Picked {
     pub patterns: Vec<String>,
     /// The capped tenants locked: they may start work up to their room; the others none.
     pub tenants: Vec<String>,
-    /// The `[tenants]` caps (not a column: the next statement's parameters).
+    /// Under `[fairness] default_max_running`, the keys no pattern caps that were locked.
+    pub default_keys: Vec<String>,
+    /// The caps (not a column: the next statement's parameters).
     #[sqlx(skip)]
-    pub caps: Caps,
+    pub caps: ClaimCaps,
+}
+
+/// What the claim keeps beyond the registries (tools, key patterns, tenants' rows).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClaimCaps {
+    /// The `[tenants]` caps of a tenant without a row of its own.
+    pub tenants: Caps,
+    /// `[fairness] default_max_running`: a key that no pattern caps (0: none).
+    pub key_max_running: i32,
+}
+
+impl ClaimCaps {
+    /// Some cap is configured: claims take the checked path.
+    pub fn any(&self) -> bool {
+        self.tenants.any() || self.key_max_running > 0
+    }
 }
 
 /// The plain claim (no task cap, no limited tool): one statement.
@@ -109,7 +127,7 @@ impl Store {
     /// checked claim's two. The commit is asynchronous: losing it in a crash loses only the
     /// claim (ARCHITECTURE.md, "The hot path").
     pub async fn claim_steps(&self, c: &Claim) -> Result<Vec<ClaimedStep>> {
-        in_tx!(hot self, |tx| claim_in(tx, c, true, &self.lanes, self.tenant_caps).await)
+        in_tx!(hot self, |tx| claim_in(tx, c, true, &self.lanes, self.claim_caps).await)
     }
 
     /// [`Store::claim_steps`]; when it claimed fewer than asked, also the milliseconds until
@@ -120,7 +138,7 @@ impl Store {
         c: &Claim,
     ) -> Result<(Vec<ClaimedStep>, Option<f64>)> {
         in_tx!(hot self, |tx| {
-            let claimed = claim_in(tx, c, true, &self.lanes, self.tenant_caps).await?;
+            let claimed = claim_in(tx, c, true, &self.lanes, self.claim_caps).await?;
             let due = if (claimed.len() as i64) < c.limit {
                 let (due, registry) = next_due(&mut **tx).await?;
                 // an idle worker learns of a tool that gained limits (its steps moved to a
@@ -165,7 +183,7 @@ pub(crate) async fn claim_in(
     c: &Claim,
     async_commit: bool,
     lanes: &LaneCache,
-    caps: Caps,
+    caps: ClaimCaps,
 ) -> Result<Vec<ClaimedStep>> {
     let claimed = if c.max_running_tasks > 0 || caps.any() || lanes.limited(tx).await? {
         let admission = c.max_running_tasks > 0 && try_admission_lock(tx).await?;
@@ -210,12 +228,13 @@ impl Store {
                     .bind(false)
                     .bind(max_running_tasks)
                     .bind(admission)
-                    .bind(self.tenant_caps.max_running_tasks)
-                    .bind(self.tenant_caps.max_running_steps)
+                    .bind(self.claim_caps.tenants.max_running_tasks)
+                    .bind(self.claim_caps.tenants.max_running_steps)
+                    .bind(self.claim_caps.key_max_running)
                     .fetch_all(&mut **tx)
                     .await?;
                 out.push((buffers_of(&lines), lines.join("\n")));
-                let picked = pick(tx, &c, false, admission, self.tenant_caps).await?;
+                let picked = pick(tx, &c, false, admission, self.claim_caps).await?;
                 out.push(explain_claim_checked(tx, &picked, &c).await?);
             } else {
                 out.push(explain_claim_plain(tx, &c).await?);
@@ -279,8 +298,10 @@ fn checked_args<'q, O>(q: PgQueryAs<'q, O>, p: &'q Picked, c: &Claim) -> PgQuery
         .bind(&p.tasks)
         .bind(&p.patterns)
         .bind(&p.tenants)
-        .bind(p.caps.max_running_tasks)
-        .bind(p.caps.max_running_steps)
+        .bind(p.caps.tenants.max_running_tasks)
+        .bind(p.caps.tenants.max_running_steps)
+        .bind(p.caps.key_max_running)
+        .bind(&p.default_keys)
 }
 
 /// `ready → running` for up to `c.limit` of the entries `p` locked, within the limits of the
@@ -373,15 +394,16 @@ pub(crate) async fn pick(
     c: &Claim,
     async_commit: bool,
     admission: bool,
-    caps: Caps,
+    caps: ClaimCaps,
 ) -> Result<Picked> {
     let mut p: Picked = sqlx::query_as(CLAIM_PICK)
         .bind(c.limit)
         .bind(async_commit)
         .bind(c.max_running_tasks)
         .bind(admission)
-        .bind(caps.max_running_tasks)
-        .bind(caps.max_running_steps)
+        .bind(caps.tenants.max_running_tasks)
+        .bind(caps.tenants.max_running_steps)
+        .bind(caps.key_max_running)
         .fetch_one(&mut **tx)
         .await?;
     p.caps = caps;

@@ -106,7 +106,7 @@ impl Store {
                             limit: claim.limit - started - claimed.len() as i64,
                             ..claim.clone()
                         };
-                        let got = claim_in(tx, &round, false, &self.lanes, self.tenant_caps).await?;
+                        let got = claim_in(tx, &round, false, &self.lanes, self.claim_caps).await?;
                         let short = got.is_empty() || (got.len() as i64) == round.limit;
                         claimed.extend(got);
                         if short {

@@ -25,7 +25,7 @@ pub mod claim;
 pub mod complete;
 pub mod fail;
 
-pub use claim::{Claim, ClaimedStep};
+pub use claim::{Claim, ClaimCaps, ClaimedStep};
 pub use complete::{Completed, Cycle, CycleDone, InlineEvaluation};
 pub use fail::FailOutcome;
 

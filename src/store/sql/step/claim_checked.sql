@@ -61,16 +61,30 @@ WITH cap AS MATERIALIZED (
     -- a key whose pattern another claim holds; the least, when a key's tasks name two patterns
     -- (one was added after some of them were submitted). Keys whose pattern sets no
     -- max_running: no row
-    SELECT k.concurrency_key AS key,
-           min(CASE WHEN NOT (k.key_pattern = ANY($9::text[])) THEN 0
+    SELECT k.key, min(k.room) AS room FROM (
+        SELECT k.concurrency_key AS key,
+               CASE WHEN NOT (k.key_pattern = ANY($9::text[])) THEN 0
                     ELSE greatest(l.max_running - (
                         SELECT count(*) FROM running_steps r JOIN tasks x ON x.id = r.task_id
-                        WHERE x.concurrency_key = k.concurrency_key), 0) END) AS room
-    FROM (SELECT DISTINCT s.concurrency_key, s.key_pattern FROM state s
-          WHERE s.key_pattern IS NOT NULL) k
-    JOIN key_limits l ON l.pattern = k.key_pattern
-    WHERE l.max_running IS NOT NULL
-    GROUP BY k.concurrency_key
+                        WHERE x.concurrency_key = k.concurrency_key), 0) END AS room
+        FROM (SELECT DISTINCT s.concurrency_key, s.key_pattern FROM state s
+              WHERE s.key_pattern IS NOT NULL) k
+        JOIN key_limits l ON l.pattern = k.key_pattern
+        WHERE l.max_running IS NOT NULL
+        UNION ALL
+        -- `[fairness] default_max_running` ($13; 0: none) for a key no pattern caps, counted
+        -- under the key's own lock ($14 lists the keys this transaction locked)
+        SELECT d.concurrency_key,
+               CASE WHEN NOT (d.concurrency_key = ANY($14::text[])) THEN 0
+                    ELSE greatest($13::int - (
+                        SELECT count(*) FROM running_steps r JOIN tasks x ON x.id = r.task_id
+                        WHERE x.concurrency_key = d.concurrency_key), 0) END
+        FROM (SELECT DISTINCT s.concurrency_key FROM state s
+              WHERE $13::int > 0 AND s.concurrency_key IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM key_limits l
+                                WHERE l.pattern = s.key_pattern
+                                  AND l.max_running IS NOT NULL)) d) k
+    GROUP BY k.key
 ), lane_ok AS MATERIALIZED (
     SELECT o.*, s.concurrency_key AS ckey, s.tenant FROM offered o JOIN state s ON s.id = o.task_id
     WHERE o.lane = '' OR o.nth <= coalesce((SELECT cap FROM cap WHERE cap.tool_id = o.lane), 0)

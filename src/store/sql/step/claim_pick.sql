@@ -76,6 +76,16 @@ WITH admit AS MATERIALIZED (
                                   AND t.key_pattern IS NOT NULL))
     ORDER BY l.pattern
     FOR UPDATE OF l SKIP LOCKED
+), key_defaults AS MATERIALIZED (
+    -- with `[fairness] default_max_running` ($7; 0: none), the keys of the locked tasks that
+    -- no pattern caps, each locked by a transaction-scoped advisory lock tried without waiting
+    SELECT x.k FROM (SELECT DISTINCT t.concurrency_key AS k FROM tasks t
+                     WHERE $7::int > 0 AND t.id IN (SELECT id FROM locked)
+                       AND t.concurrency_key IS NOT NULL
+                       AND NOT EXISTS (SELECT 1 FROM key_limits l
+                                       WHERE l.pattern = t.key_pattern
+                                         AND l.max_running IS NOT NULL)) x
+    WHERE pg_try_advisory_xact_lock(7345003, hashtext(x.k))
 ), tenanted AS MATERIALIZED (
     -- the capped tenants of the locked tasks ($5, $6: the `[tenants]` defaults; a `tenants`
     -- row), each locked by a transaction-scoped advisory lock tried without waiting, so that
@@ -95,4 +105,5 @@ SELECT coalesce((SELECT array_agg(step_id) FROM cand WHERE task_id IN (SELECT id
        coalesce((SELECT array_agg(tool_id ORDER BY tool_id) FROM lanes), '{}') AS tools,
        (SELECT n FROM admit) AS admit,
        coalesce((SELECT array_agg(pattern ORDER BY pattern) FROM keyed), '{}') AS patterns,
-       coalesce((SELECT array_agg(tenant::text ORDER BY tenant) FROM tenanted), '{}') AS tenants
+       coalesce((SELECT array_agg(tenant::text ORDER BY tenant) FROM tenanted), '{}') AS tenants,
+       coalesce((SELECT array_agg(k ORDER BY k) FROM key_defaults), '{}') AS default_keys
