@@ -105,6 +105,7 @@ impl Store {
             .bind(s.enabled)
             .bind(&s.overlap)
             .bind(next)
+            .bind(&s.tenant)
             .fetch_optional(&self.pool)
             .await?;
         row.ok_or_else(|| StoreError::NotFound(format!("schedule {}", s.id)))
@@ -122,8 +123,10 @@ impl Store {
             .await?)
     }
 
-    pub async fn get_schedule(&self, id: &str) -> Result<ScheduleRow> {
-        sqlx::query_as("SELECT * FROM schedules WHERE id = $1")
+    /// `tenant`'s schedule `id` (ids are each tenant's own).
+    pub async fn get_schedule(&self, tenant: &str, id: &str) -> Result<ScheduleRow> {
+        sqlx::query_as("SELECT * FROM schedules WHERE tenant = $1 AND id = $2")
+            .bind(tenant)
             .bind(id)
             .fetch_optional(&self.pool)
             .await?
@@ -140,9 +143,10 @@ impl Store {
         .await?)
     }
 
-    pub async fn delete_schedule(&self, id: &str) -> Result<()> {
+    pub async fn delete_schedule(&self, tenant: &str, id: &str) -> Result<()> {
         let n = sqlx::query(sql!("schedule/delete"))
             .bind(id)
+            .bind(tenant)
             .execute(&self.pool)
             .await?
             .rows_affected();
@@ -219,8 +223,8 @@ impl Store {
 
     /// `POST /schedules/{id}/trigger`: one task now (its tick is now, database clock), whatever
     /// the schedule's next tick and `enabled`.
-    pub async fn trigger_schedule(&self, id: &str) -> Result<Uuid> {
-        let s = self.get_schedule(id).await?;
+    pub async fn trigger_schedule(&self, tenant: &str, id: &str) -> Result<Uuid> {
+        let s = self.get_schedule(tenant, id).await?;
         let now = self.now().await?;
         self.submit_tick(&s, now).await
     }
@@ -277,6 +281,7 @@ impl Store {
                     .bind(tick)
                     .bind(task_id)
                     .bind(&error)
+                    .bind(&s.tenant)
                     .execute(&mut **tx)
                     .await?;
             }

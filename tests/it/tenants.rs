@@ -334,6 +334,26 @@ async fn what_a_tenant_names_is_its_own() {
     assert_eq!(v["tenant"], "b");
     let (s, v) = submit(json!({"description": "d", "template": "b-template"})).await;
     assert_eq!(s, 202, "{v}");
+    // a schedule id is the tenant's own: b's "a-schedule" is another schedule
+    let r = b
+        .post(app.url("/api/v1/schedules"))
+        .json(&json!({"id": "a-schedule", "cron": "0 0 2 1 *", "template": "b-template"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let r = b
+        .delete(app.url("/api/v1/schedules/a-schedule"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 204);
+    let (s, v) = app.get("/api/v1/schedules/a-schedule").await;
+    assert_eq!(
+        (s, v["cron"].as_str()),
+        (StatusCode::OK, Some("0 0 1 1 *")),
+        "{v}"
+    );
     // whoami names the key's tenant
     let r = b.get(app.url("/api/v1/whoami")).send().await.unwrap();
     let who: Value = r.json().await.unwrap();

@@ -1,2 +1,2 @@
 -- name: schedule/delete
-DELETE FROM schedules WHERE id = $1
+DELETE FROM schedules WHERE tenant = $2 AND id = $1
