@@ -48,6 +48,37 @@ impl Auth {
     }
 }
 
+/// The key of an `Authorization: Bearer <key>` header, if one is presented.
+pub(super) fn bearer(headers: &header::HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, key) = v.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| key.trim())
+        })
+        .filter(|k| !k.is_empty())
+}
+
+/// A keyless route's caller that presents a key anyway: its tenant, unless the key is an
+/// admin's (or unknown: the route needs none). What it names must be its tenant's.
+pub(super) async fn presented_tenant(
+    st: &AppState,
+    headers: &header::HeaderMap,
+) -> Result<Option<String>, ApiError> {
+    let Some(key) = bearer(headers) else {
+        return Ok(None);
+    };
+    let d = digest(key);
+    if st.auth.bootstrap == Some(d) {
+        return Ok(None);
+    }
+    Ok(match st.store.key_identity(&d).await? {
+        Some((_, role, tenant)) if role != Role::Admin => Some(tenant),
+        _ => None,
+    })
+}
+
 /// SHA-256 of a key: what is stored and compared.
 pub fn digest(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
@@ -178,16 +209,7 @@ async fn check_key(
             Err(e) => e.into_response(),
         };
     }
-    let presented = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, key) = v.trim().split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| key.trim())
-        })
-        .filter(|k| !k.is_empty());
-    let Some(key) = presented else {
+    let Some(key) = bearer(req.headers()) else {
         return unauthorized("this route needs an API key: Authorization: Bearer <key>");
     };
     let d = digest(key);

@@ -379,10 +379,12 @@ pub(super) struct CallbackHeartbeat {
 
 async fn callback(
     st: &AppState,
+    headers: &axum::http::HeaderMap,
     token: &str,
     r: Resolution,
 ) -> Result<Json<CallbackAccepted>, ApiError> {
     let hash = token_hash(token)?;
+    same_tenant(st, headers, &hash).await?;
     let done = st.store.resolve_callback(&hash, &r).await?;
     Ok(Json(CallbackAccepted {
         accepted: done.is_some(),
@@ -398,11 +400,12 @@ async fn callback(
 )]
 pub(super) async fn complete(
     State(st): State<AppState>,
+    headers: axum::http::HeaderMap,
     Path(token): Path<String>,
     ApiJson(c): ApiJson<CallbackComplete>,
 ) -> Result<Json<CallbackAccepted>, ApiError> {
     let output = c.output.unwrap_or(Value::Null);
-    callback(&st, &token, Resolution::Completed { output }).await
+    callback(&st, &headers, &token, Resolution::Completed { output }).await
 }
 
 /// An async tool's failure: its step's attempt fails with `error` and recovery takes over.
@@ -412,6 +415,7 @@ pub(super) async fn complete(
 )]
 pub(super) async fn fail(
     State(st): State<AppState>,
+    headers: axum::http::HeaderMap,
     Path(token): Path<String>,
     ApiJson(f): ApiJson<CallbackFail>,
 ) -> Result<Json<CallbackAccepted>, ApiError> {
@@ -420,7 +424,7 @@ pub(super) async fn fail(
             "error must be an object: {\"message\", \"category\", \"retryable\", \"hints\"}",
         ));
     }
-    callback(&st, &token, Resolution::Failed { error: f.error }).await
+    callback(&st, &headers, &token, Resolution::Failed { error: f.error }).await
 }
 
 /// An async tool is still working: its wait lasts `extend_secs` more.
@@ -430,6 +434,7 @@ pub(super) async fn fail(
 )]
 pub(super) async fn heartbeat(
     State(st): State<AppState>,
+    headers: axum::http::HeaderMap,
     Path(token): Path<String>,
     ApiJson(h): ApiJson<CallbackHeartbeat>,
 ) -> Result<Json<CallbackAccepted>, ApiError> {
@@ -442,9 +447,26 @@ pub(super) async fn heartbeat(
         ));
     }
     let hash = token_hash(&token)?;
+    same_tenant(&st, &headers, &hash).await?;
     let at = st.store.extend_callback(&hash, secs).await?;
     Ok(Json(CallbackAccepted {
         accepted: true,
         expires_at: Some(at),
     }))
+}
+
+/// A callback needs no key (its token is the credential), but a caller that presents another
+/// tenant's key is told the callback is not there (404), and nothing changes.
+async fn same_tenant(
+    st: &AppState,
+    headers: &axum::http::HeaderMap,
+    hash: &[u8],
+) -> Result<(), ApiError> {
+    let Some(tenant) = super::auth::presented_tenant(st, headers).await? else {
+        return Ok(());
+    };
+    match st.store.callback_tenant(hash).await? {
+        Some(t) if t != tenant => Err(ApiError::not_found("callback not found")),
+        _ => Ok(()),
+    }
 }

@@ -381,6 +381,16 @@ impl Store {
 
     /// Resolve the open wait whose callback token hashes to `hash`. `Err(NotFound)`: no such
     /// token; `Ok(None)`: its wait is no longer open.
+    /// The tenant of the wait a callback token names (none: no such wait).
+    pub async fn callback_tenant(&self, hash: &[u8]) -> Result<Option<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT tenant::text FROM waits WHERE token_hash = $1")
+                .bind(hash)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
+    }
+
     pub async fn resolve_callback(&self, hash: &[u8], r: &Resolution) -> Result<Option<WaitRow>> {
         let id: Option<Uuid> = sqlx::query_scalar("SELECT id FROM waits WHERE token_hash = $1")
             .bind(hash)

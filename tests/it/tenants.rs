@@ -615,3 +615,45 @@ async fn recovery_seen(app: &TestApp, b: &reqwest::Client, when: &str) -> (Value
     assert_eq!(counts(&theirs), (1, 1), "{when}: {theirs}");
     (all, a, theirs)
 }
+
+/// A callback needs no key, but one presented with another tenant's key answers 404 and
+/// changes nothing; the tool's own call (no key) completes the step.
+#[tokio::test]
+async fn another_tenants_key_cannot_call_back() {
+    use super::waits::{Mode, async_tool, callback_url, worker};
+    let app = app().await;
+    let urls = async_tool(&app, "job", Mode::Later).await;
+    let w = worker(&app);
+    let task = app
+        .submit(json!({"description": "a", "plan": {"steps": [{"id": "j", "tool": "job"}]}}))
+        .await;
+    let url = callback_url(&urls, 0).await;
+    let b = client_with_key(Some(&key_of(&app, "operator", "b").await));
+    for (what, body) in [
+        ("heartbeat", json!({"extend_secs": 60})),
+        ("complete", json!({"output": {"from": "b"}})),
+        ("fail", json!({"error": {"message": "b"}})),
+    ] {
+        let r = b
+            .post(format!("{url}/{what}"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 404, "{what}");
+    }
+    let r = reqwest::Client::new()
+        .post(format!("{url}/complete"))
+        .json(&json!({"output": {"from": "the tool"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(
+        app.wait_done(task, Duration::from_secs(30)).await["status"],
+        "succeeded"
+    );
+    let (_, r) = app.get(&format!("/api/v1/tasks/{task}/result")).await;
+    assert_eq!(r["outputs"]["j"], json!({"from": "the tool"}), "{r}");
+    w.stop().await;
+}

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
-fn worker(app: &TestApp) -> TestWorker {
+pub(crate) fn worker(app: &TestApp) -> TestWorker {
     let base = app.url("");
     app.worker(move |c| {
         c.callback_base_url = base.trim_end_matches('/').to_string();
@@ -353,7 +353,7 @@ async fn an_event_before_its_wait_is_found() {
 
 /// What an async tool server does with a call.
 #[derive(Clone, Copy, PartialEq)]
-enum Mode {
+pub(crate) enum Mode {
     /// Answer 202, and keep the callback URL for the test.
     Later,
     /// Call back `complete` before answering 202 (the race with the call's answer).
@@ -384,7 +384,7 @@ async fn async_call(
     (StatusCode::ACCEPTED, Json(json!({"accepted": true})))
 }
 
-async fn async_tool(app: &TestApp, id: &str, mode: Mode) -> Arc<Mutex<Vec<String>>> {
+pub(crate) async fn async_tool(app: &TestApp, id: &str, mode: Mode) -> Arc<Mutex<Vec<String>>> {
     let urls = Arc::new(Mutex::new(Vec::new()));
     let router = Router::new()
         .route("/call", post(async_call))
@@ -405,7 +405,7 @@ async fn async_tool(app: &TestApp, id: &str, mode: Mode) -> Arc<Mutex<Vec<String
     urls
 }
 
-async fn callback_url(urls: &Arc<Mutex<Vec<String>>>, n: usize) -> String {
+pub(crate) async fn callback_url(urls: &Arc<Mutex<Vec<String>>>, n: usize) -> String {
     wait_for("the async call", LIMIT, || async {
         urls.lock().unwrap().get(n).cloned()
     })
