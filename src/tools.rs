@@ -619,6 +619,7 @@ mod tests {
             mode: "sync".into(),
             headers: Default::default(),
             tenant: crate::domain::tenant::DEFAULT.into(),
+            paused: false,
             gated: false,
             created_at: chrono::Utc::now(),
             updated_at: chrono::Utc::now(),

@@ -92,6 +92,8 @@ pub(super) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(tasks::evaluations))
         .routes(routes!(tools::create, tools::list))
         .routes(routes!(tools::get, tools::delete))
+        .routes(routes!(tools::pause))
+        .routes(routes!(tools::resume))
         .routes(routes!(templates::create, templates::list))
         .routes(routes!(templates::get, templates::delete))
         .routes(routes!(system::stats))

@@ -359,3 +359,55 @@ async fn owned(st: &AppState, tenancy: &Tenancy, id: &str) -> Result<ToolDef, Ap
     }
     Ok(tool)
 }
+
+/// Pause a tool (operator): the claim starts none of its steps until it is resumed. They wait
+/// queued (no attempt, no retry spent) and count in the queue per tool; calls already running
+/// finish. A built-in is every tenant's: only an admin pauses one.
+#[utoipa::path(post, path = "/tools/{id}/pause", operation_id = "pause_tool", tag = "tools", security(("bearer" = [])),
+    params(RegistryPath),
+    responses((status = 200, description = "paused", body = ToolView), Missing, BadUri, Guarded),
+)]
+pub(super) async fn pause(
+    State(st): State<AppState>,
+    tenancy: Tenancy,
+    Path(id): Path<String>,
+) -> Result<Json<ToolView>, ApiError> {
+    set_paused(&st, &tenancy, &id, true).await
+}
+
+/// Resume a paused tool (operator): its queued steps are claimed again, in their places.
+#[utoipa::path(post, path = "/tools/{id}/resume", operation_id = "resume_tool", tag = "tools", security(("bearer" = [])),
+    params(RegistryPath),
+    responses((status = 200, description = "resumed", body = ToolView), Missing, BadUri, Guarded),
+)]
+pub(super) async fn resume(
+    State(st): State<AppState>,
+    tenancy: Tenancy,
+    Path(id): Path<String>,
+) -> Result<Json<ToolView>, ApiError> {
+    set_paused(&st, &tenancy, &id, false).await
+}
+
+async fn set_paused(
+    st: &AppState,
+    tenancy: &Tenancy,
+    id: &str,
+    paused: bool,
+) -> Result<Json<ToolView>, ApiError> {
+    let tool = owned(st, tenancy, id).await?;
+    if tool.kind == "builtin" && !tenancy.admin {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "tool {id:?} is built in, every tenant's: only an admin key pauses or resumes it"
+            ),
+        ));
+    }
+    let tool = st.store.set_tool_paused(id, paused).await?;
+    let circuit = st.store.tool_circuit(id).await?;
+    Ok(Json(views::tool(
+        &tool,
+        circuit.as_ref().map(|(c, now)| (c, *now)),
+    )))
+}

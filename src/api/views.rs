@@ -529,6 +529,8 @@ pub struct ToolView {
     pub updated_at: DateTime<Utc>,
     /// The tenant whose plans may name it (a built-in: every tenant's; shown as `default`).
     pub tenant: String,
+    /// Held (`POST /tools/{id}/pause`): the claim starts none of its steps; they wait queued.
+    pub paused: bool,
 }
 
 /// A tool's circuit breaker as the fleet sees it now.
@@ -592,6 +594,7 @@ pub fn tool(t: &ToolDef, c: Option<(&Circuit, DateTime<Utc>)>) -> ToolView {
         created_at: t.created_at,
         updated_at: t.updated_at,
         tenant: t.tenant.clone(),
+        paused: t.paused,
     }
 }
 

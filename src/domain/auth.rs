@@ -61,6 +61,8 @@ pub fn required_role(method: &str, path: &str) -> Role {
         "mcp-servers" if !read => Role::Admin,
         // the wait's own role is checked by the handler (an approval may name reader)
         "waits" if matches!(second, "approve" | "reject") => Role::Reader,
+        // pausing a tool is an incident's action: the tool's registry entry is not changed
+        "tools" if matches!(second, "pause" | "resume") => Role::Operator,
         _ if read => Role::Reader,
         "tools" | "templates" => Role::Admin,
         _ => Role::Operator,
@@ -95,6 +97,8 @@ mod tests {
             ("GET", "/tools", Role::Reader),
             ("POST", "/tools", Role::Admin),
             ("DELETE", "/tools/x", Role::Admin),
+            ("POST", "/tools/x/pause", Role::Operator),
+            ("POST", "/tools/x/resume", Role::Operator),
             ("GET", "/keys", Role::Admin),
             ("POST", "/keys", Role::Admin),
             ("DELETE", "/keys/x", Role::Admin),

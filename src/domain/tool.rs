@@ -85,6 +85,9 @@ pub struct ToolDef {
     /// The tenant whose plans may name it (a built-in: every tenant's).
     #[sqlx(default)]
     pub tenant: String,
+    /// Held: the claim starts none of its steps.
+    #[sqlx(default)]
+    pub paused: bool,
     /// Its circuit is open or half open, or a `Retry-After` holds it: a worker asks the
     /// database before a call ([`super::circuit::Circuit::gate`]). Read only with the worker's
     /// tool cache.

@@ -158,6 +158,24 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound(format!("tool {id:?}")))
     }
 
+    /// Pause (`true`) or resume a tool: while paused, the claim starts none of its steps (they
+    /// stay queued: no attempt, no retry spent); running calls finish. Resuming wakes the
+    /// workers.
+    pub async fn set_tool_paused(&self, id: &str, paused: bool) -> Result<ToolDef> {
+        in_tx!(self.pool, |tx| {
+            let row: Option<ToolDef> = sqlx::query_as(sql!("tool/pause"))
+                .bind(id)
+                .bind(paused)
+                .fetch_optional(&mut **tx)
+                .await?;
+            let row = row.ok_or_else(|| StoreError::NotFound(format!("tool {id:?}")))?;
+            if !paused {
+                super::notify_ready(tx).await?;
+            }
+            Ok(row)
+        })
+    }
+
     /// Delete an HTTP tool. Built-ins cannot be deleted.
     pub async fn delete_tool(&self, id: &str) -> Result<()> {
         let kind: Option<String> = sqlx::query_scalar(sql!("tool/delete"))

@@ -657,6 +657,8 @@ async fn openapi_document_covers_every_route() {
         ("get", "/api/v1/tools"),
         ("get", "/api/v1/tools/{id}"),
         ("delete", "/api/v1/tools/{id}"),
+        ("post", "/api/v1/tools/{id}/pause"),
+        ("post", "/api/v1/tools/{id}/resume"),
         ("get", "/api/v1/stats"),
         ("get", "/api/v1/stats/recovery"),
         ("get", "/api/v1/stats/activity"),

@@ -19,6 +19,7 @@ mod llm_client;
 mod maps;
 mod mcp;
 mod metrics;
+mod operations;
 mod protocol_model;
 mod queue;
 mod recovery_faults;

@@ -29,6 +29,10 @@ fn expected_role(method: &str, path: &str) -> &'static str {
     {
         // an approval names its own role, which the handler checks (reader at the least)
         "reader"
+    } else if rest.starts_with("/tools/") && (rest.ends_with("/pause") || rest.ends_with("/resume"))
+    {
+        // an incident's action: the registry entry is not changed
+        "operator"
     } else if rest.starts_with("/tools")
         || rest.starts_with("/templates")
         || rest.starts_with("/mcp-servers")

@@ -41,6 +41,7 @@ class Tool:
         mode (ToolMode):
         name (str):
         output_params (list[str]):
+        paused (bool): Held (`POST /tools/{id}/pause`): the claim starts none of its steps; they wait queued.
         rate_limit_burst (int): Token-bucket size for `rate_limit_per_sec`.
         requires_approval (bool): Every call waits for a person's approval first (`GET /waits`).
         tags (list[str]):
@@ -67,6 +68,7 @@ class Tool:
     mode: ToolMode
     name: str
     output_params: list[str]
+    paused: bool
     rate_limit_burst: int
     requires_approval: bool
     tags: list[str]
@@ -107,6 +109,8 @@ class Tool:
         name = self.name
 
         output_params = self.output_params
+
+        paused = self.paused
 
         rate_limit_burst = self.rate_limit_burst
 
@@ -177,6 +181,7 @@ class Tool:
                 "mode": mode,
                 "name": name,
                 "output_params": output_params,
+                "paused": paused,
                 "rate_limit_burst": rate_limit_burst,
                 "requires_approval": requires_approval,
                 "tags": tags,
@@ -231,6 +236,8 @@ class Tool:
         name = d.pop("name")
 
         output_params = cast(list[str], d.pop("output_params"))
+
+        paused = d.pop("paused")
 
         rate_limit_burst = d.pop("rate_limit_burst")
 
@@ -338,6 +345,7 @@ class Tool:
             mode=mode,
             name=name,
             output_params=output_params,
+            paused=paused,
             rate_limit_burst=rate_limit_burst,
             requires_approval=requires_approval,
             tags=tags,
