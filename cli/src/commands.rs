@@ -8,7 +8,7 @@ use crate::client::{CliError, Client};
 use crate::files::{read_document, submit_body};
 use crate::render::{event_line, table, table_of_objects};
 use crate::watch::watch;
-use crate::{Approvals, Cli, Command, Keys, Mcp, Registry, Schedules};
+use crate::{Approvals, Cli, Command, Keys, Mcp, Registry, Schedules, Tools};
 
 pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
     let c = Client::new(&cli.url, cli.api_key.clone())?;
@@ -98,7 +98,9 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
             let v = c.post(&format!("/api/v1/tasks/{id}/rerun"), &body).await?;
             started(&c, &v, w, json, "rerun").await
         }
-        Command::Tools(r) => registry(&c, "tools", r, json).await,
+        Command::Tools(Tools::Registry(r)) => registry(&c, "tools", r, json).await,
+        Command::Tools(Tools::Pause { id }) => pause(&c, &id, true, json).await,
+        Command::Tools(Tools::Resume { id }) => pause(&c, &id, false, json).await,
         Command::Templates(r) => registry(&c, "templates", r, json).await,
         Command::Keys(k) => keys(&c, k, json).await,
         Command::Workers => {
@@ -521,6 +523,24 @@ async fn registry(c: &Client, kind: &str, r: Registry, json: bool) -> Result<Exi
             say(json, &v, &format!("removed {} {id}", singular(kind)));
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `tools pause` and `tools resume`.
+async fn pause(c: &Client, id: &str, paused: bool, json: bool) -> Result<ExitCode, CliError> {
+    let action = if paused { "pause" } else { "resume" };
+    let v = c
+        .post(
+            &format!("/api/v1/tools/{}/{action}", encode(id)),
+            &json!({}),
+        )
+        .await?;
+    let said = if paused {
+        format!("paused tool {id}: its steps wait queued")
+    } else {
+        format!("resumed tool {id}")
+    };
+    say(json, &v, &said);
     Ok(ExitCode::SUCCESS)
 }
 

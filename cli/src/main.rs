@@ -104,9 +104,9 @@ pub enum Command {
         #[arg(long)]
         watch: bool,
     },
-    /// The tool registry.
+    /// The tool registry, and holding a tool's steps (pause, resume).
     #[command(subcommand)]
-    Tools(Registry),
+    Tools(Tools),
     /// The workflow template registry.
     #[command(subcommand)]
     Templates(Registry),
@@ -144,6 +144,16 @@ pub enum Registry {
     Add { file: PathBuf },
     /// Remove an entry.
     Rm { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Tools {
+    #[command(flatten)]
+    Registry(Registry),
+    /// Hold every step of the tool in the queue (no call, no attempt, no retry spent).
+    Pause { id: String },
+    /// Run the held steps again, in their places.
+    Resume { id: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -258,6 +258,14 @@ async fn every_command_works_against_a_real_server() {
         .collect();
     assert!(ids.contains(&"lookup".to_string()), "{ids:?}");
     assert_eq!(trellis(&app, &["tools", "rm", "lookup2"]).await.code, 0);
+    // a tool's steps held and released
+    let run = trellis(&app, &["tools", "pause", "lookup"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("paused tool lookup"), "{}", run.stdout);
+    assert_eq!(app.get("/api/v1/tools/lookup").await.1["paused"], true);
+    let run = trellis(&app, &["--json", "tools", "resume", "lookup"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.json()["paused"], false);
     let (_, v) = app.get("/api/v1/tools/lookup2").await;
     assert_eq!(v["error"]["code"], "not_found", "{v}");
 

@@ -167,6 +167,13 @@ try {
   const flakyRow = await page.locator('#tools tr:has([data-tool="flaky"])').textContent();
   check(await page.locator('#tools tr:has([data-tool="flaky"]) [data-circuit="closed"]').count() === 1, `the tools page shows each tool's circuit (${flakyRow})`);
   check(/\d+ \(1 failed\), \d+ \/ \d+ ms/.test(flakyRow), `the tools page shows the last hour's attempts and latency (${flakyRow})`);
+  // hold a tool's steps, and release them
+  await page.click('button[data-pause="flaky"]');
+  await page.waitForSelector('#tools tr:has([data-tool="flaky"]) [data-paused="true"]');
+  check((await (await fetch(new globalThis.URL('api/v1/tools/flaky', URL), { headers: { Authorization: `Bearer ${ADMIN}` } })).json()).paused === true, 'the tools page pauses a tool');
+  await page.click('button[data-pause="flaky"]');
+  await page.waitForSelector('#tools tr:has([data-tool="flaky"]) [data-paused="false"]', { state: 'attached' });
+  check((await (await fetch(new globalThis.URL('api/v1/tools/flaky', URL), { headers: { Authorization: `Bearer ${ADMIN}` } })).json()).paused === false, 'the tools page resumes it');
 
   // a phone-width screen: nothing wider than the screen
   await page.setViewportSize({ width: 390, height: 844 });

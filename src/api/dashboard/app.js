@@ -493,9 +493,9 @@ async function tools(view) {
   }
   fill(view,
     h('h1', {}, 'Tools'),
-    table(['id', 'kind', 'endpoint', 'limits', 'circuit', 'attempts (success rate)', 'last hour: attempts, median / mean ms'], list.map((t) => [
+    table(['id', 'kind', 'endpoint', 'limits', 'circuit', 'held', 'attempts (success rate)', 'last hour: attempts, median / mean ms'], list.map((t) => [
       t.id, t.kind, t.endpoint || '', [t.max_concurrency && `≤ ${t.max_concurrency} at once`, t.rate_limit_per_sec && `${t.rate_limit_per_sec}/s`].filter(Boolean).join(', '),
-      circuit(t.circuit),
+      circuit(t.circuit), held(t, view),
       rate[t.id] && rate[t.id].n ? `${rate[t.id].n} (${Math.round((100 * rate[t.id].ok) / rate[t.id].n)}% ok)` : '',
       hour[t.id] ? `${hour[t.id].attempts} (${hour[t.id].failed} failed), ${hour[t.id].median_ms.toFixed(0)} / ${hour[t.id].mean_ms.toFixed(0)} ms` : '',
     ].map((c, i) => (i === 0 ? h('span', { 'data-tool': t.id }, c) : c))), { id: 'tools' }),
@@ -507,6 +507,17 @@ async function tools(view) {
     templates.length
       ? table(['id', 'description', 'steps', 'input schema'], templates.map((t) => [t.id, t.description, (t.plan.steps || []).length, collapsible('input_schema', t.input_schema)]), { id: 'templates' })
       : h('p', { class: 'muted' }, 'No template registered.'));
+}
+// whether a tool's steps are held (paused), with the button that holds or releases them: an
+// operator's, for a built-in an admin's
+function held(t, view) {
+  const mark = t.paused ? h('span', { class: 'error', 'data-paused': 'true' }, 'paused') : h('span', { class: 'muted', 'data-paused': 'false' }, '');
+  if (!OPERATOR() || (t.kind === 'builtin' && state.role !== 'admin')) return mark;
+  const action = t.paused ? 'resume' : 'pause';
+  const button = h('button', { type: 'button', 'data-pause': t.id, onclick: async () => {
+    try { await api(`/tools/${encodeURIComponent(t.id)}/${action}`, { method: 'POST', body: {} }); route(); } catch (e) { view.prepend(h('p', { class: 'error', role: 'alert' }, e.message)); }
+  } }, t.paused ? 'Resume' : 'Pause');
+  return h('span', {}, mark, ' ', button);
 }
 // a tool's fleet-wide circuit breaker: its state, until when, its outages in a row, a Retry-After hold
 function circuit(c) {
