@@ -74,7 +74,13 @@ impl TaskRow {
             max_single_step_repairs: self.max_single_step_repairs,
             task_replan_count: self.task_replan_count,
             max_task_replans: self.max_task_replans,
-            consecutive_failures: self.consecutive_failures,
+            // a map's items recover each on its own tiers: the task's failures in a row, which
+            // items failing side by side run up together, never stop an item's retries (its
+            // own retry count bounds them); the failure path still counts them for the task
+            consecutive_failures: match step {
+                Some(s) if s.is_item() => 0,
+                _ => self.consecutive_failures,
+            },
             max_consecutive_failures: self.max_consecutive_failures,
             round: self.round,
             max_reflection_rounds: self.max_reflection_rounds,

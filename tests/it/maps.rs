@@ -459,3 +459,33 @@ async fn item_recoveries_roll_up_to_the_template_live_and_after_a_prune() {
         .unwrap();
     assert_eq!(after, rows, "the roll-ups keep the template's figures");
 }
+
+/// Items failing side by side recover each on its own tiers: the task's failures in a row,
+/// which they run up together, never stop an item's retries (each is retried, then given up).
+#[tokio::test]
+async fn items_failing_together_are_each_retried_before_they_are_given_up() {
+    let app = spawn_app().await;
+    let w = app.worker(|_| {});
+    let items: Vec<Value> = (0..6).map(|_| json!({"fails": 1000})).collect();
+    let id = app
+        .submit(mapped(
+            json!(items),
+            json!({"over": "${a.output.items}", "max_items": 10, "max_parallel": 6,
+                   "on_item_failure": "continue"}),
+            "flaky",
+            json!({"fail_times": "${item.fails}", "index": "${item_index}"}),
+        ))
+        .await;
+    let done = app.wait_done(id, LIMIT).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let tried = attempts(&app, id).await;
+    for i in 0..6 {
+        let key = format!("m[{i}]");
+        let n = tried
+            .iter()
+            .filter(|a| a["step_id"] == key.as_str())
+            .count();
+        assert!(n >= 2, "item {i} had {n} attempts");
+    }
+    w.stop().await;
+}
