@@ -40,6 +40,26 @@ pub struct Settings {
     pub secrets: SecretSettings,
     pub fairness: FairnessSettings,
     pub tenants: TenantSettings,
+    pub bulk_actions: BulkActionSettings,
+}
+
+/// Bulk actions (`[bulk_actions]`): how the workers apply them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BulkActionSettings {
+    /// Tasks per batch (one transaction each; an abort waits for at most one batch).
+    pub batch_size: u32,
+    /// How often each worker looks for a running bulk action (stretched by the fleet's size).
+    pub poll_ms: u64,
+}
+
+impl Default for BulkActionSettings {
+    fn default() -> Self {
+        Self {
+            batch_size: 100,
+            poll_ms: 1000,
+        }
+    }
 }
 
 /// Tenants (`[tenants]`): the caps each tenant gets unless `PUT /api/v1/tenants/{tenant}` gave
@@ -738,7 +758,7 @@ impl Default for ReflectionSettings {
     }
 }
 
-const SECTIONS: [&str; 14] = [
+const SECTIONS: [&str; 17] = [
     "database",
     "server",
     "worker",
@@ -753,6 +773,9 @@ const SECTIONS: [&str; 14] = [
     "log",
     "webhooks",
     "secrets",
+    "fairness",
+    "tenants",
+    "bulk_actions",
 ];
 
 impl Settings {
@@ -867,6 +890,13 @@ impl Settings {
         let t = &self.tenants;
         if t.max_running_tasks > 1_000_000 || t.max_running_steps > 1_000_000 {
             return bad("tenants.max_running_tasks and max_running_steps must be at most 1000000");
+        }
+        let b = &self.bulk_actions;
+        if b.batch_size == 0 || b.batch_size > 10_000 {
+            return bad("bulk_actions.batch_size must be between 1 and 10000");
+        }
+        if b.poll_ms == 0 || b.poll_ms > 3_600_000 {
+            return bad("bulk_actions.poll_ms must be between 1 and 3600000");
         }
         let r = &self.retention;
         if r.batch_size == 0 || r.batch_size > 10_000 {

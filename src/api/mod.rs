@@ -18,6 +18,7 @@ use crate::store::Store;
 
 pub mod answers;
 pub mod auth;
+mod bulk;
 mod dashboard;
 mod docs;
 mod error;

@@ -986,6 +986,7 @@ impl From<RerunRequest> for Rerun {
                 .into_iter()
                 .map(|(k, o)| (k, o.into()))
                 .collect(),
+            bulk_action_id: None,
         }
     }
 }
@@ -1031,6 +1032,7 @@ impl From<ResumeRequest> for Resume {
                 .into_iter()
                 .map(|(k, o)| (k, o.into()))
                 .collect(),
+            bulk_action_id: None,
         }
     }
 }

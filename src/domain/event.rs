@@ -272,6 +272,9 @@ pub struct TaskResumed {
     pub with_plan: bool,
     /// Keys of the steps given overrides.
     pub step_overrides: Vec<String>,
+    /// The bulk action that did it, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bulk_action_id: Option<Uuid>,
 }
 
 /// An ended task runs again from a step (a new plan version).
@@ -285,6 +288,9 @@ pub struct TaskRerun {
     pub kept: Vec<String>,
     pub rerun: Vec<String>,
     pub step_overrides: Vec<String>,
+    /// The bulk action that did it, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bulk_action_id: Option<Uuid>,
 }
 
 /// The task succeeded.
@@ -358,6 +364,9 @@ pub fn plan_generated(version: i32, origin: &str, steps: usize) -> Event {
 pub struct TaskCancelled {
     pub previous_status: TaskStatus,
     pub skipped_steps: u64,
+    /// The bulk action that did it, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bulk_action_id: Option<Uuid>,
 }
 
 /// A step waits (an approval, an event, an async tool's callback, a time), holding no worker.
@@ -705,6 +714,7 @@ fn examples_c() -> Vec<Event> {
             stop_reason: Some("r".into()),
             with_plan: false,
             step_overrides: vec![],
+            bulk_action_id: Some(Uuid::nil()),
         }),
         Event::TaskRerun(TaskRerun {
             from_status: TaskStatus::Failed,
@@ -714,6 +724,7 @@ fn examples_c() -> Vec<Event> {
             kept: vec![],
             rerun: vec![key()],
             step_overrides: vec![],
+            bulk_action_id: None,
         }),
         Event::TaskSucceeded(TaskSucceeded {
             plan_version: 1,
@@ -735,6 +746,7 @@ fn examples_c() -> Vec<Event> {
         Event::TaskCancelled(TaskCancelled {
             previous_status: TaskStatus::Running,
             skipped_steps: 0,
+            bulk_action_id: Some(Uuid::nil()),
         }),
         Event::StepWaiting(StepWaiting {
             step_key: key(),

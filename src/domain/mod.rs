@@ -16,10 +16,12 @@
 //!   schema makes unambiguous; [`circuit`]: the fleet-wide circuit breaker's states;
 //! - [`limits`], [`tool`], [`template`]: a task's limits, the tool registry's record, workflow
 //!   templates and their `${input.key}` placeholders;
-//! - [`auth`]: API key roles and what each call needs; [`nul`]: finding NUL characters;
+//! - [`auth`]: API key roles and what each call needs; [`bulk`]: bulk actions' vocabulary;
+//!   [`nul`]: finding NUL characters;
 //!   [`secrets`]: credentials kept out of answers.
 
 pub mod auth;
+pub mod bulk;
 pub mod child;
 pub mod circuit;
 pub mod decision;

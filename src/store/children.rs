@@ -188,7 +188,7 @@ async fn announce(tx: &mut Tx, parent: ChildOf<'_>, child: Uuid, created: bool) 
     if p.status == TaskStatus::Cancelled {
         let status = lock_task(tx, child).await?.status;
         if !status.is_terminal() {
-            super::submit::cancel_locked(tx, child, status).await?;
+            super::submit::cancel_locked(tx, child, status, None).await?;
         }
     }
     Ok(())

@@ -112,6 +112,7 @@ pub const HOT_SETTINGS: [(&str, &str); 4] = [
 ];
 
 pub mod apply;
+pub mod bulk;
 pub mod children;
 pub mod circuits;
 pub mod claim_queue;

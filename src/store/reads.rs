@@ -33,7 +33,7 @@ pub struct ListTasks {
 }
 
 /// A `LIKE` pattern matching `text` anywhere (its `%`, `_` and `\` taken literally).
-fn contains_pattern(text: &str) -> String {
+pub(crate) fn contains_pattern(text: &str) -> String {
     let mut p = String::with_capacity(text.len() + 2);
     p.push('%');
     for c in text.chars() {

@@ -26,6 +26,8 @@ use crate::domain::transitions::TaskMove;
 pub struct Rerun {
     pub from_step: String,
     pub step_overrides: BTreeMap<String, StepOverride>,
+    /// The bulk action rerunning it (named in the event).
+    pub bulk_action_id: Option<Uuid>,
 }
 
 impl Store {
@@ -35,56 +37,60 @@ impl Store {
     /// the rest run, with the overrides merged. The task's deadline, if it had one, starts
     /// again. All or nothing; returns the task's new status.
     pub async fn rerun_task(&self, id: Uuid, r: &Rerun) -> Result<TaskStatus> {
-        in_tx!(self.pool, |tx| {
-            let task = lock_task(tx, id).await?;
-            if !TaskMove::Rerun.allows(task.status) {
-                return Err(StoreError::Conflict(format!(
-                    "task {id} is {}; only a task that has ended or needs intervention can be rerun",
-                    task.status
-                )));
-            }
-            let live = live_steps(&mut **tx, id, task.plan_version).await?;
-            let plan = rerun_plan(tx, id, &live, r).await?;
-            let carry = rerun_carry(&old_steps(&live), &plan.steps, &r.from_step);
-            let mut kept: Vec<&String> = carry.kept.iter().collect();
-            kept.sort();
-            let rerun: Vec<&String> = plan
-                .steps
-                .iter()
-                .map(|s| &s.id)
-                .filter(|k| !carry.kept.contains(*k))
-                .collect();
-            let version = task.plan_version + 1;
-            let events = [
-                NewEvent::new(
-                    id,
-                    Event::TaskRerun(event::TaskRerun {
-                        from_status: task.status,
-                        from_step: r.from_step.clone(),
-                        from_version: task.plan_version,
-                        to_version: version,
-                        kept: kept.into_iter().cloned().collect(),
-                        rerun: rerun.into_iter().cloned().collect(),
-                        step_overrides: r.step_overrides.keys().cloned().collect(),
-                    }),
-                ),
-                NewEvent::new(
-                    id,
-                    event::plan_generated(version, "rerun", plan.steps.len()),
-                ),
-            ];
-            move_task(tx, id, TaskMove::Rerun).await?;
-            sqlx::query(sql!("task/reset_for_rerun"))
-                .bind(id)
-                .execute(&mut **tx)
-                .await?;
-            install_version(tx, &task, &plan, &carry, "rerun", false, None).await?;
-            super::step_queue::restart_wait_clocks(tx, task.id).await?;
-            super::claim_queue::sync(tx, &[id]).await?;
-            append_events(tx, &events).await?;
-            task_status(tx, id).await
-        })
+        in_tx!(self.pool, |tx| rerun_in(tx, id, r).await)
     }
+}
+
+/// [`Store::rerun_task`] in `tx`.
+pub(crate) async fn rerun_in(tx: &mut Tx, id: Uuid, r: &Rerun) -> Result<TaskStatus> {
+    let task = lock_task(tx, id).await?;
+    if !TaskMove::Rerun.allows(task.status) {
+        return Err(StoreError::Conflict(format!(
+            "task {id} is {}; only a task that has ended or needs intervention can be rerun",
+            task.status
+        )));
+    }
+    let live = live_steps(&mut **tx, id, task.plan_version).await?;
+    let plan = rerun_plan(tx, id, &live, r).await?;
+    let carry = rerun_carry(&old_steps(&live), &plan.steps, &r.from_step);
+    let mut kept: Vec<&String> = carry.kept.iter().collect();
+    kept.sort();
+    let rerun: Vec<&String> = plan
+        .steps
+        .iter()
+        .map(|s| &s.id)
+        .filter(|k| !carry.kept.contains(*k))
+        .collect();
+    let version = task.plan_version + 1;
+    let events = [
+        NewEvent::new(
+            id,
+            Event::TaskRerun(event::TaskRerun {
+                from_status: task.status,
+                from_step: r.from_step.clone(),
+                from_version: task.plan_version,
+                to_version: version,
+                kept: kept.into_iter().cloned().collect(),
+                rerun: rerun.into_iter().cloned().collect(),
+                step_overrides: r.step_overrides.keys().cloned().collect(),
+                bulk_action_id: r.bulk_action_id,
+            }),
+        ),
+        NewEvent::new(
+            id,
+            event::plan_generated(version, "rerun", plan.steps.len()),
+        ),
+    ];
+    move_task(tx, id, TaskMove::Rerun).await?;
+    sqlx::query(sql!("task/reset_for_rerun"))
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    install_version(tx, &task, &plan, &carry, "rerun", false, None).await?;
+    super::step_queue::restart_wait_clocks(tx, task.id).await?;
+    super::claim_queue::sync(tx, &[id]).await?;
+    append_events(tx, &events).await?;
+    task_status(tx, id).await
 }
 
 /// The current plan as it ran (recovery overrides included) with the rerun's overrides merged;

@@ -88,6 +88,8 @@ pub struct Submitted {
 pub struct Resume {
     pub plan: Option<PlanSpec>,
     pub step_overrides: BTreeMap<String, StepOverride>,
+    /// The bulk action resuming it (named in the event).
+    pub bulk_action_id: Option<Uuid>,
 }
 
 /// Parameters merged into a step, and/or the tool it runs with.
@@ -204,72 +206,79 @@ impl Store {
     /// …) with it: open steps are skipped; running steps finish but nothing after them starts.
     /// Every task is locked in id order before any changes.
     pub async fn cancel_task(&self, id: Uuid) -> Result<TaskStatus> {
-        in_tx!(self.pool, |tx| {
-            // the unfinished descendants (children, theirs, …), in id order
-            let mut all: Vec<Uuid> = sqlx::query_scalar(sql!("task/open_descendants"))
-                .bind(id)
-                .fetch_all(&mut **tx)
-                .await?;
-            all.push(id);
-            all.sort();
-            let mut status = std::collections::HashMap::new();
-            for t in &all {
-                status.insert(*t, lock_task(tx, *t).await?.status);
-            }
-            let root = status[&id];
-            if root.is_terminal() {
-                return Err(StoreError::Conflict(format!(
-                    "task {id} is already {root}; only unfinished tasks can be cancelled"
-                )));
-            }
-            for t in &all {
-                if !status[t].is_terminal() {
-                    cancel_locked(tx, *t, status[t]).await?;
-                }
-            }
-            Ok(TaskStatus::Cancelled)
-        })
+        in_tx!(self.pool, |tx| cancel_in(tx, id, None).await)
     }
 
     /// Resume a task stopped in `needs_intervention`. With a plan: it becomes the next plan
     /// version (unchanged succeeded steps are kept). Otherwise the overrides are merged into the
     /// named steps and the failed steps run again with fresh retry counts. All or nothing.
     pub async fn resume_task(&self, id: Uuid, r: &Resume) -> Result<TaskStatus> {
-        in_tx!(self.pool, |tx| {
-            let task = lock_task(tx, id).await?;
-            if task.status != TaskStatus::NeedsIntervention {
-                return Err(StoreError::Conflict(format!(
-                    "task {id} is {}; only a task in needs_intervention can be resumed",
-                    task.status
-                )));
-            }
-            let mut events = vec![NewEvent::new(
-                id,
-                Event::TaskResumed(event::TaskResumed {
-                    stop_reason: task.stop_reason.clone(),
-                    with_plan: r.plan.is_some(),
-                    step_overrides: r.step_overrides.keys().cloned().collect(),
-                }),
-            )];
-            sqlx::query(sql!("task/reset_for_resume"))
-                .bind(id)
-                .execute(&mut **tx)
-                .await?;
-            if let Some(plan) = &r.plan {
-                let strategy = Strategy::AdjustDependencies {
-                    adjustments: vec![],
-                };
-                replace_plan(tx, &task, plan, &strategy, "resume", None, &mut events).await?;
-            } else {
-                apply_overrides(tx, &task, &r.step_overrides).await?;
-                rerun_failed_steps(tx, &task).await?;
-            }
-            super::step_queue::restart_wait_clocks(tx, id).await?;
-            super::claim_queue::sync(tx, &[id]).await?;
-            append_events(tx, &events).await?;
-            task_status(tx, id).await
-        })
+        in_tx!(self.pool, |tx| resume_in(tx, id, r).await)
     }
+}
+
+/// [`Store::cancel_task`] in `tx` (a bulk action's batch names itself in the event).
+pub(crate) async fn cancel_in(tx: &mut Tx, id: Uuid, bulk: Option<Uuid>) -> Result<TaskStatus> {
+    // the unfinished descendants (children, theirs, …), in id order
+    let mut all: Vec<Uuid> = sqlx::query_scalar(sql!("task/open_descendants"))
+        .bind(id)
+        .fetch_all(&mut **tx)
+        .await?;
+    all.push(id);
+    all.sort();
+    let mut status = std::collections::HashMap::new();
+    for t in &all {
+        status.insert(*t, lock_task(tx, *t).await?.status);
+    }
+    let root = status[&id];
+    if root.is_terminal() {
+        return Err(StoreError::Conflict(format!(
+            "task {id} is already {root}; only unfinished tasks can be cancelled"
+        )));
+    }
+    for t in &all {
+        if !status[t].is_terminal() {
+            cancel_locked(tx, *t, status[t], bulk.filter(|_| *t == id)).await?;
+        }
+    }
+    Ok(TaskStatus::Cancelled)
+}
+
+/// [`Store::resume_task`] in `tx`.
+pub(crate) async fn resume_in(tx: &mut Tx, id: Uuid, r: &Resume) -> Result<TaskStatus> {
+    let task = lock_task(tx, id).await?;
+    if task.status != TaskStatus::NeedsIntervention {
+        return Err(StoreError::Conflict(format!(
+            "task {id} is {}; only a task in needs_intervention can be resumed",
+            task.status
+        )));
+    }
+    let mut events = vec![NewEvent::new(
+        id,
+        Event::TaskResumed(event::TaskResumed {
+            stop_reason: task.stop_reason.clone(),
+            with_plan: r.plan.is_some(),
+            step_overrides: r.step_overrides.keys().cloned().collect(),
+            bulk_action_id: r.bulk_action_id,
+        }),
+    )];
+    sqlx::query(sql!("task/reset_for_resume"))
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    if let Some(plan) = &r.plan {
+        let strategy = Strategy::AdjustDependencies {
+            adjustments: vec![],
+        };
+        replace_plan(tx, &task, plan, &strategy, "resume", None, &mut events).await?;
+    } else {
+        apply_overrides(tx, &task, &r.step_overrides).await?;
+        rerun_failed_steps(tx, &task).await?;
+    }
+    super::step_queue::restart_wait_clocks(tx, id).await?;
+    super::claim_queue::sync(tx, &[id]).await?;
+    append_events(tx, &events).await?;
+    task_status(tx, id).await
 }
 
 /// Merge resume overrides into the named live steps of the current plan version.
@@ -323,7 +332,12 @@ async fn rerun_failed_steps(tx: &mut Tx, task: &TaskRow) -> Result<()> {
 }
 
 /// Cancel the task `id` (locked by the caller, in `status`, not terminal).
-pub(crate) async fn cancel_locked(tx: &mut super::Tx, id: Uuid, status: TaskStatus) -> Result<()> {
+pub(crate) async fn cancel_locked(
+    tx: &mut super::Tx,
+    id: Uuid,
+    status: TaskStatus,
+    bulk_action_id: Option<Uuid>,
+) -> Result<()> {
     move_task(tx, id, TaskMove::Cancel).await?;
     let skipped = skip_open_steps(tx, id).await?;
     cancel_open_decisions(tx, id).await?;
@@ -335,6 +349,7 @@ pub(crate) async fn cancel_locked(tx: &mut super::Tx, id: Uuid, status: TaskStat
             Event::TaskCancelled(event::TaskCancelled {
                 previous_status: status,
                 skipped_steps: skipped,
+                bulk_action_id,
             }),
         )],
     )

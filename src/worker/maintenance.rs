@@ -39,6 +39,7 @@ pub(super) fn spawn(
     helpers.spawn(schedule_loop(sweep(&pace)));
     helpers.spawn(super::webhooks::run(sweep(&pace)));
     helpers.spawn(wait_loop(sweep(&pace)));
+    helpers.spawn(bulk_loop(sweep(&pace)));
     if cfg.retention.finished_task_ttl_secs > 0 {
         helpers.spawn(retention_loop(sweep(&pace)));
     }
@@ -70,6 +71,37 @@ async fn aging_loop(s: Sweep, aging: super::Aging) {
                 Err(e) => tracing::warn!(error = %e, "aging pass failed"),
             }
             break;
+        }
+    }
+}
+
+/// Bulk actions: a look every `bulk_poll` (stretched by the fleet's size; it reads the partial
+/// index of running actions, empty when none runs), then batch after batch while one runs;
+/// the workers share an action's batches (its row is each batch's lock).
+async fn bulk_loop(s: Sweep) {
+    loop {
+        let jitter = s.cfg.bulk_poll / 4 * u32::from(Uuid::new_v4().as_bytes()[0]) / 255;
+        if !s.pause(s.cfg.bulk_poll, jitter).await {
+            return;
+        }
+        while !s.stop.is_cancelled() {
+            match s.store.run_bulk_batch(s.cfg.bulk_batch).await {
+                Ok(Some(b)) => {
+                    tracing::debug!(bulk_action = %b.bulk_action_id, done = b.done,
+                        failed = b.failed, finished = b.finished, "bulk batch applied");
+                    if b.done > 0 {
+                        s.wake.notify.notify_one();
+                    }
+                    if b.finished {
+                        tracing::info!(bulk_action = %b.bulk_action_id, "bulk action done");
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "bulk batch failed; tried again later");
+                    break;
+                }
+            }
         }
     }
 }

@@ -79,6 +79,9 @@ pub struct WorkerConfig {
     pub max_steps_per_plan: usize,
     /// Priority aging (`[fairness]`): none when `aging_interval_secs` is 0.
     pub aging: Option<Aging>,
+    /// Bulk actions: tasks per batch, and how often to look for one.
+    pub bulk_batch: i64,
+    pub bulk_poll: Duration,
 }
 
 /// Priority aging: a queued task rises one level per `interval`, at most `max_boost` levels.
@@ -157,6 +160,8 @@ impl WorkerConfig {
                 .ok()
                 .flatten(),
             max_steps_per_plan: s.limits.max_steps_per_plan as usize,
+            bulk_batch: i64::from(s.bulk_actions.batch_size),
+            bulk_poll: Duration::from_millis(s.bulk_actions.poll_ms),
             aging: (s.fairness.aging_interval_secs > 0).then(|| Aging {
                 interval: Duration::from_secs(s.fairness.aging_interval_secs),
                 max_boost: s.fairness.aging_max_boost,

@@ -341,7 +341,7 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
                     let id = ended[rng.below(ended.len())];
                     let r = Rerun {
                         from_step: "s0".into(),
-                        step_overrides: Default::default(),
+                        ..Rerun::default()
                     };
                     let _ = store.rerun_task(id, &r).await;
                 }
