@@ -43,22 +43,24 @@ CREATE TABLE bulk_action_tasks (
 COMMENT ON TABLE bulk_action_tasks IS
     'The tasks a bulk action matched at creation, and what applying it to each did.';
 
--- The tasks a bulk action's filter matches: in `scope` (null: every tenant), with `status`,
+-- The tasks a bulk action's filter matches (parameters prefixed: a bare `status` would be the
+-- column): in `scope` (null: every tenant), with `status`,
 -- created in [since, until), whose description contains `q` (a LIKE pattern), submitted from
 -- `template`, whose metadata contains `metadata`; or, with `ids`, those of them in scope. One
 -- definition for the dry run and the creation.
-CREATE FUNCTION trellis_bulk_match(scope text, ids uuid[], status text, since timestamptz,
-                                   until timestamptz, q text, template text, metadata jsonb)
+CREATE FUNCTION trellis_bulk_match(p_scope text, p_ids uuid[], p_status text,
+                                   p_since timestamptz, p_until timestamptz, p_q text,
+                                   p_template text, p_metadata jsonb)
 RETURNS SETOF uuid LANGUAGE sql STABLE AS $$
     SELECT t.id FROM tasks t
-    WHERE (scope IS NULL OR t.tenant = scope)
-      AND (ids IS NULL OR t.id = ANY (ids))
-      AND (status IS NULL OR t.status = status)
-      AND (since IS NULL OR t.created_at >= since)
-      AND (until IS NULL OR t.created_at < until)
-      AND (q IS NULL OR t.description ILIKE q)
-      AND (metadata IS NULL OR t.metadata @> metadata)
-      AND (template IS NULL OR EXISTS (
+    WHERE (p_scope IS NULL OR t.tenant = p_scope)
+      AND (p_ids IS NULL OR t.id = ANY (p_ids))
+      AND (p_status IS NULL OR t.status = p_status)
+      AND (p_since IS NULL OR t.created_at >= p_since)
+      AND (p_until IS NULL OR t.created_at < p_until)
+      AND (p_q IS NULL OR t.description ILIKE p_q)
+      AND (p_metadata IS NULL OR t.metadata @> p_metadata)
+      AND (p_template IS NULL OR EXISTS (
               SELECT 1 FROM plans p
-              WHERE p.task_id = t.id AND p.version = 1 AND p.origin = 'template:' || template))
+              WHERE p.task_id = t.id AND p.version = 1 AND p.origin = 'template:' || p_template))
 $$;

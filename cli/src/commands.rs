@@ -8,7 +8,7 @@ use crate::client::{CliError, Client};
 use crate::files::{read_document, submit_body};
 use crate::render::{event_line, table, table_of_objects};
 use crate::watch::watch;
-use crate::{Approvals, Cli, Command, Keys, Mcp, Registry, Schedules, Tools};
+use crate::{Approvals, Bulk, BulkCommand, Cli, Command, Keys, Mcp, Registry, Schedules, Tools};
 
 pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
     let c = Client::new(&cli.url, cli.api_key.clone())?;
@@ -35,11 +35,14 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
             started(&c, &v, w, json, "submitted").await
         }
         Command::Watch { id } => watch(&c, &id, json).await,
+        Command::Tasks { bulk: Some(b), .. } => bulk_action(&c, b, json).await,
         Command::Tasks {
+            bulk: None,
             status,
             limit,
             before,
         } => tasks(&c, status, limit, before, json).await,
+        Command::Bulk(b) => bulk(&c, b, json).await,
         Command::Show { id } => show(&c, &id, json).await,
         Command::Result { id } => {
             let v = c.get(&format!("/api/v1/tasks/{id}/result")).await?;
@@ -527,6 +530,140 @@ async fn registry(c: &Client, kind: &str, r: Registry, json: bool) -> Result<Exi
 }
 
 /// `tools pause` and `tools resume`.
+/// Start a bulk action (`trellis tasks rerun|cancel|resume`), maybe following it.
+async fn bulk_action(c: &Client, b: BulkCommand, json: bool) -> Result<ExitCode, CliError> {
+    let (action, f, from) = match b {
+        BulkCommand::Rerun { filter, from } => ("rerun", filter, Some(from)),
+        BulkCommand::Cancel { filter } => ("cancel", filter, None),
+        BulkCommand::Resume { filter } => ("resume", filter, None),
+    };
+    let mut body = json!({"action": action, "dry_run": f.dry_run});
+    if f.ids.is_empty() {
+        let metadata =
+            match &f.metadata {
+                None => None,
+                Some(m) => Some(serde_json::from_str::<Value>(m).map_err(|e| {
+                    CliError::Usage(format!("--metadata is not a JSON object: {e}"))
+                })?),
+            };
+        let filter: serde_json::Map<String, Value> = [
+            ("status", f.status.map(Value::from)),
+            ("since", f.since.map(Value::from)),
+            ("until", f.until.map(Value::from)),
+            ("q", f.q.map(Value::from)),
+            ("template", f.template.map(Value::from)),
+            ("metadata", metadata),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
+        .collect();
+        body["filter"] = Value::Object(filter);
+    } else {
+        body["ids"] = json!(f.ids);
+    }
+    if let Some(from) = from {
+        // `first-failed` on the command line, `first_failed` on the wire (a step id as is)
+        let first = matches!(from.as_str(), "first-failed" | "first_failed");
+        body["from_step"] = json!(if first { "first_failed" } else { from.as_str() });
+    }
+    if let Some(n) = f.name {
+        body["name"] = json!(n);
+    }
+    let v = c.post("/api/v1/bulk-actions", &body).await?;
+    if f.dry_run {
+        say(
+            json,
+            &v,
+            &format!("{action} would match {} tasks", v["matched"]),
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let id = v["bulk_action_id"].as_str().unwrap_or_default().to_string();
+    say(
+        json,
+        &v,
+        &format!("bulk {action} {id}: {} tasks matched", v["matched"]),
+    );
+    if !f.wait {
+        return Ok(ExitCode::SUCCESS);
+    }
+    loop {
+        let p = c.get(&format!("/api/v1/bulk-actions/{id}")).await?;
+        if p["status"] != "running" {
+            say(json, &p, &progress_line(&p));
+            let all = p["status"] == "done" && p["failed"] == 0;
+            return Ok(if all {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            });
+        }
+        if !json {
+            eprintln!("{}", progress_line(&p));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+}
+
+fn progress_line(p: &Value) -> String {
+    format!(
+        "bulk {} {}: {} — {}/{} done, {} failed",
+        p["action"].as_str().unwrap_or_default(),
+        p["bulk_action_id"].as_str().unwrap_or_default(),
+        p["status"].as_str().unwrap_or_default(),
+        p["done"],
+        p["matched"],
+        p["failed"]
+    )
+}
+
+/// `trellis bulk list|show|abort`.
+async fn bulk(c: &Client, b: Bulk, json: bool) -> Result<ExitCode, CliError> {
+    match b {
+        Bulk::List => {
+            let v = c.get("/api/v1/bulk-actions").await?;
+            list_or_json(
+                json,
+                &v,
+                &[
+                    ("bulk action", "bulk_action_id"),
+                    ("action", "action"),
+                    ("status", "status"),
+                    ("matched", "matched"),
+                    ("done", "done"),
+                    ("failed", "failed"),
+                    ("name", "name"),
+                ],
+            );
+        }
+        Bulk::Show { id } => {
+            let v = c
+                .get(&format!("/api/v1/bulk-actions/{}", encode(&id)))
+                .await?;
+            say(json, &v, &progress_line(&v));
+            if !json {
+                for f in v["failures"].as_array().into_iter().flatten() {
+                    println!(
+                        "  {}: {}",
+                        f["task_id"].as_str().unwrap_or_default(),
+                        f["error"].as_str().unwrap_or_default()
+                    );
+                }
+            }
+        }
+        Bulk::Abort { id } => {
+            let v = c
+                .post(
+                    &format!("/api/v1/bulk-actions/{}/abort", encode(&id)),
+                    &json!({}),
+                )
+                .await?;
+            say(json, &v, &progress_line(&v));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 async fn pause(c: &Client, id: &str, paused: bool, json: bool) -> Result<ExitCode, CliError> {
     let action = if paused { "pause" } else { "resume" };
     let v = c

@@ -60,8 +60,12 @@ pub enum Command {
     },
     /// Follow a task until it ends: exit 0 when it succeeds, 1 otherwise.
     Watch { id: String },
-    /// List tasks, newest first.
+    /// List tasks, newest first; or act on every task a filter matches (`trellis tasks rerun
+    /// --status failed --since 2h --from first-failed`).
+    #[command(args_conflicts_with_subcommands = true)]
     Tasks {
+        #[command(subcommand)]
+        bulk: Option<BulkCommand>,
         #[arg(long)]
         status: Option<String>,
         #[arg(long, default_value_t = 20)]
@@ -104,6 +108,9 @@ pub enum Command {
         #[arg(long)]
         watch: bool,
     },
+    /// Bulk actions (`trellis tasks rerun|cancel|resume …` starts one).
+    #[command(subcommand)]
+    Bulk(Bulk),
     /// The tool registry, and holding a tool's steps (pause, resume).
     #[command(subcommand)]
     Tools(Tools),
@@ -134,6 +141,76 @@ pub enum Command {
     Workers,
     /// Task and step counts, and the recovery statistics.
     Stats,
+}
+
+/// A bulk action over the tasks a filter (or a list of ids) matches, applied by the workers.
+#[derive(Debug, Subcommand)]
+pub enum BulkCommand {
+    /// Rerun every matching task from a step (default: its first failed step).
+    Rerun {
+        #[command(flatten)]
+        filter: BulkFilter,
+        /// `first-failed` (the default) or a step id.
+        #[arg(long = "from", default_value = "first-failed")]
+        from: String,
+    },
+    /// Cancel every matching task.
+    Cancel {
+        #[command(flatten)]
+        filter: BulkFilter,
+    },
+    /// Resume every matching task that needs intervention.
+    Resume {
+        #[command(flatten)]
+        filter: BulkFilter,
+    },
+}
+
+/// Which tasks a bulk action is for, and how to run it.
+#[derive(Debug, clap::Args)]
+pub struct BulkFilter {
+    #[arg(long)]
+    status: Option<String>,
+    /// Created at or after: an RFC 3339 time or a span before now (`2h`, `30m`, `7d`). With
+    /// neither --since nor --until: the last 7 days.
+    #[arg(long)]
+    since: Option<String>,
+    /// Created before: as --since.
+    #[arg(long)]
+    until: Option<String>,
+    /// The description contains this text.
+    #[arg(long)]
+    q: Option<String>,
+    /// Submitted from this template.
+    #[arg(long)]
+    template: Option<String>,
+    /// The metadata contains this JSON object.
+    #[arg(long)]
+    metadata: Option<String>,
+    /// These task ids instead of a filter (comma-separated).
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["status", "since", "until", "q", "template", "metadata"])]
+    ids: Vec<String>,
+    /// Count the matching tasks; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// A name for the action (shown in its listing).
+    #[arg(long)]
+    name: Option<String>,
+    /// Follow its progress until it ends (exit 0 when it was applied to every task).
+    #[arg(long)]
+    wait: bool,
+}
+
+/// Bulk actions: their progress, and stopping one.
+#[derive(Debug, Subcommand)]
+pub enum Bulk {
+    /// Bulk actions, newest first.
+    #[command(alias = "ls")]
+    List,
+    /// One bulk action's progress.
+    Show { id: String },
+    /// Stop a running bulk action (within one batch).
+    Abort { id: String },
 }
 
 #[derive(Debug, Subcommand)]

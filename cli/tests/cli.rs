@@ -561,3 +561,95 @@ async fn mcp_servers_from_the_command_line() {
     assert_eq!(r.json(), json!([]));
     let _ = server.kill().await;
 }
+
+/// `trellis tasks cancel|rerun …` starts a bulk action over the tasks a filter matches (a dry
+/// run counts them), `--wait` follows it to its end, and `trellis bulk` lists and shows it.
+#[tokio::test]
+async fn bulk_actions_by_filter() {
+    let app = common::spawn_app().await;
+    let w = app.worker(|c| c.bulk_poll = std::time::Duration::from_millis(50));
+    // held by the paused echo tool: the tasks stay unfinished until they are cancelled
+    let (s, v) = app.post("/api/v1/tools/echo/pause", &json!({})).await;
+    assert!(s.is_success(), "{v}");
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        ids.push(
+            app.submit(json!({"description": format!("bulk cli {i}"),
+                "plan": {"steps": [{"id": "a", "tool": "echo", "parameters": {"i": i}}]}}))
+                .await,
+        );
+    }
+    app.submit(
+        json!({"description": "left alone", "plan": {"steps": [{"id": "a", "tool": "echo"}]}}),
+    )
+    .await;
+    let run = trellis(&app, &["tasks", "cancel", "--q", "bulk cli", "--dry-run"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("would match 3 tasks"), "{}", run.stdout);
+    let run = trellis(
+        &app,
+        &[
+            "tasks", "cancel", "--q", "bulk cli", "--name", "hold", "--wait",
+        ],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("done — 3/3 done, 0 failed"),
+        "{}",
+        run.stdout
+    );
+    for id in &ids {
+        assert_eq!(
+            app.get(&format!("/api/v1/tasks/{id}")).await.1["status"],
+            "cancelled"
+        );
+    }
+    let (s, _) = app.post("/api/v1/tools/echo/resume", &json!({})).await;
+    assert!(s.is_success());
+    let run = trellis(
+        &app,
+        &[
+            "--json",
+            "tasks",
+            "rerun",
+            "--status",
+            "cancelled",
+            "--since",
+            "2h",
+            "--from",
+            "first-failed",
+            "--wait",
+        ],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // the action as created, then as it ended
+    let last: Value = serde_json::Deserializer::from_str(&run.stdout)
+        .into_iter::<Value>()
+        .last()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (last["status"].as_str(), last["done"].as_i64()),
+        (Some("done"), Some(3)),
+        "{last}"
+    );
+    for id in &ids {
+        let t = app.wait_done(*id, std::time::Duration::from_secs(60)).await;
+        assert_eq!(t["status"], "succeeded", "{t}");
+    }
+    let run = trellis(&app, &["bulk", "ls"]).await;
+    assert!(
+        run.stdout.contains("rerun") && run.stdout.contains("hold"),
+        "{}",
+        run.stdout
+    );
+    let id = last["bulk_action_id"].as_str().unwrap();
+    let run = trellis(&app, &["bulk", "show", id]).await;
+    assert!(run.stdout.contains("3/3 done"), "{}", run.stdout);
+    let run = trellis(&app, &["bulk", "abort", id]).await;
+    assert_ne!(run.code, 0, "a finished action was aborted");
+    assert!(run.stderr.contains("409"), "{}", run.stderr);
+    w.stop().await;
+}

@@ -539,6 +539,7 @@ impl Event {
         let mut out = examples_a();
         out.extend(examples_b());
         out.extend(examples_c());
+        out.extend(examples_d());
         out
     }
 
@@ -724,7 +725,7 @@ fn examples_c() -> Vec<Event> {
             kept: vec![],
             rerun: vec![key()],
             step_overrides: vec![],
-            bulk_action_id: None,
+            bulk_action_id: Some(Uuid::nil()),
         }),
         Event::TaskSucceeded(TaskSucceeded {
             plan_version: 1,
@@ -748,6 +749,13 @@ fn examples_c() -> Vec<Event> {
             skipped_steps: 0,
             bulk_action_id: Some(Uuid::nil()),
         }),
+    ]
+}
+
+fn examples_d() -> Vec<Event> {
+    use serde_json::json;
+    let key = || "step_1".to_string();
+    vec![
         Event::StepWaiting(StepWaiting {
             step_key: key(),
             wait_id: Uuid::nil(),

@@ -14,6 +14,7 @@ const RECOVERED_STEP = env('RECOVERED_STEP');
 const RUNNING = env('RUNNING_TASK');
 const BROKEN = env('BROKEN_TASK');
 const DOOMED = env('DOOMED_TASK');
+const BULK_TARGET = env('BULK_TARGET');
 const ARTIFACTS = env('ARTIFACTS');
 const check = (ok, what) => { if (!ok) throw new Error(`check failed: ${what}`); console.log(`ok - ${what}`); };
 
@@ -51,7 +52,7 @@ try {
   const counts = async (id) => page.$$eval(`#${id} [data-count-of]`, (cards) => Object.fromEntries(cards.map((c) => [c.dataset.countOf, Number(c.querySelector('b').textContent.replace(/,/g, ''))])));
   const recent = await counts('recent-tasks');
   const total = (c) => Object.values(c).reduce((a, b) => a + b, 0);
-  check(total(recent) === 4 && recent.succeeded >= 1 && 'cancelled' in recent, `the overview counts the last hour's four tasks by status (${JSON.stringify(recent)})`);
+  check(total(recent) === 5 && recent.succeeded >= 1 && 'cancelled' in recent, `the overview counts the last hour's five tasks by status (${JSON.stringify(recent)})`);
   const unfinished = await counts('unfinished-tasks');
   check(total(unfinished) >= 1 && !('succeeded' in unfinished), `the overview counts the unfinished tasks (${JSON.stringify(unfinished)})`);
   await page.screenshot({ path: `${ARTIFACTS}/overview.png`, fullPage: true });
@@ -94,6 +95,20 @@ try {
   const cancelled = await page.waitForSelector(`#task-list tr[data-task="${DOOMED}"] .status[data-status="cancelled"]`, { timeout: 10000 })
     .then(() => true, () => false);
   check(cancelled, 'a selected task is cancelled from the list');
+  // every task a filter matches, rerun through one bulk action: a dry run's count, then its progress
+  await page.goto(`${URL}#/tasks?q=bulk%20target`);
+  await page.waitForSelector(`#task-list tr[data-task="${BULK_TARGET}"]`);
+  await page.click('button[data-bulk="rerun"]');
+  await page.waitForSelector('#bulk-confirm button[data-bulk-confirm="rerun"]');
+  check((await page.textContent('#bulk-confirm')).startsWith('1 task(s) match'), 'a bulk rerun counts the matching tasks first');
+  await page.click('#bulk-confirm button[data-bulk-confirm="rerun"]');
+  await page.waitForSelector('#bulk-progress[data-status="done"]', { timeout: 20000 });
+  check(/rerun: 1 of 1 done/.test(await page.textContent('#bulk-progress')), 'the bulk rerun shows its progress to the end');
+  const events = await (await fetch(new globalThis.URL(`api/v1/tasks/${BULK_TARGET}/events?limit=1000`, URL), { headers: { Authorization: `Bearer ${ADMIN}` } })).json();
+  check(events.some((e) => e.kind === 'task_rerun' && e.payload.bulk_action_id), 'the rerun event names the bulk action');
+  await page.goto(`${URL}#/bulk`);
+  await page.waitForSelector('#bulk-actions [data-state="done"]');
+  check(await page.locator('#bulk-actions [data-bulk-action]').count() === 2, 'the bulk actions page lists the cancel and the rerun');
 
   // find the recovered task in the list and open it
   await page.goto(`${URL}#/tasks`);

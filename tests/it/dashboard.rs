@@ -139,6 +139,17 @@ async fn dashboard_end_to_end_in_headless_chromium() {
             "plan": {"steps": [{"id": "long", "tool": "sleep", "parameters": {"ms": 600000}}]}
         }))
         .await;
+    // what the list's "Rerun all matching…" reruns (it fails again: a bulk action's outcome is
+    // the rerun starting, not its result)
+    let target = app
+        .submit(json!({
+            "description": "a bulk target",
+            "limits": {"max_step_retries": 0, "max_single_step_repairs": 0, "max_task_replans": 0},
+            "plan": {"steps": [{"id": "t", "tool": "fail",
+                "parameters": {"message": "down", "category": "bad_input", "retryable": false}}]}
+        }))
+        .await;
+    app.wait_done(target, Duration::from_secs(60)).await;
     let artifacts = format!("{root}/target/dashboard-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
     let out = tokio::process::Command::new("node")
@@ -152,6 +163,7 @@ async fn dashboard_end_to_end_in_headless_chromium() {
         .env("RUNNING_TASK", running.to_string())
         .env("BROKEN_TASK", broken.to_string())
         .env("DOOMED_TASK", doomed.to_string())
+        .env("BULK_TARGET", target.to_string())
         .env("ARTIFACTS", &artifacts)
         .env("NO_PROXY", "127.0.0.1")
         .kill_on_drop(true)

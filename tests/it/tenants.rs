@@ -51,6 +51,7 @@ struct Objects {
     wait: Uuid,
     webhook: String,
     key: String,
+    bulk: String,
 }
 
 impl Objects {
@@ -61,6 +62,7 @@ impl Objects {
             self.wait.to_string(),
             self.webhook.clone(),
             self.key.clone(),
+            self.bulk.clone(),
             "a-tool".into(),
             "a-template".into(),
             "a-schedule".into(),
@@ -75,6 +77,7 @@ impl Objects {
             "waits" => self.wait.to_string(),
             "webhooks" => self.webhook.clone(),
             "keys" => self.key.clone(),
+            "bulk-actions" => self.bulk.clone(),
             "tools" => "a-tool".into(),
             "templates" => "a-template".into(),
             "schedules" => "a-schedule".into(),
@@ -148,11 +151,20 @@ async fn tenant_a(app: &TestApp) -> Objects {
     assert_eq!(s, StatusCode::CREATED, "{v}");
     assert_eq!(v["tenant"], "default");
     let key = v["id"].as_str().unwrap().to_string();
+    let (s, v) = app
+        .post(
+            "/api/v1/bulk-actions",
+            &json!({"action": "resume", "ids": [task], "name": "a's bulk action"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{v}");
+    let bulk = v["bulk_action_id"].as_str().unwrap().to_string();
     Objects {
         task,
         wait,
         webhook,
         key,
+        bulk,
     }
 }
 

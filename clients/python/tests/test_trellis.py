@@ -2,6 +2,7 @@
 `clients/test.sh` as `trellis-api --dev` with its in-process worker."""
 
 import os
+import time
 import uuid
 
 import pytest
@@ -85,6 +86,28 @@ def test_register_a_tool_and_cancel(t):
     task_id = t.submit({"description": "long", "plan": plan({"id": "s", "tool": "sleep", "parameters": {"ms": 60000}})})
     assert t.cancel(task_id) == "cancelled"
     assert t.wait(task_id)["status"] == "cancelled"
+
+
+def test_a_bulk_cancel_by_ids(t):
+    marker = f"py-bulk-{uuid.uuid4().hex[:8]}"
+    ids = [
+        t.submit({"description": f"{marker} {i}", "plan": plan({"id": "s", "tool": "sleep", "parameters": {"ms": 60000}})})
+        for i in range(3)
+    ]
+    dry = t.bulk({"action": "cancel", "filter": {"q": marker}, "dry_run": True})
+    assert dry["matched"] == 3 and dry["bulk_action_id"] is None, dry
+    made = t.bulk({"action": "cancel", "ids": ids, "name": marker})
+    assert made["matched"] == 3, made
+    deadline = time.monotonic() + 60
+    while (b := t.bulk_action(made["bulk_action_id"]))["status"] == "running":
+        assert time.monotonic() < deadline, b
+        time.sleep(0.2)
+    assert (b["status"], b["done"], b["failed"], b["action"]) == ("done", 3, 0, "cancel"), b
+    for task_id in ids:
+        assert t.wait(task_id)["status"] == "cancelled"
+    with pytest.raises(TrellisError) as e:
+        t.abort_bulk(made["bulk_action_id"])
+    assert e.value.status == 409
 
 
 def test_an_error_is_a_typed_error(t):

@@ -19,7 +19,10 @@ import httpx
 
 from .generated import AuthenticatedClient
 from .generated.api.tasks import (
+    abort_bulk_action,
     cancel_task,
+    create_bulk_action,
+    get_bulk_action,
     submit_batch,
     submit_task,
     task_result,
@@ -94,6 +97,24 @@ class Trellis:
     def cancel(self, task_id: str) -> str:
         """Cancel the task; its status after."""
         return str(_raise_for(cancel_task.sync_detailed(task_id, client=self.api)).status)
+
+    def bulk(self, action: dict[str, Any]) -> dict[str, Any]:
+        """Start a bulk action: ``{"action": "cancel" | "resume" | "rerun", "filter": {...}}`` or
+        ``"ids": [...]``, ``"from_step"``, ``"dry_run"``, ``"name"``. Returns
+        ``{"bulk_action_id", "matched", ...}`` (a dry run: no id)."""
+        from .generated.models import BulkActionRequest
+
+        body = BulkActionRequest.from_dict(action)
+        return _raise_for(create_bulk_action.sync_detailed(client=self.api, body=body)).to_dict()
+
+    def bulk_action(self, bulk_action_id: str) -> dict[str, Any]:
+        """A bulk action's progress: ``status`` (running, done, aborted), ``matched``, ``done``,
+        ``failed``, and the first ``failures``."""
+        return _raise_for(get_bulk_action.sync_detailed(bulk_action_id, client=self.api)).to_dict()
+
+    def abort_bulk(self, bulk_action_id: str) -> dict[str, Any]:
+        """Stop a running bulk action (within one batch); its final progress."""
+        return _raise_for(abort_bulk_action.sync_detailed(bulk_action_id, client=self.api)).to_dict()
 
     def wait(self, task_id: str, timeout: float = 60.0, poll: float = 0.2) -> dict[str, Any]:
         """Wait until the task rests (succeeded, failed, cancelled, needs_intervention) and

@@ -76,6 +76,22 @@ export class Trellis {
     return ok(await this.api.POST("/api/v1/tasks/{id}/cancel", { params: { path: { id } } })).status;
   }
 
+  /** Start a bulk action (cancel, resume or rerun every task a filter or ids match); a dry run
+   * only counts them (no id). */
+  async bulk(action: components["schemas"]["BulkActionRequest"]): Promise<components["schemas"]["BulkAccepted"]> {
+    return ok(await this.api.POST("/api/v1/bulk-actions", { body: action }));
+  }
+
+  /** A bulk action's progress: status (running, done, aborted), matched, done, failed. */
+  async bulkAction(id: string): Promise<components["schemas"]["BulkAction"]> {
+    return ok(await this.api.GET("/api/v1/bulk-actions/{id}", { params: { path: { id } } }));
+  }
+
+  /** Stop a running bulk action (within one batch); its final progress. */
+  async abortBulk(id: string): Promise<components["schemas"]["BulkAction"]> {
+    return ok(await this.api.POST("/api/v1/bulk-actions/{id}/abort", { params: { path: { id } } }));
+  }
+
   /** Register an HTTP tool (admin key). */
   async registerTool(tool: ToolInput): Promise<components["schemas"]["Tool"]> {
     return ok(await this.api.POST("/api/v1/tools", { body: tool }));

@@ -4,6 +4,61 @@
  */
 
 export interface paths {
+    "/api/v1/bulk-actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Bulk actions, newest first. */
+        get: operations["list_bulk_actions"];
+        put?: never;
+        /**
+         * Start a bulk action (operator): the tasks are matched now (202 with the count), and the
+         *     workers apply it in batches. `dry_run`: only the count (200).
+         */
+        post: operations["create_bulk_action"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bulk-actions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A bulk action's progress, with the first tasks it could not be applied to. */
+        get: operations["get_bulk_action"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bulk-actions/{id}/abort": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop a running bulk action: it waits for the batch in progress, and no batch starts after. */
+        post: operations["abort_bulk_action"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/callbacks/{token}/complete": {
         parameters: {
             query?: never;
@@ -1104,6 +1159,123 @@ export interface components {
         };
         /** @enum {string} */
         AttemptStatus: "succeeded" | "failed";
+        /** @description The action created (202), or what a dry run matched (200: no id). */
+        BulkAccepted: {
+            /**
+             * Format: uuid
+             * @description None for a dry run.
+             */
+            bulk_action_id?: string | null;
+            dry_run: boolean;
+            /**
+             * Format: int64
+             * @description The tasks it matched (it applies to these, and only these).
+             */
+            matched: number;
+            /**
+             * Format: date-time
+             * @description The filter's bounds as bound at creation.
+             */
+            since?: string | null;
+            /** Format: date-time */
+            until?: string | null;
+        };
+        /** @description A bulk action and its progress. */
+        BulkAction: {
+            action: components["schemas"]["BulkActionKind"];
+            /** Format: uuid */
+            bulk_action_id: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: int32
+             * @description Tasks it was applied to.
+             */
+            done: number;
+            /**
+             * Format: int32
+             * @description Tasks it could not be applied to (one no longer failed, say): see `failures`.
+             */
+            failed: number;
+            /** @description `GET /bulk-actions/{id}` only: the first 20 tasks it could not be applied to. */
+            failures?: components["schemas"]["BulkFailure"][] | null;
+            /** @description The filter as given, with `since` and `until` bound (none: ids were given). */
+            filter?: {
+                [key: string]: unknown;
+            } | null;
+            /** Format: date-time */
+            finished_at?: string | null;
+            from_step?: string | null;
+            /**
+             * Format: int32
+             * @description Tasks matched at creation.
+             */
+            matched: number;
+            name?: string | null;
+            /** @description `running`, `done` or `aborted`. */
+            status: string;
+            tenant: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /**
+         * @description What a bulk action does to each task.
+         * @enum {string}
+         */
+        BulkActionKind: "cancel" | "resume" | "rerun";
+        /**
+         * @description `POST /bulk-actions`: a filter or ids, not both.
+         * @example {
+         *       "action": "rerun",
+         *       "filter": {
+         *         "since": "2h",
+         *         "status": "failed"
+         *       },
+         *       "from_step": "first_failed",
+         *       "name": "after the payments outage"
+         *     }
+         */
+        BulkActionRequest: {
+            action: components["schemas"]["BulkActionKind"];
+            /** @description Count the matching tasks; change nothing. */
+            dry_run?: boolean;
+            filter?: components["schemas"]["BulkFilterInput"] | null;
+            /**
+             * @description A rerun's first step: `first_failed` (the default: the first failed step in plan order,
+             *     or the first that did not succeed) or a step id.
+             * @example first_failed
+             */
+            from_step?: string | null;
+            /** @description These tasks (at most 10,000). */
+            ids?: string[] | null;
+            name?: string | null;
+        };
+        /** @description A task the action could not be applied to, and why. */
+        BulkFailure: {
+            error: string;
+            /** Format: uuid */
+            task_id: string;
+        };
+        /** @description The task list's filters. Without `since` or `until`, the last 7 days. */
+        BulkFilterInput: {
+            /** @description The task's metadata contains these keys with these values. */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+            /** @description The description contains this text, in any case. */
+            q?: string | null;
+            /**
+             * @description Created at or after: an RFC 3339 time, or a span before now (`2h`, `30m`, `7d`), bound
+             *     once when the action is created.
+             * @example 2h
+             */
+            since?: string | null;
+            status?: components["schemas"]["TaskStatus"] | null;
+            /** @description Submitted from this template. */
+            template?: string | null;
+            /** @description Created before: as `since`. */
+            until?: string | null;
+        };
         /** @description A callback's answer. */
         CallbackAccepted: {
             /** @description False: the wait was resolved, expired or cancelled before; nothing changed. */
@@ -2534,6 +2706,337 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    list_bulk_actions: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description an admin key: only this tenant's rows (default: every tenant's); other keys see their own tenant's only */
+                tenant?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description bulk actions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkAction"][];
+                };
+            };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the database is not reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_bulk_action: {
+        parameters: {
+            query?: {
+                /** @description an admin key: only this tenant's rows (default: every tenant's); other keys see their own tenant's only */
+                tenant?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkActionRequest"];
+            };
+        };
+        responses: {
+            /** @description dry run: what it would match */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkAccepted"];
+                };
+            };
+            /** @description created: the workers apply it */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkAccepted"];
+                };
+            };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the database is not reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_bulk_action: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A bulk action id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the action */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkAction"];
+                };
+            };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the database is not reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    abort_bulk_action: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A bulk action id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description aborted: its final progress */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkAction"];
+                };
+            };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the resource's state does not allow this (the message says why) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the database is not reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     callback_complete: {
         parameters: {
             query?: never;

@@ -77,6 +77,30 @@ test("register a tool, cancel a task", async () => {
   assert.equal((await t.wait(id)).status, "cancelled");
 });
 
+test("a bulk cancel by ids", async () => {
+  const marker = `ts-bulk-${randomUUID().slice(0, 8)}`;
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    ids.push(await t.submit({ description: `${marker} ${i}`, plan: { steps: [{ id: "s", tool: "sleep", parameters: { ms: 60000 } }] } }));
+  }
+  const dry = await t.bulk({ action: "cancel", filter: { q: marker }, dry_run: true });
+  assert.equal(dry.matched, 3);
+  assert.equal(dry.bulk_action_id ?? null, null);
+  const made = await t.bulk({ action: "cancel", ids, name: marker });
+  assert.equal(made.matched, 3);
+  const id = made.bulk_action_id ?? "";
+  const deadline = Date.now() + 60_000;
+  let b = await t.bulkAction(id);
+  while (b.status === "running") {
+    assert.ok(Date.now() < deadline, JSON.stringify(b));
+    await new Promise((r) => setTimeout(r, 200));
+    b = await t.bulkAction(id);
+  }
+  assert.deepEqual([b.status, b.done, b.failed, b.action], ["done", 3, 0, "cancel"]);
+  for (const task of ids) assert.equal((await t.wait(task)).status, "cancelled");
+  await assert.rejects(t.abortBulk(id), (e: unknown) => e instanceof TrellisError && e.status === 409);
+});
+
 test("an error is a typed error", async () => {
   await assert.rejects(
     t.submit({ description: "bad", plan: { steps: [{ id: "x", tool: "no-such-tool" }] } }),

@@ -87,8 +87,8 @@ $('signin').addEventListener('submit', (ev) => {
 });
 $('signout').addEventListener('click', () => signOut());
 
-// ---- routing: #/, #/tasks, #/tasks/<id>, #/approvals, #/schedules, #/recovery, #/tools, #/workers
-const views = { '': overview, tasks, approvals, schedules, recovery, tools, workers };
+// ---- routing: #/, #/tasks, #/tasks/<id>, #/bulk, #/approvals, #/schedules, #/recovery, #/tools, #/workers
+const views = { '': overview, tasks, bulk: bulkActions, approvals, schedules, recovery, tools, workers };
 async function route() {
   if (!state.role) return;
   stopStream();
@@ -213,18 +213,55 @@ async function tasks(view) {
     h('td', {}, h('a', { href: `#/tasks/${t.task_id}` }, t.description || t.task_id)),
     h('td', {}, status(t.status)),
     h('td', { class: 'hide-narrow' }, when(t.created_at))));
-  const bulk = async (action) => {
-    const out = await Promise.allSettled([...selected].map((id) => api(`/tasks/${id}/${action}`, { method: 'POST', body: {} })));
-    const failed = out.filter((o) => o.status === 'rejected').length;
-    await tasks(view);
-    if (failed) view.prepend(h('p', { class: 'error', role: 'alert' }, `${failed} of ${out.length} could not ${action}`));
+  // the selected tasks, or every task the filter matches, through one bulk action the workers
+  // apply in batches; its progress shows until it ends
+  const progress = h('p', { id: 'bulk-progress', role: 'status' });
+  const confirmBox = h('p', { id: 'bulk-confirm' });
+  const follow = async (id) => {
+    for (;;) {
+      const b = await api(`/bulk-actions/${id}`);
+      progress.textContent = `${b.action}: ${b.done} of ${b.matched} done${b.failed ? `, ${b.failed} could not` : ''} (${b.status})`;
+      progress.dataset.status = b.status;
+      if (b.status !== 'running') return b;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  };
+  const start = async (body) => {
+    try {
+      const made = await api('/bulk-actions', { method: 'POST', body });
+      const b = await follow(made.bulk_action_id);
+      await tasks(view);
+      view.prepend(h('p', { id: 'bulk-progress', role: 'status', 'data-status': b.status }, progress.textContent));
+      if (b.failed) view.prepend(h('p', { class: 'error', role: 'alert' }, `${b.failed} of ${b.matched} could not ${b.action}`));
+    } catch (e) { progress.textContent = e.message; progress.className = 'error'; }
+  };
+  const bulk = (action) => selected.size && start({ action, ids: [...selected] });
+  const filterOf = () => {
+    const f = {};
+    if (st) f.status = st;
+    if (text) f.q = text;
+    if (since) f.since = since;
+    return f;
+  };
+  const matching = async (action) => {
+    const body = { action, filter: filterOf() };
+    if (action === 'rerun') body.from_step = 'first_failed';
+    try {
+      const dry = await api('/bulk-actions', { method: 'POST', body: { ...body, dry_run: true } });
+      const what = action === 'rerun' ? 'Rerun them from their first failed step' : `${action[0].toUpperCase()}${action.slice(1)} them`;
+      fill(confirmBox, `${dry.matched} task(s) match${since ? '' : ' (submitted in the last 7 days)'}. `,
+        dry.matched ? h('button', { type: 'button', 'data-bulk-confirm': action, onclick: () => { fill(confirmBox); start(body); } }, what) : null);
+    } catch (e) { fill(confirmBox, h('span', { class: 'error', role: 'alert' }, e.message)); }
   };
   const last = list[list.length - 1];
   fill(view, 
     h('h1', {}, 'Tasks'),
     h('div', { class: 'toolbar' }, filter, search, h('label', {}, 'since ', sinceBox),
       OPERATOR() ? h('button', { type: 'button', onclick: () => bulk('cancel') }, 'Cancel selected') : null,
-      OPERATOR() ? h('button', { type: 'button', onclick: () => bulk('resume') }, 'Resume selected') : null),
+      OPERATOR() ? h('button', { type: 'button', onclick: () => bulk('resume') }, 'Resume selected') : null,
+      OPERATOR() ? h('button', { type: 'button', 'data-bulk': 'rerun', onclick: () => matching('rerun') }, 'Rerun all matching…') : null,
+      OPERATOR() ? h('button', { type: 'button', 'data-bulk': 'cancel', onclick: () => matching('cancel') }, 'Cancel all matching…') : null),
+    confirmBox, progress,
     table([OPERATOR() ? '' : null, 'task', 'status', h('span', { class: 'hide-narrow' }, 'submitted')].filter((c) => c !== null), rows, { id: 'task-list' }),
     list.length === 50 && last ? h('p', {}, h('a', { href: `#/tasks?${new URLSearchParams({ ...Object.fromEntries(params), before: last.task_id })}` }, 'Older tasks →')) : null,
   );
@@ -575,6 +612,23 @@ async function approvals(view) {
     h('h2', {}, 'Recently decided'),
     table(['task', 'step', 'outcome', 'decided by', 'at'], done.map((w) => [
       h('a', { href: `#/tasks/${w.task_id}` }, w.task_id.slice(0, 8)), w.step_id, (w.resolution || {}).outcome || '', w.resolved_by || '', when(w.resolved_at)])));
+}
+
+// ---- bulk actions: their progress, and aborting one
+async function bulkActions(view) {
+  const list = await api('/bulk-actions');
+  const abort = (id) => async () => {
+    try { await api(`/bulk-actions/${id}/abort`, { method: 'POST', body: {} }); route(); } catch (e) { view.prepend(h('p', { class: 'error', role: 'alert' }, e.message)); }
+  };
+  fill(view,
+    h('h1', {}, 'Bulk actions'),
+    list.length
+      ? table(['action', 'name', 'state', 'done', 'could not', 'started', ''], list.map((b) => [
+        h('span', { 'data-bulk-action': b.bulk_action_id }, b.action), b.name || '',
+        h('span', { 'data-state': b.status }, b.status), `${b.done} / ${b.matched}`, String(b.failed), when(b.created_at),
+        OPERATOR() && b.status === 'running' ? h('button', { type: 'button', 'data-abort': b.bulk_action_id, onclick: abort(b.bulk_action_id) }, 'Abort') : '',
+      ]), { id: 'bulk-actions' })
+      : h('p', { class: 'muted', id: 'bulk-actions' }, 'No bulk action yet: the task list starts them.'));
 }
 
 // ---- schedules: cron schedules, their next ticks, pause / resume / trigger

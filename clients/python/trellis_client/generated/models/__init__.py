@@ -12,6 +12,14 @@ from .attempt import Attempt
 from .attempt_error_type_0 import AttemptErrorType0
 from .attempt_parameters import AttemptParameters
 from .attempt_status import AttemptStatus
+from .bulk_accepted import BulkAccepted
+from .bulk_action import BulkAction
+from .bulk_action_filter_type_0 import BulkActionFilterType0
+from .bulk_action_kind import BulkActionKind
+from .bulk_action_request import BulkActionRequest
+from .bulk_failure import BulkFailure
+from .bulk_filter_input import BulkFilterInput
+from .bulk_filter_input_metadata_type_0 import BulkFilterInputMetadataType0
 from .callback_accepted import CallbackAccepted
 from .callback_complete import CallbackComplete
 from .callback_complete_output import CallbackCompleteOutput
@@ -175,6 +183,14 @@ __all__ = (
     "AttemptErrorType0",
     "AttemptParameters",
     "AttemptStatus",
+    "BulkAccepted",
+    "BulkAction",
+    "BulkActionFilterType0",
+    "BulkActionKind",
+    "BulkActionRequest",
+    "BulkFailure",
+    "BulkFilterInput",
+    "BulkFilterInputMetadataType0",
     "CallbackAccepted",
     "CallbackComplete",
     "CallbackCompleteOutput",
