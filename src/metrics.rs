@@ -125,6 +125,7 @@ pub fn outcome_label(category: &str) -> &str {
         "blocked_destination",
         "worker_lost",
         "deadline_exceeded",
+        "cancelled",
     ];
     KNOWN
         .iter()

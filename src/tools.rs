@@ -299,6 +299,39 @@ impl ToolRunner {
         Ok(String::from_utf8_lossy(&body).into_owned())
     }
 
+    /// Tell a tool that its call in flight was cancelled: POST `{tool, task_id, step_id,
+    /// attempt}` to its `cancel_url` (through the outbound policy, within 10 s). Whether the
+    /// tool answered 2xx.
+    pub async fn cancel(&self, tool: &ToolDef, inv: &Invocation<'_>) -> Result<bool, ToolFailure> {
+        let Some(raw) = tool.cancel_url.as_deref() else {
+            return Ok(false);
+        };
+        let url = self.target(raw)?;
+        let body = json!({
+            "tool": tool.id,
+            "task_id": inv.task_id,
+            "step_id": inv.step_key,
+            "attempt": inv.attempt,
+        });
+        let mut req = self
+            .http
+            .post(url.clone())
+            .timeout(Duration::from_secs(10))
+            .header(
+                "Idempotency-Key",
+                format!("{}:{}:{}:cancel", inv.task_id, inv.step_key, inv.attempt),
+            );
+        for (name, value) in inv.headers {
+            req = req.header(name.as_str(), value.as_str());
+        }
+        let resp = req
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| transport_failure(e, &url))?;
+        Ok(resp.status().is_success())
+    }
+
     async fn run_http(
         &self,
         tool: &ToolDef,
@@ -616,6 +649,7 @@ mod tests {
             retry: None,
             circuit_breaker: None,
             requires_approval: false,
+            cancel_url: None,
             mode: "sync".into(),
             headers: Default::default(),
             tenant: crate::domain::tenant::DEFAULT.into(),

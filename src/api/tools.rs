@@ -98,6 +98,11 @@ pub(super) struct ToolInput {
     /// text, or names secrets (`PUT /secrets/{name}`) that the worker fills in at call time.
     #[serde(default)]
     headers: std::collections::BTreeMap<String, String>,
+    /// An absolute http(s) URL the workers POST `{tool, task_id, step_id, attempt}` to when a
+    /// call in flight is cancelled (its task was cancelled); the call itself is aborted.
+    #[serde(default)]
+    #[schema(format = "uri")]
+    cancel_url: Option<String>,
 }
 
 /// Largest `max_concurrency` and `rate_limit_burst` accepted.
@@ -169,6 +174,15 @@ pub(super) async fn create(
     st.outbound
         .check_url(&url)
         .map_err(|b| ApiError::validation(format!("endpoint: {b}")))?;
+    if let Some(c) = &t.cancel_url {
+        let url = reqwest::Url::parse(c)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+            .ok_or_else(|| ApiError::validation("cancel_url must be an absolute http(s) URL"))?;
+        st.outbound
+            .check_url(&url)
+            .map_err(|b| ApiError::validation(format!("cancel_url: {b}")))?;
+    }
     let timeout_ms = t.timeout_ms.unwrap_or(30_000);
     if !(1..=3_600_000).contains(&timeout_ms) {
         return Err(ApiError::validation(
@@ -244,6 +258,7 @@ pub(super) async fn create(
             mode,
             headers: t.headers,
             tenant: tenancy.home,
+            cancel_url: t.cancel_url,
         })
         .await?;
     Ok((StatusCode::CREATED, Json(views::tool(&row, None))).into_response())

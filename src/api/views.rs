@@ -525,6 +525,8 @@ pub struct ToolView {
     /// Call headers: `${secret.NAME}` references as given; a literal credential-like value is
     /// redacted.
     pub headers: std::collections::BTreeMap<String, String>,
+    /// Where a cancellation of a call in flight is POSTed (null: none).
+    pub cancel_url: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// The tenant whose plans may name it (a built-in: every tenant's; shown as `default`).
@@ -591,6 +593,7 @@ pub fn tool(t: &ToolDef, c: Option<(&Circuit, DateTime<Utc>)>) -> ToolView {
         requires_approval: t.requires_approval,
         mode: t.mode.clone(),
         headers: crate::secretbox::shown_headers(&t.headers.0),
+        cancel_url: t.cancel_url.clone(),
         created_at: t.created_at,
         updated_at: t.updated_at,
         tenant: t.tenant.clone(),

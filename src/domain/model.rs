@@ -152,5 +152,7 @@ impl ToolFailure {
 
 /// Error category of an attempt lost with its worker.
 pub const WORKER_LOST: &str = "worker_lost";
+/// Error category of a call aborted in flight because its task was cancelled.
+pub const CANCELLED: &str = "cancelled";
 /// The task's deadline passed while the attempt ran (its result, if it comes, is fenced).
 pub const DEADLINE_EXCEEDED: &str = "deadline_exceeded";

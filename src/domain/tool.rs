@@ -85,6 +85,9 @@ pub struct ToolDef {
     /// The tenant whose plans may name it (a built-in: every tenant's).
     #[sqlx(default)]
     pub tenant: String,
+    /// POSTed `{tool, task_id, step_id, attempt}` when a call in flight is cancelled.
+    #[sqlx(default)]
+    pub cancel_url: Option<String>,
     /// Held: the claim starts none of its steps.
     #[sqlx(default)]
     pub paused: bool,

@@ -34,6 +34,8 @@ pub struct NewTool {
     pub headers: std::collections::BTreeMap<String, String>,
     /// The tenant whose plans may name it.
     pub tenant: String,
+    /// Told when a call in flight is cancelled.
+    pub cancel_url: Option<String>,
 }
 
 /// A tool is visible to a tenant when it is the tenant's, or built in (every tenant's).
@@ -98,6 +100,7 @@ impl Store {
                 .bind(&t.mode)
                 .bind(Json(&t.headers))
                 .bind(&t.tenant)
+                .bind(&t.cancel_url)
                 .fetch_optional(&mut **tx)
                 .await?;
             let row =

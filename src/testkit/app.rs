@@ -425,6 +425,7 @@ pub fn http_tool(id: &str, endpoint: String) -> crate::store::tools::NewTool {
         retry: None,
         circuit_breaker: None,
         requires_approval: false,
+        cancel_url: None,
         mode: "sync".into(),
         headers: Default::default(),
         tenant: crate::domain::tenant::DEFAULT.into(),
@@ -496,7 +497,7 @@ pub async fn assert_zombie_changes_nothing(
             .heartbeat(worker, 30.0, &[(old.id, old.lease_token)], &[])
             .await
             .unwrap(),
-        0,
+        (0, vec![]),
         "a zombie's heartbeat touches no lease"
     );
     assert_eq!(before, store.row_counts().await.unwrap());

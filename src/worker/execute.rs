@@ -44,7 +44,13 @@ pub(super) async fn execute(
 ) -> (Option<ClaimedDecision>, Option<OwnedSemaphorePermit>) {
     let (store, cfg) = (&rt.store, &rt.cfg);
     let began = std::time::Instant::now();
-    let ran = match run_or_expand(rt, &step).await {
+    // the heartbeat cancels this when the step's task is cancelled: the call is dropped
+    let abort = super::cancel::token(rt, step.id);
+    let ran = tokio::select! {
+        ran = run_or_expand(rt, &step) => ran,
+        () = abort.cancelled() => Some(Ok(super::cancel::aborted(&step))),
+    };
+    let ran = match ran {
         None => return (None, Some(permit)),
         Some(ran) => ran,
     };
@@ -115,6 +121,9 @@ pub(super) async fn execute(
                 .map(|o| ("failed", o.decision))
         }
     };
+    if abort.is_cancelled() {
+        super::cancel::tell_tool(rt, &step).await;
+    }
     match outcome {
         Ok((what, next)) => {
             tracing::debug!(step = %step.step_key, task = %step.task_id, what, "step recorded");
@@ -549,7 +558,7 @@ pub(super) async fn call_tool(
 ) -> Ran {
     let Env { runner, step, .. } = env;
     let Call { tool, key, .. } = *call;
-    let (headers, values) = match call_headers(env, def).await {
+    let (headers, values) = match call_headers(env.store, env.secrets, def).await {
         Ok(h) => h,
         Err(f) => return Ran::failed(tool, resolved, f),
     };
@@ -589,8 +598,9 @@ pub(super) async fn call_tool(
 
 /// A tool's call headers with their `${secret.NAME}` references filled in (read and opened
 /// now, so a rotated secret takes effect on the next call), and the secret values used.
-async fn call_headers(
-    env: Env<'_>,
+pub(super) async fn call_headers(
+    store: &crate::store::Store,
+    secrets: Option<&crate::secretbox::SecretBox>,
     def: &ToolDef,
 ) -> Result<crate::secretbox::OpenedHeaders, ToolFailure> {
     let headers = &def.headers.0;
@@ -598,12 +608,12 @@ async fn call_headers(
     let sealed = if names.is_empty() {
         Vec::new()
     } else {
-        env.store.sealed_secrets(&names).await.map_err(|e| {
+        store.sealed_secrets(&names).await.map_err(|e| {
             let why = format!("could not read the tool's secrets: {e}");
             ToolFailure::new("tool_error", why, true)
         })?
     };
-    crate::secretbox::open_headers(headers, env.secrets, sealed).map_err(|why| {
+    crate::secretbox::open_headers(headers, secrets, sealed).map_err(|why| {
         ToolFailure::new("secret_missing", format!("tool {:?}: {why}", def.id), false)
     })
 }

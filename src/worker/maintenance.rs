@@ -20,7 +20,7 @@ pub(super) fn spawn(
     store: &Store,
     cfg: &WorkerConfig,
     wake: &Wake,
-    in_flight: &InFlight,
+    (in_flight, aborts): (&InFlight, &super::cancel::Aborts),
     stop: &CancellationToken,
 ) -> JoinSet<()> {
     let mut helpers = JoinSet::new();
@@ -33,7 +33,11 @@ pub(super) fn spawn(
         stop: stop.clone(),
     };
     helpers.spawn(listen_loop(store.clone(), wake.clone(), stop.clone()));
-    helpers.spawn(heartbeat_loop(sweep(&pace), in_flight.clone()));
+    helpers.spawn(heartbeat_loop(
+        sweep(&pace),
+        in_flight.clone(),
+        aborts.clone(),
+    ));
     helpers.spawn(rescue_loop(sweep(&pace)));
     helpers.spawn(ring_loop(sweep(&pace)));
     helpers.spawn(schedule_loop(sweep(&pace)));
@@ -315,7 +319,7 @@ async fn listen_loop(store: Store, wake: Wake, stop: CancellationToken) {
 
 /// Renew the leases of the work still in flight, and only those: a step whose outcome could
 /// not be recorded has left the set, so its lease runs out and another worker takes it.
-async fn heartbeat_loop(s: Sweep, in_flight: InFlight) {
+async fn heartbeat_loop(s: Sweep, in_flight: InFlight, aborts: super::cancel::Aborts) {
     let (store, cfg) = (&s.store, &s.cfg);
     let period = cfg.heartbeat.max(Duration::from_millis(100));
     loop {
@@ -332,7 +336,8 @@ async fn heartbeat_loop(s: Sweep, in_flight: InFlight) {
         }
         let beat = store.heartbeat(cfg.id, cfg.lease.as_secs_f64(), &steps, &decisions);
         match tokio::time::timeout(period, beat).await {
-            Ok(Ok(_)) => {}
+            // a cancelled task's calls in flight are aborted
+            Ok(Ok((_, cancelled))) => super::cancel::abort(&aborts, &cancelled),
             Ok(Err(e)) => tracing::warn!(error = %e, "heartbeat failed"),
             Err(_) => tracing::warn!("heartbeat timed out"),
         }

@@ -34,6 +34,7 @@ use crate::store::workers::WorkerInfo;
 use crate::store::{Store, StoreError};
 use crate::tools::ToolRunner;
 
+mod cancel;
 mod completer;
 mod decisions;
 mod execute;
@@ -191,6 +192,8 @@ struct Runtime {
     runner: ToolRunner,
     completer: Completer,
     in_flight: InFlight,
+    /// Abort tokens of the running steps (the heartbeat cancels a cancelled task's).
+    aborts: cancel::Aborts,
     tools: tool_cache::ToolCache,
 }
 
@@ -220,9 +223,10 @@ pub async fn run(
         decisions: Arc::new(AtomicBool::new(true)),
     };
     let in_flight: InFlight = Arc::default();
+    let aborts: cancel::Aborts = Arc::default();
     // one pool for everything: the claims, completions, failures and decisions open their
     // transactions with the hot planner settings (`in_tx!(hot …)`), the rest plainly
-    let mut helpers = maintenance::spawn(&store, &cfg, &wake, &in_flight, &background);
+    let mut helpers = maintenance::spawn(&store, &cfg, &wake, (&in_flight, &aborts), &background);
     let (handoff, mut handoffs) = mpsc::unbounded_channel();
     let (completer, completer_task) = Completer::start(
         store.clone(),
@@ -248,6 +252,7 @@ pub async fn run(
         runner: ToolRunner::new(cfg.outbound.clone()),
         completer,
         in_flight,
+        aborts,
         tools: tool_cache::ToolCache::default(),
     };
     let mut running: JoinSet<()> = JoinSet::new();
@@ -438,6 +443,7 @@ fn spawn_step(
             let id = step.id;
             let (next, permit) = execute::execute(&rt, step, permit).await;
             rt.in_flight.lock().expect("in-flight lock").remove(&id);
+            cancel::forget(&rt, id);
             decisions::run(&rt.store, &rt.cfg, &rt.in_flight, next).await;
             drop(permit);
         }

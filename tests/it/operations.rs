@@ -450,3 +450,95 @@ async fn an_aborted_bulk_action_stops_within_one_batch() {
     .await;
     assert_eq!(events, done);
 }
+
+/// Acceptance 4: a cancelled task whose step calls a 30 s tool ends within 2 heartbeats: the
+/// call is aborted at the worker's next heartbeat, the attempt records category `cancelled`
+/// (no retry, no reflection, nothing counted against the tool's circuit), and the tool's
+/// `cancel_url` receives the cancellation.
+#[tokio::test]
+async fn cancelling_a_task_aborts_its_call_in_flight_and_tells_the_tool() {
+    let app = spawn_app().await;
+    let slow = ToolServer::echoing_step(Duration::from_secs(30)).await;
+    let told = ToolServer::echoing_step(Duration::ZERO).await;
+    register_tool(
+        &app,
+        "slow",
+        &slow.endpoint("slow"),
+        json!({"timeout_ms": 60000, "cancel_url": told.endpoint("cancel")}),
+    )
+    .await;
+    assert_eq!(
+        app.get("/api/v1/tools/slow").await.1["cancel_url"],
+        told.endpoint("cancel").as_str()
+    );
+    const HEARTBEAT: Duration = Duration::from_secs(1);
+    let w = app.worker(|c| c.heartbeat = HEARTBEAT);
+    let id = app
+        .submit(json!({"description": "a slow call", "plan": {"steps": [
+            {"id": "s", "tool": "slow", "parameters": {"q": 1}},
+            {"id": "after", "tool": "echo", "dependencies": ["s"]}]}}))
+        .await;
+    common::wait_for("the slow call", LIMIT, || async {
+        (slow.calls().len() == 1).then_some(())
+    })
+    .await;
+    let (s, v) = app
+        .post(&format!("/api/v1/tasks/{id}/cancel"), &json!({}))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let call = common::wait_for("the cancellation at cancel_url", LIMIT, || async {
+        told.calls().first().cloned()
+    })
+    .await;
+    assert_eq!(
+        (call.task_id.as_str(), call.step_id.as_str(), call.attempt),
+        (id.to_string().as_str(), "s", 1)
+    );
+    let (category, after_cancel): (String, f64) =
+        common::wait_for("the aborted attempt", LIMIT, || async {
+            sqlx::query_as(
+                "SELECT a.error_category,
+                        extract(epoch FROM a.finished_at - t.finished_at)::float8
+                 FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.task_id = $1",
+            )
+            .bind(id)
+            .fetch_optional(app.store().pool())
+            .await
+            .unwrap()
+        })
+        .await;
+    w.stop().await;
+    assert_eq!(category, "cancelled");
+    assert!(
+        after_cancel <= 2.0 * HEARTBEAT.as_secs_f64(),
+        "the call ended {after_cancel:.2} s after the cancel: more than 2 heartbeats"
+    );
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM attempts").await,
+        1,
+        "the aborted step was retried"
+    );
+    assert_eq!(slow.calls().len(), 1);
+    let (_, t) = app.get(&format!("/api/v1/tasks/{id}")).await;
+    assert_eq!(t["status"], "cancelled", "{t}");
+    let kinds: Vec<String> = sqlx::query_scalar("SELECT kind FROM events WHERE task_id = $1")
+        .bind(id)
+        .fetch_all(app.store().pool())
+        .await
+        .unwrap();
+    assert!(
+        !kinds
+            .iter()
+            .any(|k| k == "step_reflected" || k == "retry_scheduled"),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM steps WHERE status = 'running'").await,
+        0
+    );
+    assert_eq!(
+        app.get("/api/v1/tools/slow").await.1["circuit"]["consecutive_failures"],
+        json!(0),
+        "a cancelled call counted against the tool's circuit"
+    );
+}

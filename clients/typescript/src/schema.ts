@@ -2365,6 +2365,8 @@ export interface components {
         /** @description A tool of the registry (`/tools`). */
         Tool: {
             alternatives: string[];
+            /** @description Where a cancellation of a call in flight is POSTed (null: none). */
+            cancel_url?: string | null;
             /** @description The circuit breaker's state, fleet-wide, now. */
             circuit: components["schemas"]["Circuit"];
             circuit_breaker?: components["schemas"]["CircuitBreaker"] | null;
@@ -2479,6 +2481,12 @@ export interface components {
         ToolInput: {
             /** @description Tools a retry may switch to. */
             alternatives?: string[];
+            /**
+             * Format: uri
+             * @description An absolute http(s) URL the workers POST `{tool, task_id, step_id, attempt}` to when a
+             *     call in flight is cancelled (its task was cancelled); the call itself is aborted.
+             */
+            cancel_url?: string | null;
             circuit_breaker?: components["schemas"]["CircuitBreaker"] | null;
             description?: string;
             /**

@@ -18,7 +18,7 @@ use super::super::{circuits, maps};
 use super::{FailurePolicy, LockedStep, StepFailure, StepLease, lock_running_step};
 use crate::domain::decision::DecisionInput;
 use crate::domain::event::{self, Event, TaskError};
-use crate::domain::model::{ToolFailure, WORKER_LOST};
+use crate::domain::model::{CANCELLED, ToolFailure, WORKER_LOST};
 use crate::domain::records::TaskRow;
 use crate::domain::recovery::{self, AfterFailure, Counted, Counters, Failed, RecoveryAction};
 use crate::domain::status::{DecisionKind, TaskStatus};
@@ -138,7 +138,8 @@ async fn fail_locked(
     let step = lock_running_step(tx, f.fence, f.require_expired).await?;
     let tool = f.tool.unwrap_or(&step.tool);
     let retry = circuits::retry_context(tx, task.id, &step.step_key, tool, &policy, true).await?;
-    if f.failure.category != WORKER_LOST {
+    // neither a lost worker nor a cancelled call is the tool's failure
+    if f.failure.category != WORKER_LOST && f.failure.category != CANCELLED {
         circuits::record_failure(tx, tool, &retry, f.failure).await?;
     }
     let counted = count_failure(&task, &step, &f, (&retry, policy.max_rescues));

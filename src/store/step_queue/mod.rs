@@ -115,14 +115,15 @@ impl Store {
 
     /// Extend the leases of the given `(id, lease_token)` steps and decisions (the work this
     /// worker is still running) and record its heartbeat, in one statement. Returns the step
-    /// leases extended.
+    /// leases extended, and the steps among them whose task was cancelled (their calls are to
+    /// be aborted).
     pub async fn heartbeat(
         &self,
         worker_id: Uuid,
         lease_secs: f64,
         steps: &[(Uuid, i64)],
         decisions: &[(Uuid, i64)],
-    ) -> Result<u64> {
+    ) -> Result<(u64, Vec<Uuid>)> {
         let (step_ids, step_tokens): (Vec<Uuid>, Vec<i64>) = steps.iter().copied().unzip();
         let (dec_ids, dec_tokens): (Vec<Uuid>, Vec<i64>) = decisions.iter().copied().unzip();
         // The fence is (id, lease token, owner): a row has an owner exactly while it is
@@ -130,7 +131,7 @@ impl Store {
         // the planner walk the partial index of running steps, whose dead entries grow with
         // every claim until VACUUM (0.5 s a heartbeat at 100,000 queued tasks); by id, a
         // heartbeat reads about what it renews.
-        let n: i64 = sqlx::query_scalar(sql!("step/heartbeat"))
+        let (n, cancelled): (i64, Vec<Uuid>) = sqlx::query_as(sql!("step/heartbeat"))
             .bind(worker_id)
             .bind(lease_secs)
             .bind(&step_ids)
@@ -139,7 +140,7 @@ impl Store {
             .bind(&dec_tokens)
             .fetch_one(&self.pool)
             .await?;
-        Ok(n as u64)
+        Ok((n as u64, cancelled))
     }
 
     /// Outputs of the named steps of a plan version that are done (succeeded or skipped).

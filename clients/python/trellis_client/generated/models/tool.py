@@ -48,6 +48,7 @@ class Tool:
         tenant (str): The tenant whose plans may name it (a built-in: every tenant's; shown as `default`).
         timeout_ms (int):
         updated_at (datetime.datetime):
+        cancel_url (None | str | Unset): Where a cancellation of a call in flight is POSTed (null: none).
         circuit_breaker (CircuitBreaker | None | Unset):
         endpoint (None | str | Unset): Credentials in the URL are redacted; null for a built-in.
         max_concurrency (int | None | Unset): At most this many steps of the tool run at once, fleet-wide (null: no
@@ -75,6 +76,7 @@ class Tool:
     tenant: str
     timeout_ms: int
     updated_at: datetime.datetime
+    cancel_url: None | str | Unset = UNSET
     circuit_breaker: CircuitBreaker | None | Unset = UNSET
     endpoint: None | str | Unset = UNSET
     max_concurrency: int | None | Unset = UNSET
@@ -123,6 +125,12 @@ class Tool:
         timeout_ms = self.timeout_ms
 
         updated_at = self.updated_at.isoformat()
+
+        cancel_url: None | str | Unset
+        if isinstance(self.cancel_url, Unset):
+            cancel_url = UNSET
+        else:
+            cancel_url = self.cancel_url
 
         circuit_breaker: dict[str, Any] | None | Unset
         if isinstance(self.circuit_breaker, Unset):
@@ -190,6 +198,8 @@ class Tool:
                 "updated_at": updated_at,
             }
         )
+        if cancel_url is not UNSET:
+            field_dict["cancel_url"] = cancel_url
         if circuit_breaker is not UNSET:
             field_dict["circuit_breaker"] = circuit_breaker
         if endpoint is not UNSET:
@@ -250,6 +260,15 @@ class Tool:
         timeout_ms = d.pop("timeout_ms")
 
         updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
+
+        def _parse_cancel_url(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        cancel_url = _parse_cancel_url(d.pop("cancel_url", UNSET))
 
         def _parse_circuit_breaker(data: object) -> CircuitBreaker | None | Unset:
             if data is None:
@@ -352,6 +371,7 @@ class Tool:
             tenant=tenant,
             timeout_ms=timeout_ms,
             updated_at=updated_at,
+            cancel_url=cancel_url,
             circuit_breaker=circuit_breaker,
             endpoint=endpoint,
             max_concurrency=max_concurrency,

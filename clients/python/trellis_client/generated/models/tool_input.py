@@ -28,6 +28,9 @@ class ToolInput:
         endpoint (str): An absolute http(s) URL the workers POST the call to.
         id (str):
         alternatives (list[str] | Unset): Tools a retry may switch to.
+        cancel_url (None | str | Unset): An absolute http(s) URL the workers POST `{tool, task_id, step_id, attempt}` to
+            when a
+            call in flight is cancelled (its task was cancelled); the call itself is aborted.
         circuit_breaker (CircuitBreaker | None | Unset):
         description (str | Unset):
         headers (ToolInputHeaders | Unset): Headers of every call: `{"X-Api-Key": "${secret.search_key}"}` — a value is
@@ -54,6 +57,7 @@ class ToolInput:
     endpoint: str
     id: str
     alternatives: list[str] | Unset = UNSET
+    cancel_url: None | str | Unset = UNSET
     circuit_breaker: CircuitBreaker | None | Unset = UNSET
     description: str | Unset = UNSET
     headers: ToolInputHeaders | Unset = UNSET
@@ -83,6 +87,12 @@ class ToolInput:
         alternatives: list[str] | Unset = UNSET
         if not isinstance(self.alternatives, Unset):
             alternatives = self.alternatives
+
+        cancel_url: None | str | Unset
+        if isinstance(self.cancel_url, Unset):
+            cancel_url = UNSET
+        else:
+            cancel_url = self.cancel_url
 
         circuit_breaker: dict[str, Any] | None | Unset
         if isinstance(self.circuit_breaker, Unset):
@@ -176,6 +186,8 @@ class ToolInput:
         )
         if alternatives is not UNSET:
             field_dict["alternatives"] = alternatives
+        if cancel_url is not UNSET:
+            field_dict["cancel_url"] = cancel_url
         if circuit_breaker is not UNSET:
             field_dict["circuit_breaker"] = circuit_breaker
         if description is not UNSET:
@@ -223,6 +235,15 @@ class ToolInput:
         id = d.pop("id")
 
         alternatives = cast(list[str], d.pop("alternatives", UNSET))
+
+        def _parse_cancel_url(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        cancel_url = _parse_cancel_url(d.pop("cancel_url", UNSET))
 
         def _parse_circuit_breaker(data: object) -> CircuitBreaker | None | Unset:
             if data is None:
@@ -369,6 +390,7 @@ class ToolInput:
             endpoint=endpoint,
             id=id,
             alternatives=alternatives,
+            cancel_url=cancel_url,
             circuit_breaker=circuit_breaker,
             description=description,
             headers=headers,
