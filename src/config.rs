@@ -310,12 +310,19 @@ pub fn parse_cidr(c: &str) -> Result<ipnet::IpNet, String> {
 pub struct LimitSettings {
     /// A submitted (or resumed) plan with more steps is a 422.
     pub max_steps_per_plan: u32,
+    /// Money a task may spend, in the price map's currency, unless its own `limits.max_cost` or
+    /// its template's says otherwise (0: no cap).
+    pub max_cost: f64,
+    /// A task that has spent this fraction of its `max_cost` gets a `cost_warning` event.
+    pub cost_warn_fraction: f64,
 }
 
 impl Default for LimitSettings {
     fn default() -> Self {
         Self {
             max_steps_per_plan: 1000,
+            max_cost: 0.0,
+            cost_warn_fraction: 0.8,
         }
     }
 }
@@ -502,6 +509,35 @@ pub struct LlmSettings {
     /// The fallback's model (default: `model`).
     pub fallback_model: Option<String>,
     pub fallback_api_key: Option<String>,
+    /// The price map (`[[llm.prices]]`), set in the database at start like
+    /// `PUT /api/v1/model-prices`: what each LLM call costs.
+    pub prices: Vec<PriceSetting>,
+}
+
+/// One `[[llm.prices]]` entry: a model's prices per million tokens, from `valid_from` on.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PriceSetting {
+    pub model: String,
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+    #[serde(default)]
+    pub cached_input_per_mtok: Option<f64>,
+    /// RFC 3339 (default: always).
+    #[serde(default)]
+    pub valid_from: Option<String>,
+}
+
+impl PriceSetting {
+    /// When the price starts (none: always), checked.
+    pub fn valid_from(&self) -> Result<chrono::DateTime<chrono::Utc>, String> {
+        match &self.valid_from {
+            None => Ok(chrono::DateTime::UNIX_EPOCH),
+            Some(t) => chrono::DateTime::parse_from_rfc3339(t)
+                .map(|t| t.with_timezone(&chrono::Utc))
+                .map_err(|_| format!("llm.prices: valid_from {t:?} is not an RFC 3339 time")),
+        }
+    }
 }
 
 impl LlmSettings {
@@ -518,6 +554,19 @@ impl LlmSettings {
     fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: &str| Err(ConfigError::Invalid(m.to_string()));
         let l = self;
+        for p in &l.prices {
+            let price = |v: f64| v.is_finite() && (0.0..=1e9).contains(&v);
+            if p.model.is_empty() || p.model.len() > 200 {
+                return bad("llm.prices: a model is 1 to 200 characters");
+            }
+            if !price(p.input_per_mtok)
+                || !price(p.output_per_mtok)
+                || !p.cached_input_per_mtok.is_none_or(price)
+            {
+                return bad("llm.prices: prices are between 0 and 1000000000 per million tokens");
+            }
+            p.valid_from().map_err(ConfigError::Invalid)?;
+        }
         if let Some(t) = l.temperature
             && !(0.0..=2.0).contains(&t)
         {
@@ -891,6 +940,13 @@ impl Settings {
         if t.max_running_tasks > 1_000_000 || t.max_running_steps > 1_000_000 {
             return bad("tenants.max_running_tasks and max_running_steps must be at most 1000000");
         }
+        let l = &self.limits;
+        if !(l.max_cost.is_finite() && (0.0..=1e9).contains(&l.max_cost)) {
+            return bad("limits.max_cost must be between 0 (no cap) and 1000000000");
+        }
+        if !(l.cost_warn_fraction > 0.0 && l.cost_warn_fraction <= 1.0) {
+            return bad("limits.cost_warn_fraction must be above 0 and at most 1");
+        }
         let b = &self.bulk_actions;
         if b.batch_size == 0 || b.batch_size > 10_000 {
             return bad("bulk_actions.batch_size must be between 1 and 10000");
@@ -1028,6 +1084,7 @@ impl Limits {
             success_threshold: o.success_threshold,
             max_llm_calls: s.llm.max_calls_per_task.map(|n| n as i32),
             max_llm_tokens: s.llm.max_tokens_per_task.map(|n| n as i64),
+            max_cost: (s.limits.max_cost > 0.0).then_some(s.limits.max_cost),
             task_timeout_secs: o.task_timeout_secs as i32,
         }
     }

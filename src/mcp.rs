@@ -130,5 +130,6 @@ pub async fn call(
         output,
         output_params: Map::new(),
         hold_ms: None,
+        cost: None,
     })
 }

@@ -38,6 +38,9 @@ pub const RESCUES: &str = "trellis_rescues_total";
 pub const LLM_CALLS: &str = "trellis_llm_calls_total";
 /// LLM tokens (counter; `name`, `kind` = `prompt` or `completion`).
 pub const LLM_TOKENS: &str = "trellis_llm_tokens_total";
+/// What LLM calls cost, in the price map's currency (`model`): a sum that only grows, per
+/// process (a gauge: the metrics facade's counters count whole units).
+pub const LLM_COST: &str = "trellis_llm_cost_total";
 /// HTTP requests answered by the API (counter; `method`, `status`).
 pub const HTTP_REQUESTS: &str = "trellis_http_requests_total";
 /// Seconds the API took to answer (histogram; `method`).
@@ -101,6 +104,10 @@ fn describe() {
     );
     describe_counter!(ATTEMPTS, "Attempts finished by tool and outcome.");
     describe_counter!(RECOVERIES, "Recovery decisions by tier and strategy.");
+    metrics::describe_gauge!(
+        LLM_COST,
+        "What LLM calls cost by model, in the price map's currency (only grows)."
+    );
     describe_counter!(RESCUES, "Work taken back from workers whose lease expired.");
     describe_counter!(LLM_CALLS, "LLM calls by decision name and outcome.");
     describe_counter!(LLM_TOKENS, "LLM tokens by decision name and kind.");

@@ -29,6 +29,18 @@ pub async fn open_store(
     } else {
         store.check_schema().await?;
     }
+    // the configured price map (checked at start: a bad time never gets here)
+    for p in &settings.llm.prices {
+        store
+            .put_price(&crate::store::cost::NewPrice {
+                model: p.model.clone(),
+                valid_from: p.valid_from().ok(),
+                input_per_mtok: p.input_per_mtok,
+                output_per_mtok: p.output_per_mtok,
+                cached_input_per_mtok: p.cached_input_per_mtok,
+            })
+            .await?;
+    }
     Ok(store)
 }
 

@@ -53,6 +53,8 @@ pub struct ToolOutput {
     /// A successful answer that also says nothing is left of the caller's rate limit: no call
     /// of the tool, fleet-wide, for this long (ms).
     pub hold_ms: Option<u32>,
+    /// What the call cost, as the tool reported it (`"usage": {"cost": …}` beside `output`).
+    pub cost: Option<f64>,
 }
 
 /// Runs tools; cheap to clone (shares one HTTP connection pool). Every HTTP request goes
@@ -159,6 +161,7 @@ impl ToolRunner {
                 output,
                 output_params: Map::new(),
                 hold_ms: None,
+                cost: None,
             })
         };
         match tool.id.as_str() {
@@ -246,6 +249,7 @@ impl ToolRunner {
             output: json!({"status": status.as_u16(), "body": body}),
             output_params: Map::new(),
             hold_ms: None,
+            cost: None,
         })
     }
 
@@ -436,6 +440,12 @@ fn success(head: &Head, text: String) -> Result<ToolOutput, ToolFailure> {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
+    // a cost beside the output: a finite number, not negative (anything else is no cost)
+    let cost = body
+        .pointer("/usage/cost")
+        .and_then(Value::as_f64)
+        .filter(|c| c.is_finite() && *c >= 0.0)
+        .filter(|_| body.get("output").is_some());
     let output = match body.get("output") {
         Some(o) if body.is_object() => o.clone(),
         _ => body,
@@ -444,6 +454,7 @@ fn success(head: &Head, text: String) -> Result<ToolOutput, ToolFailure> {
         output,
         output_params,
         hold_ms: head.retry_after_ms.filter(|ms| *ms > 0),
+        cost,
     })
 }
 

@@ -28,6 +28,7 @@ mod key_limits;
 mod mcp;
 mod mcp_servers;
 pub mod openapi;
+mod prices;
 mod schedules;
 mod secrets;
 mod system;

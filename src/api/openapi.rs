@@ -24,8 +24,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{
-    AppState, auth, bulk, events, key_limits, mcp_servers, schedules, secrets, system, tasks,
-    templates, tenants, tools, waits, webhooks,
+    AppState, auth, bulk, events, key_limits, mcp_servers, prices, schedules, secrets, system,
+    tasks, templates, tenants, tools, waits, webhooks,
 };
 use crate::domain::status::{StepStatus, TaskStatus};
 
@@ -122,6 +122,7 @@ pub(super) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(secrets::put, secrets::delete))
         .routes(routes!(key_limits::list))
         .routes(routes!(key_limits::put, key_limits::delete))
+        .routes(routes!(prices::put, prices::list))
         .routes(routes!(bulk::create, bulk::list))
         .routes(routes!(bulk::get))
         .routes(routes!(bulk::abort))

@@ -221,6 +221,10 @@ pub(super) struct LimitsInput {
     /// Cap on LLM tokens for this task; past it decisions take their fallbacks.
     #[schema(minimum = 0, maximum = 1000000000)]
     max_llm_tokens: Option<i64>,
+    /// Money the task may spend, in the price map's currency (`/model-prices`, and its tools'
+    /// reported `usage.cost`); past it the task stops with `error.code` `cost_limit_exceeded`.
+    #[schema(minimum = 0, maximum = 1000000000)]
+    max_cost: Option<f64>,
 }
 
 impl From<Limits> for LimitsInput {
@@ -234,6 +238,7 @@ impl From<Limits> for LimitsInput {
             max_llm_calls: l.max_llm_calls,
             task_timeout_secs: Some(l.task_timeout_secs),
             max_llm_tokens: l.max_llm_tokens,
+            max_cost: l.max_cost,
         }
     }
 }
@@ -283,6 +288,14 @@ pub(super) fn apply_limits(
             )));
         }
         base.max_llm_tokens = Some(n);
+    }
+    if let Some(c) = l.max_cost {
+        if !(c.is_finite() && (0.0..=1e9).contains(&c)) {
+            return Err(ApiError::validation(
+                "limits.max_cost must be between 0 and 1000000000",
+            ));
+        }
+        base.max_cost = Some(c);
     }
     if let Some(n) = l.task_timeout_secs {
         if !(0..=MAX_TASK_TIMEOUT_SECS).contains(&n) {
@@ -402,6 +415,10 @@ async fn new_task_from(
     let metadata = body.metadata.clone().unwrap_or_else(|| json!({}));
     let (plan, description, key) =
         super::templates::instantiate(st, tenancy, seen, &id, body.input.take(), &metadata).await?;
+    if let Some(c) = seen.get(&id).and_then(|t| t.max_cost) {
+        let limits = body.limits.get_or_insert_with(LimitsInput::default);
+        limits.max_cost.get_or_insert(c);
+    }
     if body.concurrency_key.is_none() {
         body.concurrency_key = key;
     }

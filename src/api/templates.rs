@@ -45,6 +45,10 @@ pub(super) struct TemplateInput {
     #[serde(default)]
     #[schema(min_length = 1, max_length = 256)]
     concurrency_key: Option<String>,
+    /// The `limits.max_cost` of the tasks made from it (a submit's own wins).
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 1000000000)]
+    max_cost: Option<f64>,
 }
 
 /// Register a workflow template (admin).
@@ -103,6 +107,13 @@ pub(super) async fn create(
         .into_iter()
         .collect();
     plan::validate(&spec, &known)?;
+    if let Some(c) = t.max_cost
+        && !(c.is_finite() && (0.0..=1e9).contains(&c))
+    {
+        return Err(ApiError::validation(
+            "max_cost must be between 0 and 1000000000",
+        ));
+    }
     let row = st
         .store
         .create_template(
@@ -110,7 +121,7 @@ pub(super) async fn create(
             &t.description,
             &input_schema,
             &t.plan,
-            t.concurrency_key.as_deref(),
+            (t.concurrency_key.as_deref(), t.max_cost),
             &tenancy.home,
         )
         .await?;

@@ -94,6 +94,8 @@ pub struct TaskLimitsView {
     pub max_concurrent_steps: i32,
     pub max_llm_calls: Option<i32>,
     pub max_llm_tokens: Option<i64>,
+    /// Money it may spend (none: no cap).
+    pub max_cost: Option<f64>,
 }
 
 /// Steps of the current plan version by status (`total` leaves superseded ones out).
@@ -148,6 +150,7 @@ pub fn task(
             max_concurrent_steps: t.max_concurrent_steps,
             max_llm_calls: t.max_llm_calls,
             max_llm_tokens: t.max_llm_tokens,
+            max_cost: t.max_cost,
         },
         llm_usage: usage,
         steps: StepCountsView {

@@ -144,6 +144,10 @@ fn add_usage(total: &mut Usage, v: &Value) {
     total.prompt_tokens += n("prompt_tokens");
     total.completion_tokens += n("completion_tokens");
     total.total_tokens += n("total_tokens");
+    total.cached_tokens += v
+        .pointer("/prompt_tokens_details/cached_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
 }
 
 /// One chat message.

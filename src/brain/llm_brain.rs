@@ -89,6 +89,14 @@ impl LlmBrain {
                 )));
             }
         }
+        if let Some(cap) = ctx.task.max_cost
+            && ctx.task.cost >= cap
+        {
+            return Err(BrainError::NoAnswer(format!(
+                "the task's cost limit is reached ({:.6} of {cap})",
+                ctx.task.cost
+            )));
+        }
         let started = Instant::now();
         let messages = prompt.messages();
         let sent = self.save_exchanges.then(|| messages.clone());

@@ -57,7 +57,7 @@ pub fn required_role(method: &str, path: &str) -> Role {
     let read = matches!(method, "GET" | "HEAD");
     let second = path.trim_start_matches('/').split('/').nth(2).unwrap_or("");
     match first {
-        "keys" | "webhooks" | "secrets" | "key-limits" | "tenants" => Role::Admin,
+        "keys" | "webhooks" | "secrets" | "key-limits" | "tenants" | "model-prices" => Role::Admin,
         "mcp-servers" if !read => Role::Admin,
         // the wait's own role is checked by the handler (an approval may name reader)
         "waits" if matches!(second, "approve" | "reject") => Role::Reader,
@@ -100,6 +100,8 @@ mod tests {
             ("POST", "/tools/x/pause", Role::Operator),
             ("POST", "/tools/x/resume", Role::Operator),
             ("POST", "/bulk-actions", Role::Operator),
+            ("GET", "/model-prices", Role::Admin),
+            ("PUT", "/model-prices", Role::Admin),
             ("GET", "/bulk-actions/x", Role::Reader),
             ("POST", "/bulk-actions/x/abort", Role::Operator),
             ("GET", "/keys", Role::Admin),

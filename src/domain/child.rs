@@ -149,6 +149,7 @@ mod tests {
                                  "properties": {"name": {"type": "string"}}}),
             plan: json!({"steps": [{"id": "s", "tool": "echo", "parameters": {"to": "${input.name}"}}]}),
             concurrency_key: None,
+            max_cost: None,
             created_at: chrono::Utc::now(),
             tenant: "default".into(),
         };

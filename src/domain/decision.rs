@@ -116,6 +116,8 @@ pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+    /// Prompt tokens the provider served from its cache (`prompt_tokens_details.cached_tokens`).
+    pub cached_tokens: u64,
     /// HTTP requests made (retries and the re-ask included).
     pub requests: u32,
     /// The last answer came from the fallback endpoint (`[llm] fallback_base_url`).

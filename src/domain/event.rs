@@ -47,6 +47,7 @@ pub enum Event {
     MapExpanded(MapExpanded),
     ChildTaskStarted(ChildTaskStarted),
     ChildTaskEnded(ChildTaskEnded),
+    CostWarning(CostWarning),
 }
 
 /// A task was accepted.
@@ -446,6 +447,15 @@ pub struct TaskRescheduled {
     pub previous_run_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
+/// The task has spent `[limits] cost_warn_fraction` of its `max_cost` (once).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostWarning {
+    pub cost: f64,
+    pub max_cost: f64,
+    pub fraction: f64,
+}
+
 /// The kinds the claim and the submit statement write in SQL (bound as parameters).
 impl StepStarted {
     pub const KIND: &'static str = "step_started";
@@ -459,7 +469,7 @@ impl PlanGenerated {
 
 impl Event {
     /// Every kind, in the order of the enum.
-    pub const KINDS: [&'static str; 28] = [
+    pub const KINDS: [&'static str; 29] = [
         "task_submitted",
         "tools_selected",
         "plan_generated",
@@ -488,6 +498,7 @@ impl Event {
         "map_expanded",
         "child_task_started",
         "child_task_ended",
+        "cost_warning",
     ];
 
     /// The kind's wire name.
@@ -522,6 +533,7 @@ impl Event {
             MapExpanded(_) => "map_expanded",
             ChildTaskStarted(_) => "child_task_started",
             ChildTaskEnded(_) => "child_task_ended",
+            CostWarning(_) => "cost_warning",
         }
     }
 
@@ -569,6 +581,7 @@ fn examples_a() -> Vec<Event> {
                 success_threshold: 80.0,
                 max_llm_calls: None,
                 max_llm_tokens: None,
+                max_cost: Some(1.5),
                 task_timeout_secs: 0,
             },
             planned_by_brain: false,
@@ -792,6 +805,11 @@ fn examples_d() -> Vec<Event> {
             step_key: key(),
             child_task_id: Uuid::nil(),
             status: "succeeded".into(),
+        }),
+        Event::CostWarning(CostWarning {
+            cost: 0.8,
+            max_cost: 1.0,
+            fraction: 0.8,
         }),
     ]
 }

@@ -26,7 +26,60 @@ pub struct Limits {
     pub max_llm_calls: Option<i32>,
     /// LLM tokens (total) allowed per task (`None`: no cap).
     pub max_llm_tokens: Option<i64>,
+    /// Money the task may spend, in the price map's currency (`None`: no cap): past it the
+    /// task stops (`cost_limit_exceeded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
     /// Wall-time budget from submission, in seconds (0: none): past it the task fails with
     /// `deadline_exceeded`.
     pub task_timeout_secs: i32,
+}
+
+/// What a task's spending calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CostCheck {
+    Within,
+    /// It crossed the warning fraction of its limit (and was not warned before).
+    Warn,
+    /// It reached its limit: it stops.
+    Stop,
+}
+
+/// What a task that has spent `cost` against `max_cost` calls for, `warned` already or not.
+pub fn check_cost(cost: f64, max_cost: Option<f64>, warned: bool, warn_fraction: f64) -> CostCheck {
+    match max_cost {
+        None => CostCheck::Within,
+        Some(max) if cost >= max => CostCheck::Stop,
+        Some(max) if !warned && cost >= max * warn_fraction => CostCheck::Warn,
+        Some(_) => CostCheck::Within,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_is_warned_once_then_stopped_at_its_limit() {
+        use CostCheck::*;
+        let cases = [
+            (0.0, None, false, Within),
+            (1e9, None, false, Within),
+            (0.5, Some(1.0), false, Within),
+            (0.8, Some(1.0), false, Warn),
+            (0.9, Some(1.0), true, Within),
+            (0.99, Some(1.0), false, Warn),
+            (1.0, Some(1.0), false, Stop),
+            (1.0, Some(1.0), true, Stop),
+            (2.0, Some(1.0), true, Stop),
+            (0.0, Some(0.0), false, Stop),
+        ];
+        for (cost, max, warned, want) in cases {
+            assert_eq!(
+                check_cost(cost, max, warned, 0.8),
+                want,
+                "{cost} of {max:?}, warned {warned}"
+            );
+        }
+    }
 }

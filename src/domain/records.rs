@@ -45,6 +45,12 @@ pub struct TaskRow {
     pub stop_reason: Option<String>,
     pub max_llm_calls: Option<i32>,
     pub max_llm_tokens: Option<i64>,
+    /// Money the task may spend (`limits.max_cost`).
+    #[sqlx(default)]
+    pub max_cost: Option<f64>,
+    /// What its LLM calls and tool attempts cost so far.
+    #[sqlx(default)]
+    pub cost: f64,
     /// When the task fails with `deadline_exceeded` unless it ended before.
     pub deadline_at: Option<DateTime<Utc>>,
     /// A delayed start: nothing of the task runs before it.

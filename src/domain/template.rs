@@ -25,6 +25,9 @@ pub struct TemplateDef {
     /// placeholders, filled at each submit); a submit's own key wins.
     #[sqlx(default)]
     pub concurrency_key: Option<String>,
+    /// The `max_cost` of the tasks made from it (a submit's own `limits.max_cost` wins).
+    #[sqlx(default)]
+    pub max_cost: Option<f64>,
     pub created_at: DateTime<Utc>,
     /// The tenant whose submits may name it.
     #[sqlx(default)]

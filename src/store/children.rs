@@ -91,6 +91,7 @@ impl Store {
                 success_threshold: p.success_threshold,
                 max_llm_calls: p.max_llm_calls,
                 max_llm_tokens: p.max_llm_tokens,
+                max_cost: p.max_cost,
                 task_timeout_secs: left.map_or(0, |s| s.ceil().max(1.0) as i32),
             },
             plan: Some(plan),

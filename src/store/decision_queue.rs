@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::steps::moved_one;
 use super::tasks::try_move_task;
 use super::{Result, Store, StoreError, Tx, notify_decisions};
-use crate::domain::decision::{DecisionContext, DecisionInput, LlmCallRecord, Meter, ToolEvidence};
+use crate::domain::decision::{DecisionContext, DecisionInput, Meter, ToolEvidence};
 use crate::domain::records::StepRow;
 use crate::domain::status::DecisionKind;
 use crate::domain::tool::ToolDef;
@@ -259,31 +259,6 @@ impl Store {
             llm_tokens_used,
             meter: Meter::default(),
         })
-    }
-
-    /// The LLM calls made for a decision (their tokens were spent whether or not the outcome
-    /// is applied). Written before the outcome is applied, in its own statement.
-    pub async fn record_llm_calls(&self, d: &DecisionFence, calls: &[LlmCallRecord]) -> Result<()> {
-        if calls.is_empty() {
-            return Ok(());
-        }
-        let col = |f: fn(&LlmCallRecord) -> i64| calls.iter().map(f).collect::<Vec<i64>>();
-        sqlx::query(sql!("decision/record_llm_call"))
-            .bind(d.task_id)
-            .bind(d.id)
-            .bind(calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>())
-            .bind(calls.iter().map(|c| c.model.clone()).collect::<Vec<_>>())
-            .bind(calls.iter().map(|c| c.ok).collect::<Vec<_>>())
-            .bind(calls.iter().map(|c| c.error.clone()).collect::<Vec<_>>())
-            .bind(col(|c| c.usage.requests as i64))
-            .bind(col(|c| c.usage.prompt_tokens as i64))
-            .bind(col(|c| c.usage.completion_tokens as i64))
-            .bind(col(|c| c.usage.total_tokens as i64))
-            .bind(col(|c| c.latency_ms))
-            .bind(calls.iter().map(|c| c.exchange.clone()).collect::<Vec<_>>())
-            .execute(&self.pool)
-            .await?;
-        Ok(())
     }
 }
 

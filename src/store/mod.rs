@@ -116,6 +116,7 @@ pub mod bulk;
 pub mod children;
 pub mod circuits;
 pub mod claim_queue;
+pub mod cost;
 pub mod db;
 pub mod deadlines;
 pub mod decision_queue;

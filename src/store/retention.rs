@@ -44,7 +44,7 @@ impl Store {
     }
 }
 
-/// Add the tasks' attempts, recovery actions, outcomes and waits to the daily roll-ups (rows in key
+/// Add the tasks' attempts, recovery actions, outcomes, costs and waits to the daily roll-ups (rows in key
 /// order, so concurrent prunes lock roll-up rows in the same order).
 async fn roll_up(tx: &mut Tx, ids: &[Uuid]) -> Result<()> {
     sqlx::query(sql!("retention/rollup_attempts"))
@@ -52,6 +52,10 @@ async fn roll_up(tx: &mut Tx, ids: &[Uuid]) -> Result<()> {
         .execute(&mut **tx)
         .await?;
     sqlx::query(sql!("retention/rollup_recoveries"))
+        .bind(ids)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query(sql!("retention/rollup_costs"))
         .bind(ids)
         .execute(&mut **tx)
         .await?;

@@ -6,14 +6,15 @@ use super::{Result, Store, StoreError};
 use crate::domain::template::TemplateDef;
 
 impl Store {
-    /// Register a template (checked by the caller). An existing id is a conflict.
+    /// Register a template (checked by the caller), with the concurrency key and `max_cost` of
+    /// the tasks made from it. An existing id is a conflict.
     pub async fn create_template(
         &self,
         id: &str,
         description: &str,
         input_schema: &Value,
         plan: &Value,
-        concurrency_key: Option<&str>,
+        (concurrency_key, max_cost): (Option<&str>, Option<f64>),
         tenant: &str,
     ) -> Result<TemplateDef> {
         let row: Option<TemplateDef> = sqlx::query_as(sql!("template/create"))
@@ -23,6 +24,7 @@ impl Store {
             .bind(plan)
             .bind(concurrency_key)
             .bind(tenant)
+            .bind(max_cost)
             .fetch_optional(&self.pool)
             .await?;
         row.ok_or_else(|| StoreError::Conflict(format!("template {id:?} already exists")))

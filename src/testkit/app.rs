@@ -74,6 +74,22 @@ impl TestApp {
         )
     }
 
+    pub async fn put(&self, path: &str, body: &Value) -> (StatusCode, Value) {
+        let r = self
+            .http
+            .put(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        let status = StatusCode::from_u16(r.status().as_u16()).unwrap();
+        let text = r.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {
         let r = self.http.get(self.url(path)).send().await.unwrap();
         let status = StatusCode::from_u16(r.status().as_u16()).unwrap();
@@ -466,6 +482,7 @@ pub async fn assert_zombie_changes_nothing(
     use crate::store::step_queue::{StepFailure, StepSuccess};
     let before = store.row_counts().await.unwrap();
     let ok = StepSuccess {
+        cost: None,
         fence: old.fence(),
         worker_id: worker,
         tool: "echo".into(),

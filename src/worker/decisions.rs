@@ -5,6 +5,8 @@ use super::{Held, InFlight, WorkerConfig, with_retries};
 use crate::brain;
 use crate::domain::DecisionKind;
 use crate::domain::decision::{DecisionOutcome, LlmCallRecord};
+use crate::domain::limits::CostCheck;
+use crate::store::cost::Charged;
 use crate::store::decision_queue::{ClaimedDecision, Lease};
 use crate::store::{Store, StoreError};
 use tracing::Instrument;
@@ -69,10 +71,29 @@ async fn decide_and_apply(
     let fence = d.fence();
     let calls = ctx.meter.take();
     record_metrics(&outcome, &calls);
-    if let Err(e) = with_retries(|| store.record_llm_calls(&fence, &calls)).await {
-        tracing::error!(decision = %d.id, error = %e, calls = calls.len(), "could not record LLM usage");
+    match with_retries(|| store.record_llm_calls(&fence, &calls)).await {
+        Ok(charged) => keep_cost(store, cfg, d.task_id, &charged).await,
+        Err(e) => {
+            tracing::error!(decision = %d.id, error = %e, calls = calls.len(), "could not record LLM usage");
+        }
     }
     with_retries(|| store.apply_decision(&fence, &outcome, &cfg.policy, lease)).await
+}
+
+/// Count what the calls cost, and keep the task's `max_cost`: a warning, or a stop (the
+/// decision's outcome then finds the task ended, and changes nothing).
+async fn keep_cost(store: &Store, cfg: &WorkerConfig, task: uuid::Uuid, charged: &Charged) {
+    for (model, cost) in &charged.calls {
+        metrics::gauge!(crate::metrics::LLM_COST, "model" => model.clone()).increment(*cost);
+    }
+    if let Some((_, Some(_))) = charged.task {
+        let keep = || Box::pin(store.keep_cost_limit(task, cfg.cost_warn_fraction));
+        match with_retries(keep).await {
+            Ok(CostCheck::Stop) => tracing::info!(%task, "the task reached its max_cost: stopped"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(%task, error = %e, "could not keep the task's max_cost"),
+        }
+    }
 }
 
 /// The recovery decision taken and the LLM calls made, as counters.

@@ -58,18 +58,7 @@ pub(super) async fn execute(
         Ok(ran) => ran,
         Err(Hold::Parked) => return (None, Some(permit)),
         Err(Hold::Defer(wait)) => {
-            let fence = step.fence();
-            let defer = || Box::pin(store.defer_step(&fence, cfg.id, &wait, &cfg.policy));
-            match with_retries(defer).await {
-                Ok(AfterWait::Defer) => {}
-                Ok(AfterWait::Stop { reason }) => {
-                    tracing::info!(step = %step.step_key, task = %step.task_id, %reason, "the step stopped waiting for its tool");
-                }
-                Err(e) => {
-                    tracing::warn!(step = %step.step_key, task = %step.task_id, error = %e,
-                        "could not defer the step; its lease will expire and it be rescued");
-                }
-            }
+            defer(rt, &step, &wait).await;
             return (None, Some(permit));
         }
     };
@@ -100,6 +89,7 @@ pub(super) async fn execute(
                 parameters: ran.parameters,
                 output: out.output,
                 output_params: out.output_params,
+                cost: out.cost,
             };
             let (r, back) = rt.completer.complete(s, permit.take()).await;
             permit = back;
@@ -142,6 +132,23 @@ pub(super) async fn execute(
                 "could not record the outcome; the lease will expire and the step be rescued"
             );
             (None, permit)
+        }
+    }
+}
+
+/// Hand the step back to wait for its tool (no attempt, no retry spent).
+async fn defer(rt: &Runtime, step: &ClaimedStep, wait: &ToolWait) {
+    let (store, cfg) = (&rt.store, &rt.cfg);
+    let fence = step.fence();
+    let defer = || Box::pin(store.defer_step(&fence, cfg.id, wait, &cfg.policy));
+    match with_retries(defer).await {
+        Ok(AfterWait::Defer) => {}
+        Ok(AfterWait::Stop { reason }) => {
+            tracing::info!(step = %step.step_key, task = %step.task_id, %reason, "the step stopped waiting for its tool");
+        }
+        Err(e) => {
+            tracing::warn!(step = %step.step_key, task = %step.task_id, error = %e,
+                "could not defer the step; its lease will expire and it be rescued");
         }
     }
 }
@@ -215,6 +222,7 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Hold> {
                     output: Value::Object(done.outputs.into_iter().collect()),
                     output_params,
                     hold_ms: None,
+                    cost: None,
                 }),
             });
         }

@@ -39,6 +39,7 @@ pub(super) async fn expand(rt: &Runtime, step: &ClaimedStep, map: &MapSpec) -> O
                 output: json!([]),
                 output_params: Default::default(),
                 hold_ms: None,
+                cost: None,
             }),
         });
     }

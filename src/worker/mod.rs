@@ -83,6 +83,8 @@ pub struct WorkerConfig {
     /// Bulk actions: tasks per batch, and how often to look for one.
     pub bulk_batch: i64,
     pub bulk_poll: Duration,
+    /// A task that has spent this fraction of its `max_cost` gets a `cost_warning`.
+    pub cost_warn_fraction: f64,
 }
 
 /// Priority aging: a queued task rises one level per `interval`, at most `max_boost` levels.
@@ -163,6 +165,7 @@ impl WorkerConfig {
             max_steps_per_plan: s.limits.max_steps_per_plan as usize,
             bulk_batch: i64::from(s.bulk_actions.batch_size),
             bulk_poll: Duration::from_millis(s.bulk_actions.poll_ms),
+            cost_warn_fraction: s.limits.cost_warn_fraction,
             aging: (s.fairness.aging_interval_secs > 0).then(|| Aging {
                 interval: Duration::from_secs(s.fairness.aging_interval_secs),
                 max_boost: s.fairness.aging_max_boost,

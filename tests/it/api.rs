@@ -631,6 +631,8 @@ async fn openapi_document_covers_every_route() {
         ("put", "/api/v1/key-limits/{pattern}"),
         ("delete", "/api/v1/key-limits/{pattern}"),
         ("get", "/api/v1/tenants"),
+        ("put", "/api/v1/model-prices"),
+        ("get", "/api/v1/model-prices"),
         ("post", "/api/v1/bulk-actions"),
         ("get", "/api/v1/bulk-actions"),
         ("get", "/api/v1/bulk-actions/{id}"),

@@ -47,6 +47,7 @@ pub(crate) async fn complete(store: &Store, worker: Uuid, steps: &[ClaimedStep])
     let items: Vec<StepSuccess> = steps
         .iter()
         .map(|s| StepSuccess {
+            cost: None,
             fence: s.fence(),
             worker_id: worker,
             tool: s.tool.clone(),

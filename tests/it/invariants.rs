@@ -156,6 +156,7 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
             2 => {
                 let s = take_one(&mut held[w], &mut rng);
                 let ok = StepSuccess {
+                    cost: None,
                     fence: s.fence(),
                     worker_id: me,
                     tool: s.tool.clone(),

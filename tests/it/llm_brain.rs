@@ -1231,3 +1231,162 @@ async fn the_planner_is_taught_maps_and_a_planned_map_runs() {
     );
     w.stop().await;
 }
+
+/// Every answer reports 1,000 prompt tokens (200 of them cached) and 500 completion tokens.
+fn priced(mut r: Reply) -> Reply {
+    r.body["usage"] = json!({"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500,
+                             "prompt_tokens_details": {"cached_tokens": 200}});
+    r
+}
+
+/// Cost (operations issue, acceptance 2). An LLM call is priced when it is written, from the
+/// price valid then: a price changed mid-day leaves the costs recorded before it as they were.
+/// A task with `max_cost` is warned at 80 % of it and stops within one LLM call of it, failed
+/// with `cost_limit_exceeded`; the recovery-cost view counts its reflections cell by cell.
+#[tokio::test]
+async fn llm_calls_are_priced_when_written_and_max_cost_stops_a_task() {
+    let fake = FakeLlm::start(vec![
+        ("evaluation", vec![priced(evaluation(99.0))]),
+        (
+            "step_reflection",
+            vec![priced(answers(
+                json!({"root_cause_category": "parameter_error",
+                "root_cause": "r", "analysis": "a", "confidence": 80, "is_recoverable": true,
+                "alternative_solutions": [],
+                "suggested_action": {"type": "retry_with_params", "data": {"try": "again"}}}),
+            ))],
+        ),
+    ])
+    .await;
+    let app = spawn_app_with(llm_settings(&fake)).await;
+    let hour_ago = (chrono::Utc::now() - chrono::Duration::hours(1)).to_rfc3339();
+    let (s, v) = app
+        .put(
+            "/api/v1/model-prices",
+            &json!({"model": "scripted-model", "input_per_mtok": 1, "output_per_mtok": 2,
+                    "cached_input_per_mtok": 0.5, "valid_from": hour_ago}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let (s, v) = app
+        .put(
+            "/api/v1/model-prices",
+            &json!({"model": "m", "input_per_mtok": -1, "output_per_mtok": 2}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    let w = app.worker(|_| {});
+    // before the price change: one evaluation call at 800 × 1 + 200 × 0.5 + 500 × 2 per million
+    let cheap = app
+        .submit(json!({"description": "cheap", "plan": {"steps": [{"id": "s", "tool": "echo"}]}}))
+        .await;
+    assert_eq!(
+        app.wait_done(cheap, Duration::from_secs(30)).await["status"],
+        "succeeded"
+    );
+    let costs = |id: uuid::Uuid| {
+        let pool = app.store().pool().clone();
+        async move {
+            sqlx::query_scalar::<_, Option<f64>>(
+                "SELECT cost::float8 FROM llm_calls WHERE task_id = $1 ORDER BY id",
+            )
+            .bind(id)
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!(costs(cheap).await, [Some(0.0019)]);
+    // mid-day, ten times the price
+    let (s, _) = app
+        .put(
+            "/api/v1/model-prices",
+            &json!({"model": "scripted-model", "input_per_mtok": 10, "output_per_mtok": 20,
+                    "cached_input_per_mtok": 5}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let (_, prices) = app.get("/api/v1/model-prices").await;
+    assert_eq!(prices.as_array().unwrap().len(), 2, "{prices}");
+    // each reflection now costs 0.019: warned after the third (0.057 of 0.07), stopped after
+    // the fourth (0.076)
+    let capped = app
+        .submit(
+            json!({"description": "capped", "limits": {"max_cost": 0.07, "max_step_retries": 10, "max_consecutive_failures": 10},
+            "plan": {"steps": [{"id": "s", "tool": "fail",
+                "parameters": {"message": "no", "category": "parameter_error"}}]}}),
+        )
+        .await;
+    let t = app.wait_done(capped, Duration::from_secs(60)).await;
+    w.stop().await;
+    assert_eq!(
+        costs(cheap).await,
+        [Some(0.0019)],
+        "a price change rewrote history"
+    );
+    assert_eq!(t["status"], "failed", "{t}");
+    assert_eq!(t["error"]["code"], "cost_limit_exceeded", "{t}");
+    let paid: Vec<f64> = costs(capped)
+        .await
+        .into_iter()
+        .map(Option::unwrap)
+        .collect();
+    assert!(paid.iter().all(|c| (c - 0.019).abs() < 1e-12), "{paid:?}");
+    let spent: f64 = paid.iter().sum();
+    assert!(
+        spent >= 0.07 && spent - 0.07 < 0.019,
+        "stopped within one call of the limit: {paid:?}"
+    );
+    assert_eq!(paid.len(), 4, "{paid:?}");
+    let (_, status) = app.get(&format!("/api/v1/tasks/{capped}")).await;
+    assert_eq!(status["limits"]["max_cost"], 0.07);
+    let ev = events(&app, capped).await;
+    let warnings: Vec<&Value> = ev.iter().filter(|e| e["kind"] == "cost_warning").collect();
+    assert_eq!(warnings.len(), 1, "{ev:?}");
+    assert!((warnings[0]["payload"]["cost"].as_f64().unwrap() - 0.057).abs() < 1e-9);
+    assert_eq!(warnings[0]["payload"]["max_cost"], 0.07);
+    // the views: the task's cost, and what its recovery cost (three reflected retries, each
+    // after its reflection's call; the fourth call's outcome found the task stopped)
+    let by_task: (f64, f64, f64) = sqlx::query_as(
+        "SELECT llm_cost::float8, tool_cost::float8, cost::float8 FROM cost_by_task WHERE task_id = $1",
+    )
+    .bind(capped)
+    .fetch_one(app.store().pool())
+    .await
+    .unwrap();
+    assert!(
+        (by_task.0 - 0.076).abs() < 1e-12 && by_task.1 == 0.0 && (by_task.2 - 0.076).abs() < 1e-12,
+        "{by_task:?}"
+    );
+    let tiers: Vec<(i32, String, i64, f64, f64, i64, i64, Option<f64>)> = sqlx::query_as(
+        "SELECT tier, strategy, actions, llm_cost::float8, tool_cost::float8, saved_steps,
+                tasks_saved, cost_per_task_saved::float8
+         FROM recovery_cost_by_tier ORDER BY tier, strategy",
+    )
+    .fetch_all(app.store().pool())
+    .await
+    .unwrap();
+    assert_eq!(tiers.len(), 1, "{tiers:?}");
+    let (tier, strategy, actions, llm, tool, saved, tasks_saved, per) = tiers[0].clone();
+    assert_eq!(
+        (tier, strategy.as_str(), actions, saved, tasks_saved, per),
+        (1, "retry_with_params", 3, 0, 0, None)
+    );
+    assert!((llm - 0.057).abs() < 1e-12 && tool == 0.0, "{tiers:?}");
+    // the metric, per model
+    let metrics = app
+        .http
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("trellis_llm_cost_total{model=\"scripted-model\"}"))
+        .unwrap_or_else(|| panic!("no cost metric:\n{metrics}"));
+    let total: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(total >= 0.0019 + 0.076 - 1e-9, "{line}");
+}

@@ -60,6 +60,7 @@ async fn a_taken_over_lease_changes_nothing() {
 
     // the rightful holder completes
     let ok = StepSuccess {
+        cost: None,
         fence: new.fence(),
         worker_id: b,
         tool: "echo".into(),
@@ -222,6 +223,7 @@ async fn a_completion_batch_skips_only_the_fenced_step() {
     let items: Vec<StepSuccess> = held
         .iter()
         .map(|s| StepSuccess {
+            cost: None,
             fence: s.fence(),
             worker_id: w,
             tool: "echo".into(),
@@ -414,6 +416,7 @@ async fn one_batch_evaluates_its_finished_tasks_each_to_its_own_outcome() {
     let items: Vec<StepSuccess> = held
         .iter()
         .map(|s| StepSuccess {
+            cost: None,
             fence: s.fence(),
             worker_id: w,
             tool: "echo".into(),
@@ -552,6 +555,7 @@ async fn the_running_index_follows_every_move_and_steps_indexes_stay_still() {
     running(6).await;
 
     let ok = StepSuccess {
+        cost: None,
         fence: held[0].fence(),
         worker_id: w,
         tool: "echo".into(),
@@ -596,6 +600,7 @@ async fn the_running_index_follows_every_move_and_steps_indexes_stay_still() {
     // a cancelled task's running step runs on until its worker reports
     running(1).await;
     let late = StepSuccess {
+        cost: None,
         fence: held[5].fence(),
         ..ok
     };

@@ -21,6 +21,7 @@ fn expected_role(method: &str, path: &str) -> &'static str {
         || rest.starts_with("/secrets")
         || rest.starts_with("/key-limits")
         || rest.starts_with("/tenants")
+        || rest.starts_with("/model-prices")
     {
         "admin"
     } else if method == "get"

@@ -116,6 +116,7 @@ impl H {
         self.store
             .complete_step(
                 &StepSuccess {
+                    cost: None,
                     fence: s.fence(),
                     worker_id: self.worker,
                     tool: s.tool.clone(),

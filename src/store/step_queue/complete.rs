@@ -146,6 +146,7 @@ async fn complete_batch(tx: &mut Tx, c: &Cycle<'_>) -> Result<(Vec<Completed>, b
             tool: &s.tool,
             parameters: &s.parameters,
             worker_id: s.worker_id,
+            cost: s.cost,
         })
         .collect();
     let done = complete_running(tx, &successes).await?;
@@ -497,6 +498,7 @@ pub(crate) struct Success<'a> {
     pub tool: &'a str,
     pub parameters: &'a Value,
     pub worker_id: Uuid,
+    pub cost: Option<f64>,
 }
 
 /// `running → succeeded` for every item whose lease still holds, with its attempt row (one
@@ -515,6 +517,7 @@ pub(crate) async fn complete_running(tx: &mut Tx, items: &[Success<'_>]) -> Resu
                 .collect::<Vec<_>>(),
         )
         .bind(items.iter().map(|i| i.worker_id).collect::<Vec<_>>())
+        .bind(items.iter().map(|i| i.cost).collect::<Vec<_>>())
         .fetch_all(&mut **tx)
         .await?)
 }

@@ -58,6 +58,8 @@ pub struct StepSuccess {
     pub output: Value,
     /// Copied into the task's runtime metadata.
     pub output_params: Map<String, Value>,
+    /// What the call cost, as the tool reported it (`usage.cost`).
+    pub cost: Option<f64>,
 }
 
 #[derive(Debug, Clone)]

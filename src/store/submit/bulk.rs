@@ -78,6 +78,7 @@ struct TaskColumns {
     max_llm_calls: Vec<Option<i32>>,
     task_timeout_secs: Vec<i32>,
     max_llm_tokens: Vec<Option<i64>>,
+    max_cost: Vec<Option<f64>>,
     has_plan: Vec<bool>,
     reasoning: Vec<String>,
     estimated_duration: Vec<Option<i32>>,
@@ -226,6 +227,7 @@ impl Batch {
             .bind(&t.concurrency_key)
             .bind(self.default_weight)
             .bind(&self.tenant)
+            .bind(&t.max_cost)
             .fetch_all(pool)
             .await?;
         match rows.first() {
@@ -340,6 +342,7 @@ impl TaskColumns {
         self.max_llm_calls.push(l.max_llm_calls);
         self.task_timeout_secs.push(l.task_timeout_secs);
         self.max_llm_tokens.push(l.max_llm_tokens);
+        self.max_cost.push(l.max_cost);
         self.has_plan.push(t.plan.is_some());
         let plan = t.plan.as_ref();
         self.reasoning

@@ -2,8 +2,8 @@
 -- move: StepMove::Complete
 WITH i AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::jsonb[], $5::text[],
-                         $6::jsonb[], $7::uuid[])
-         AS i(step_id, task_id, token, output, tool, parameters, worker_id)
+                         $6::jsonb[], $7::uuid[], $8::float8[])
+         AS i(step_id, task_id, token, output, tool, parameters, worker_id, cost)
 ), done AS (
     UPDATE steps s
     SET status = 'succeeded', output = i.output, error = NULL, attempts = s.attempts + 1,
@@ -16,10 +16,17 @@ WITH i AS (
               s.map_step_id
 ), recorded AS (
     INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, parameters,
-                          status, output, worker_id, started_at, finished_at)
+                          status, output, worker_id, started_at, finished_at, cost)
     SELECT d.task_id, d.id, d.step_key, d.plan_version, d.attempts, i.tool, i.parameters,
-           'succeeded', d.output, i.worker_id, coalesce(d.started_at, now()), clock_timestamp()
+           'succeeded', d.output, i.worker_id, coalesce(d.started_at, now()), clock_timestamp(),
+           i.cost
     FROM done d JOIN i ON i.step_id = d.id
+), charged AS (
+    -- a tool's reported cost goes to its task (no cost reported: no task row is touched)
+    UPDATE tasks t SET cost = t.cost + c.cost
+    FROM (SELECT d.task_id, sum(i.cost) AS cost FROM done d JOIN i ON i.step_id = d.id
+          WHERE i.cost > 0 GROUP BY d.task_id) c
+    WHERE t.id = c.task_id
 ), healed AS (
     -- a success closes its tool's circuit and resets its count of outages in a row; a
     -- tool with no circuit row, or a closed one with nothing counted, is not written

@@ -15,14 +15,14 @@ WITH missing AS (
                          $29::bigint[], $30::boolean[], $31::text[], $32::int[], $33::jsonb[],
                          $34::uuid[], $35::jsonb[], $36::jsonb[], $37::text[], $51::timestamptz[],
                          $52::float8[], $53::text[], $54::text[], $56::uuid[], $57::uuid[],
-                         $58::text[])
+                         $58::text[], $61::float8[])
     AS t(ord, id, description, metadata, context, priority, idempotency_key, status,
          plan_version, event_seq, max_step_retries, max_single_step_repairs, max_task_replans,
          max_consecutive_failures, max_reflection_rounds, max_concurrent_steps, step_reflection,
          auto_reflection, success_threshold, max_llm_calls, task_timeout_secs, max_llm_tokens,
          has_plan, reasoning, estimated_duration, plan_steps, decision_id, submitted, generated,
          origin, run_at, delay_secs, webhook_url, webhook_events, parent_task_id, parent_step_id,
-         concurrency_key)
+         concurrency_key, max_cost)
 ), head AS (
     -- the queue's head: the next claim's turn (first in the unlimited lane)
     SELECT coalesce(
@@ -58,7 +58,7 @@ WITH missing AS (
                        max_task_replans, max_consecutive_failures, max_reflection_rounds,
                        max_concurrent_steps, step_reflection, auto_reflection, success_threshold,
                        max_llm_calls, deadline_at, max_llm_tokens, run_at, parent_task_id,
-                       parent_step_id, concurrency_key, fair_pass, key_pattern, tenant)
+                       parent_step_id, concurrency_key, fair_pass, key_pattern, tenant, max_cost)
     SELECT id, description, metadata, context, priority, idempotency_key, status, plan_version,
            event_seq, max_step_retries, max_single_step_repairs, max_task_replans,
            max_consecutive_failures, max_reflection_rounds, max_concurrent_steps, step_reflection,
@@ -66,7 +66,7 @@ WITH missing AS (
            CASE WHEN task_timeout_secs > 0
                 THEN coalesce(start_at, now()) + make_interval(secs => task_timeout_secs) END,
            max_llm_tokens, start_at, parent_task_id, parent_step_id, concurrency_key, f.pass,
-           f.pattern, $60::text
+           f.pattern, $60::text, max_cost
     FROM t_in JOIN fair f USING (id)
     WHERE cardinality((SELECT ids FROM missing)) = 0
     ORDER BY ord
