@@ -1232,6 +1232,10 @@ async fn the_planner_is_taught_maps_and_a_planned_map_runs() {
     w.stop().await;
 }
 
+/// A row of `recovery_cost_by_tier`: tier, strategy, actions, LLM cost, tool cost, saved steps,
+/// tasks saved, cost per task saved.
+type TierCost = (i32, String, i64, f64, f64, i64, i64, Option<f64>);
+
 /// Every answer reports 1,000 prompt tokens (200 of them cached) and 500 completion tokens.
 fn priced(mut r: Reply) -> Reply {
     r.body["usage"] = json!({"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500,
@@ -1358,7 +1362,7 @@ async fn llm_calls_are_priced_when_written_and_max_cost_stops_a_task() {
         (by_task.0 - 0.076).abs() < 1e-12 && by_task.1 == 0.0 && (by_task.2 - 0.076).abs() < 1e-12,
         "{by_task:?}"
     );
-    let tiers: Vec<(i32, String, i64, f64, f64, i64, i64, Option<f64>)> = sqlx::query_as(
+    let tiers: Vec<TierCost> = sqlx::query_as(
         "SELECT tier, strategy, actions, llm_cost::float8, tool_cost::float8, saved_steps,
                 tasks_saved, cost_per_task_saved::float8
          FROM recovery_cost_by_tier ORDER BY tier, strategy",

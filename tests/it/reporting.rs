@@ -370,3 +370,146 @@ fn write_example(url: &str, doc: &str, tables: &[Pasted]) {
     )
     .unwrap();
 }
+
+/// A row of `recovery_cost_by_tier`: tier, strategy, actions, LLM cost, tool cost, saved steps,
+/// tasks saved, cost per task saved.
+type TierCost = (i32, String, i64, f64, f64, i64, i64, Option<f64>);
+
+async fn tier_costs(store: &trellis::store::Store) -> Vec<TierCost> {
+    sqlx::query_as(
+        "SELECT tier, strategy, actions, llm_cost::float8, tool_cost::float8, saved_steps,
+                tasks_saved, cost_per_task_saved::float8
+         FROM recovery_cost_by_tier ORDER BY tier, strategy",
+    )
+    .fetch_all(store.pool())
+    .await
+    .unwrap()
+}
+
+/// Cost (operations issue, acceptance 2): tools report `usage.cost` beside their output; the
+/// cost views, checked cell by cell against a known mix, before and after retention deletes
+/// the tasks (their costs stay in the daily roll-ups).
+#[tokio::test]
+async fn cost_views_count_a_known_mix_and_survive_a_prune() {
+    let app = spawn_app().await;
+    let server = ToolServer::start(
+        Duration::ZERO,
+        Arc::new(|c| match c.tool.as_str() {
+            "primary" => (503, json!({"error": {"message": "down"}})),
+            "paid" if c.parameters["fail_first"] == true && c.attempt == 1 => {
+                (503, json!({"error": {"message": "busy"}}))
+            }
+            "paid" => (200, json!({"output": {"ok": true}, "usage": {"cost": 0.5}})),
+            _ => (
+                200,
+                json!({"output": {"ok": true}, "usage": {"cost": 0.25}}),
+            ),
+        }),
+    )
+    .await;
+    register_tool(&app, "backup", &server.endpoint("backup"), json!({})).await;
+    register_tool(&app, "paid", &server.endpoint("paid"), json!({})).await;
+    register_tool(
+        &app,
+        "primary",
+        &server.endpoint("primary"),
+        json!({"alternatives": ["backup"]}),
+    )
+    .await;
+    let w = app.worker(|_| {});
+    let one = |tool: &str, params: Value| json!({"description": tool, "plan": {"steps": [{"id": "step_1", "tool": tool, "parameters": params}]}});
+    // A1, A2: paid fails once, then costs 0.5 → tier 1 on the same tool saves each
+    let a1 = app.submit(one("paid", json!({"fail_first": true}))).await;
+    let a2 = app.submit(one("paid", json!({"fail_first": true}))).await;
+    // B: primary is down → tier 1 with the alternative (0.25) saves it
+    let b = app.submit(one("primary", json!({}))).await;
+    // C: a non-recoverable error → tier 3 stop, nothing saved, nothing spent
+    let c = app
+        .submit(one(
+            "fail",
+            json!({"message": "forbidden", "category": "external_error"}),
+        ))
+        .await;
+    // E: paid at once (0.5), no recovery
+    let e = app.submit(one("paid", json!({}))).await;
+    for id in [a1, a2, b, e] {
+        assert_eq!(app.wait_done(id, LIMIT).await["status"], "succeeded");
+    }
+    assert_eq!(
+        app.wait_done(c, LIMIT).await["status"],
+        "needs_intervention"
+    );
+    w.stop().await;
+    let store = app.store();
+    let attempt_costs: Vec<(String, Option<f64>)> =
+        sqlx::query_as("SELECT tool, cost::float8 FROM attempts WHERE task_id = $1 ORDER BY id")
+            .bind(a1)
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        attempt_costs,
+        [("paid".to_string(), None), ("paid".to_string(), Some(0.5))]
+    );
+    let label: String = sqlx::query_scalar("SELECT action FROM recoveries WHERE task_id = $1")
+        .bind(a1)
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    let expected: Vec<TierCost> = {
+        let mut v = vec![
+            (1, label.clone(), 2, 0.0, 1.0, 2, 2, Some(0.5)),
+            (1, "retry_with_tool".into(), 1, 0.0, 0.25, 1, 1, Some(0.25)),
+            (3, "intervention".into(), 1, 0.0, 0.0, 0, 0, None),
+        ];
+        v.sort_by(|x, y| (x.0, &x.1).cmp(&(y.0, &y.1)));
+        v
+    };
+    let by_tool = |store: &trellis::store::Store| {
+        let pool = store.pool().clone();
+        async move {
+            sqlx::query_as::<_, (String, i64, f64)>(
+                "SELECT tool, attempts::bigint, cost::float8 FROM cost_by_tool_day ORDER BY tool",
+            )
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let by_template = |store: &trellis::store::Store| {
+        let pool = store.pool().clone();
+        async move {
+            sqlx::query_as::<_, (String, f64, f64, f64)>(
+                "SELECT template, llm_cost::float8, tool_cost::float8, cost::float8
+                 FROM cost_by_template_day",
+            )
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let tools_expected = vec![
+        ("backup".to_string(), 1, 0.25),
+        ("paid".to_string(), 3, 1.5),
+    ];
+    let template_expected = vec![(String::new(), 0.0, 1.75, 1.75)];
+    assert_eq!(tier_costs(store).await, expected);
+    assert_eq!(by_tool(store).await, tools_expected);
+    assert_eq!(by_template(store).await, template_expected);
+    let e_cost: (f64, f64, f64) = sqlx::query_as(
+        "SELECT tool_cost::float8, cost::float8, (SELECT cost FROM tasks WHERE id = $1)
+         FROM cost_by_task WHERE task_id = $1",
+    )
+    .bind(e)
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(e_cost, (0.5, 0.5, 0.5));
+
+    // retention deletes the finished tasks: the same numbers from the roll-ups
+    store.age_tasks(2.0 * 86_400.0).await.unwrap();
+    assert_eq!(store.prune_finished(86_400.0, 100).await.unwrap(), 4);
+    assert_eq!(tier_costs(store).await, expected);
+    assert_eq!(by_tool(store).await, tools_expected);
+    assert_eq!(by_template(store).await, template_expected);
+}
