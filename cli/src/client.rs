@@ -79,6 +79,11 @@ impl Client {
             .await
     }
 
+    pub async fn put(&self, path: &str, body: &Value) -> Result<Value, CliError> {
+        self.send(self.request(Method::PUT, path).json(body), path)
+            .await
+    }
+
     pub async fn delete(&self, path: &str) -> Result<Value, CliError> {
         self.send(self.request(Method::DELETE, path), path).await
     }

@@ -8,7 +8,9 @@ use crate::client::{CliError, Client};
 use crate::files::{read_document, submit_body};
 use crate::render::{event_line, table, table_of_objects};
 use crate::watch::watch;
-use crate::{Approvals, Bulk, BulkCommand, Cli, Command, Keys, Mcp, Registry, Schedules, Tools};
+use crate::{
+    Approvals, Bulk, BulkCommand, Cli, Command, Keys, Mcp, Prices, Registry, Schedules, Tools,
+};
 
 pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
     let c = Client::new(&cli.url, cli.api_key.clone())?;
@@ -43,6 +45,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
             before,
         } => tasks(&c, status, limit, before, json).await,
         Command::Bulk(b) => bulk(&c, b, json).await,
+        Command::Prices(p) => prices(&c, p, json).await,
         Command::Show { id } => show(&c, &id, json).await,
         Command::Result { id } => {
             let v = c.get(&format!("/api/v1/tasks/{id}/result")).await?;
@@ -615,6 +618,52 @@ fn progress_line(p: &Value) -> String {
         p["matched"],
         p["failed"]
     )
+}
+
+/// `trellis prices ls|set`.
+async fn prices(c: &Client, p: Prices, json: bool) -> Result<ExitCode, CliError> {
+    match p {
+        Prices::List => {
+            let v = c.get("/api/v1/model-prices").await?;
+            list_or_json(
+                json,
+                &v,
+                &[
+                    ("model", "model"),
+                    ("from", "valid_from"),
+                    ("input", "input_per_mtok"),
+                    ("output", "output_per_mtok"),
+                    ("cached input", "cached_input_per_mtok"),
+                ],
+            );
+        }
+        Prices::Set {
+            model,
+            input,
+            output,
+            cached_input,
+            valid_from,
+        } => {
+            let mut body =
+                json!({"model": model, "input_per_mtok": input, "output_per_mtok": output});
+            if let Some(x) = cached_input {
+                body["cached_input_per_mtok"] = json!(x);
+            }
+            if let Some(t) = valid_from {
+                body["valid_from"] = json!(t);
+            }
+            let v = c.put("/api/v1/model-prices", &body).await?;
+            say(
+                json,
+                &v,
+                &format!(
+                    "{model}: {input} / {output} per million tokens from {}",
+                    v["valid_from"].as_str().unwrap_or_default()
+                ),
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `trellis bulk list|show|abort`.

@@ -108,6 +108,9 @@ pub enum Command {
         #[arg(long)]
         watch: bool,
     },
+    /// The price map LLM calls are costed from (admin).
+    #[command(subcommand)]
+    Prices(Prices),
     /// Bulk actions (`trellis tasks rerun|cancel|resume …` starts one).
     #[command(subcommand)]
     Bulk(Bulk),
@@ -199,6 +202,29 @@ pub struct BulkFilter {
     /// Follow its progress until it ends (exit 0 when it was applied to every task).
     #[arg(long)]
     wait: bool,
+}
+
+/// The price map: per model, per million tokens, each price valid from a time.
+#[derive(Debug, Subcommand)]
+pub enum Prices {
+    /// Every model's prices, newest first.
+    #[command(alias = "ls")]
+    List,
+    /// Set a model's prices from `--from` (default: now) on; calls recorded before keep
+    /// their cost.
+    Set {
+        model: String,
+        #[arg(long)]
+        input: f64,
+        #[arg(long)]
+        output: f64,
+        /// Cached input tokens (default: the input price).
+        #[arg(long)]
+        cached_input: Option<f64>,
+        /// RFC 3339.
+        #[arg(long = "from")]
+        valid_from: Option<String>,
+    },
 }
 
 /// Bulk actions: their progress, and stopping one.

@@ -639,6 +639,31 @@ async fn bulk_actions_by_filter() {
         let t = app.wait_done(*id, std::time::Duration::from_secs(60)).await;
         assert_eq!(t["status"], "succeeded", "{t}");
     }
+    // the price map
+    let run = trellis(
+        &app,
+        &[
+            "prices",
+            "set",
+            "gpt-test",
+            "--input",
+            "0.15",
+            "--output",
+            "0.6",
+            "--cached-input",
+            "0.075",
+        ],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("gpt-test: 0.15 / 0.6 per million tokens"),
+        "{}",
+        run.stdout
+    );
+    let run = trellis(&app, &["--json", "prices", "ls"]).await;
+    assert_eq!(run.json()[0]["cached_input_per_mtok"], 0.075);
     let run = trellis(&app, &["bulk", "ls"]).await;
     assert!(
         run.stdout.contains("rerun") && run.stdout.contains("hold"),

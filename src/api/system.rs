@@ -43,6 +43,9 @@ pub(super) async fn recovery_stats(
             ReportView::RecoveryByAction => out.recovery_by_action = rows,
             ReportView::RecoveryByTemplate => out.recovery_by_template = rows,
             ReportView::TaskOutcomes => out.task_outcomes = rows,
+            ReportView::RecoveryCostByTier => out.recovery_cost_by_tier = rows,
+            ReportView::CostByTemplateDay => out.cost_by_template_day = rows,
+            ReportView::CostByToolDay => out.cost_by_tool_day = rows,
         }
     }
     Ok(Json(out))

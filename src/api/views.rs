@@ -34,6 +34,8 @@ pub struct TaskView {
     pub counters: CountersView,
     pub limits: TaskLimitsView,
     /// LLM calls spent on this task (zeros with the rules brain).
+    /// What its LLM calls (priced by `/model-prices`) and its tools' reported costs came to.
+    pub cost: f64,
     pub llm_usage: LlmUsageView,
     pub steps: StepCountsView,
     #[schema(value_type = Object)]
@@ -152,6 +154,7 @@ pub fn task(
             max_llm_tokens: t.max_llm_tokens,
             max_cost: t.max_cost,
         },
+        cost: t.cost,
         llm_usage: usage,
         steps: StepCountsView {
             total: counts.values().sum::<i64>() - n(StepStatus::Superseded),
@@ -683,6 +686,16 @@ pub struct RecoveryStatsView {
     pub recovery_by_template: Vec<Value>,
     #[schema(value_type = Vec<Object>)]
     pub task_outcomes: Vec<Value>,
+    /// What recovery cost by tier and strategy, against the steps and tasks it saved (in the
+    /// price map's currency).
+    #[schema(value_type = Vec<Object>)]
+    pub recovery_cost_by_tier: Vec<Value>,
+    /// LLM and tool cost per day and template (`""`: none).
+    #[schema(value_type = Vec<Object>)]
+    pub cost_by_template_day: Vec<Value>,
+    /// Tool cost per day and tool.
+    #[schema(value_type = Vec<Object>)]
+    pub cost_by_tool_day: Vec<Value>,
 }
 
 /// `GET /stats/activity`: the last hour's work and the queue now (the dashboard's overview).

@@ -13,16 +13,22 @@ pub enum ReportView {
     RecoveryByAction,
     RecoveryByTemplate,
     TaskOutcomes,
+    RecoveryCostByTier,
+    CostByTemplateDay,
+    CostByToolDay,
 }
 
 impl ReportView {
-    pub const ALL: [ReportView; 6] = [
+    pub const ALL: [ReportView; 9] = [
         ReportView::RecoveryByTool,
         ReportView::RecoveryByCategory,
         ReportView::RecoveryByTier,
         ReportView::RecoveryByAction,
         ReportView::RecoveryByTemplate,
         ReportView::TaskOutcomes,
+        ReportView::RecoveryCostByTier,
+        ReportView::CostByTemplateDay,
+        ReportView::CostByToolDay,
     ];
 
     pub fn name(self) -> &'static str {
@@ -33,6 +39,9 @@ impl ReportView {
             ReportView::RecoveryByAction => "recovery_by_action",
             ReportView::RecoveryByTemplate => "recovery_by_template",
             ReportView::TaskOutcomes => "task_outcomes",
+            ReportView::RecoveryCostByTier => "recovery_cost_by_tier",
+            ReportView::CostByTemplateDay => "cost_by_template_day",
+            ReportView::CostByToolDay => "cost_by_tool_day",
         }
     }
 }
@@ -90,6 +99,15 @@ impl ReportView {
             }
             ReportView::TaskOutcomes => {
                 "SELECT to_jsonb(v) FROM task_outcomes v ORDER BY day, status"
+            }
+            ReportView::RecoveryCostByTier => {
+                "SELECT to_jsonb(v) FROM recovery_cost_by_tier v ORDER BY tier, strategy"
+            }
+            ReportView::CostByTemplateDay => {
+                "SELECT to_jsonb(v) FROM cost_by_template_day v ORDER BY day, template"
+            }
+            ReportView::CostByToolDay => {
+                "SELECT to_jsonb(v) FROM cost_by_tool_day v ORDER BY day, tool"
             }
         }
     }

@@ -106,6 +106,9 @@ try {
   check(/rerun: 1 of 1 done/.test(await page.textContent('#bulk-progress')), 'the bulk rerun shows its progress to the end');
   const events = await (await fetch(new globalThis.URL(`api/v1/tasks/${BULK_TARGET}/events?limit=1000`, URL), { headers: { Authorization: `Bearer ${ADMIN}` } })).json();
   check(events.some((e) => e.kind === 'task_rerun' && e.payload.bulk_action_id), 'the rerun event names the bulk action');
+  await page.goto(`${URL}#/tasks/${BULK_TARGET}`);
+  await page.waitForSelector('#task-cost');
+  check((await page.getAttribute('#task-cost', 'data-cost')) === '0', 'the task page shows its cost');
   await page.goto(`${URL}#/bulk`);
   await page.waitForSelector('#bulk-actions [data-state="done"]');
   check(await page.locator('#bulk-actions [data-bulk-action]').count() === 2, 'the bulk actions page lists the cancel and the rerun');
@@ -173,6 +176,8 @@ try {
   check(await page.locator('#by-tool rect.bar').count() >= 2 && await page.locator('#by-tier rect.bar').count() >= 2, 'the recovery page charts by tool and by tier');
   const byAction = await page.textContent('#by-action');
   check(byAction.includes('retry_with_params') && byAction.includes('replan:'), `the recovery page charts by action and replanning strategy (${byAction})`);
+  const costRows = await page.$$eval('#recovery-cost tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  check(costRows.some((r) => r[0] === '1' && r[1] === 'retry_with_params' && r[6] === '1'), `the recovery page shows what recovery cost against the tasks it saved (${JSON.stringify(costRows)})`);
   await page.screenshot({ path: `${ARTIFACTS}/recovery.png`, fullPage: true });
 
   // tools and templates

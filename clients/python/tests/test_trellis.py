@@ -110,6 +110,18 @@ def test_a_bulk_cancel_by_ids(t):
     assert e.value.status == 409
 
 
+def test_the_price_map(t):
+    from trellis_client.generated.api.system import list_model_prices, put_model_price
+    from trellis_client.generated.models import PriceInput
+
+    model = f"py-model-{uuid.uuid4().hex[:8]}"
+    body = PriceInput.from_dict({"model": model, "input_per_mtok": 0.15, "output_per_mtok": 0.6})
+    stored = put_model_price.sync(client=t.api, body=body)
+    assert stored.model == model and stored.cached_input_per_mtok is None, stored
+    listed = [p for p in list_model_prices.sync(client=t.api) if p.model == model]
+    assert [p.output_per_mtok for p in listed] == [0.6]
+
+
 def test_an_error_is_a_typed_error(t):
     with pytest.raises(TrellisError) as e:
         t.submit({"description": "bad", "plan": plan({"id": "x", "tool": "no-such-tool"})})

@@ -256,6 +256,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/model-prices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The price map: every model's prices, by model, newest first (admin). */
+        get: operations["list_model_prices"];
+        /** Set a model's price from `valid_from` on (admin; that row is created or replaced). */
+        put: operations["put_model_price"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -1507,6 +1525,12 @@ export interface components {
             /** Format: int32 */
             max_consecutive_failures?: number | null;
             /**
+             * Format: double
+             * @description Money the task may spend, in the price map's currency (`/model-prices`, and its tools'
+             *     reported `usage.cost`); past it the task stops with `error.code` `cost_limit_exceeded`.
+             */
+            max_cost?: number | null;
+            /**
              * Format: int32
              * @description Cap on LLM calls for this task; past it decisions take their fallbacks.
              */
@@ -1609,6 +1633,23 @@ export interface components {
             /** Format: int64 */
             succeeded: number;
         };
+        /** @description One model's prices per million tokens, from `valid_from` on. */
+        ModelPrice: {
+            /**
+             * Format: double
+             * @description Cached input tokens (none: the input price).
+             */
+            cached_input_per_mtok?: number | null;
+            /** Format: double */
+            input_per_mtok: number;
+            model: string;
+            /** Format: double */
+            output_per_mtok: number;
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: date-time */
+            valid_from: string;
+        };
         /** @description A plan as submitted by a client (CONTRACT.md `plan`). */
         Plan: {
             /** Format: int32 */
@@ -1688,6 +1729,32 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        /**
+         * @description `PUT /model-prices`.
+         * @example {
+         *       "cached_input_per_mtok": 0.075,
+         *       "input_per_mtok": 0.15,
+         *       "model": "gpt-4o-mini",
+         *       "output_per_mtok": 0.6,
+         *       "valid_from": "2026-11-27T12:00:00Z"
+         *     }
+         */
+        PriceInput: {
+            /** Format: double */
+            cached_input_per_mtok?: number | null;
+            /** Format: double */
+            input_per_mtok: number;
+            /** @description The model name as the LLM calls record it (`llm_calls.model`). */
+            model: string;
+            /** Format: double */
+            output_per_mtok: number;
+            /**
+             * Format: date-time
+             * @description From when the price holds (absent: now, by the database's clock). Calls recorded before
+             *     keep the cost they were given.
+             */
+            valid_from?: string | null;
+        };
         /** @description One tool's queue in [`ActivityView`]. */
         QueueView: {
             /**
@@ -1703,6 +1770,14 @@ export interface components {
         };
         /** @description `GET /stats/recovery`: every row of each recovery view (docs/sql-reporting.md). */
         RecoveryStatsView: {
+            /** @description LLM and tool cost per day and template (`""`: none). */
+            cost_by_template_day: {
+                [key: string]: unknown;
+            }[];
+            /** @description Tool cost per day and tool. */
+            cost_by_tool_day: {
+                [key: string]: unknown;
+            }[];
             /** @description Per day, tier and action (`replan:<strategy>` for replans). */
             recovery_by_action: {
                 [key: string]: unknown;
@@ -1718,6 +1793,13 @@ export interface components {
                 [key: string]: unknown;
             }[];
             recovery_by_tool: {
+                [key: string]: unknown;
+            }[];
+            /**
+             * @description What recovery cost by tier and strategy, against the steps and tasks it saved (in the
+             *     price map's currency).
+             */
+            recovery_cost_by_tier: {
                 [key: string]: unknown;
             }[];
             task_outcomes: {
@@ -2130,6 +2212,11 @@ export interface components {
             max_concurrent_steps: number;
             /** Format: int32 */
             max_consecutive_failures: number;
+            /**
+             * Format: double
+             * @description Money it may spend (none: no cap).
+             */
+            max_cost?: number | null;
             /** Format: int32 */
             max_llm_calls?: number | null;
             /** Format: int64 */
@@ -2182,6 +2269,12 @@ export interface components {
             context: {
                 [key: string]: unknown;
             };
+            /**
+             * Format: double
+             * @description LLM calls spent on this task (zeros with the rules brain).
+             *     What its LLM calls (priced by `/model-prices`) and its tools' reported costs came to.
+             */
+            cost: number;
             counters: components["schemas"]["CountersView"];
             /** Format: date-time */
             created_at: string;
@@ -2203,7 +2296,6 @@ export interface components {
             /** Format: date-time */
             finished_at?: string | null;
             limits: components["schemas"]["TaskLimitsView"];
-            /** @description LLM calls spent on this task (zeros with the rules brain). */
             llm_usage: components["schemas"]["LlmUsageView"];
             metadata: {
                 [key: string]: unknown;
@@ -2263,6 +2355,11 @@ export interface components {
             input_schema: {
                 [key: string]: unknown;
             };
+            /**
+             * Format: double
+             * @description The `max_cost` of the tasks made from it (a submit's own `limits.max_cost` wins).
+             */
+            max_cost?: number | null;
             plan: {
                 [key: string]: unknown;
             };
@@ -2315,6 +2412,11 @@ export interface components {
             input_schema?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * Format: double
+             * @description The `limits.max_cost` of the tasks made from it (a submit's own wins).
+             */
+            max_cost?: number | null;
             /** @description a plan whose strings may use ${input.key} / ${input.key.sub} */
             plan: {
                 steps: ({
@@ -4099,6 +4201,140 @@ export interface operations {
                 };
             };
             /** @description a NUL character in the path or query */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the database is not reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_model_prices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description prices */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelPrice"][];
+                };
+            };
+            /** @description no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the database is not reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_model_price: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PriceInput"];
+            };
+        };
+        responses: {
+            /** @description stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelPrice"];
+                };
+            };
+            /** @description malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the body does not match its schema, or breaks a rule (the message names it) */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -101,6 +101,15 @@ test("a bulk cancel by ids", async () => {
   await assert.rejects(t.abortBulk(id), (e: unknown) => e instanceof TrellisError && e.status === 409);
 });
 
+test("the price map", async () => {
+  const model = `ts-model-${randomUUID().slice(0, 8)}`;
+  const put = await t.api.PUT("/api/v1/model-prices", { body: { model, input_per_mtok: 0.15, output_per_mtok: 0.6, cached_input_per_mtok: 0.075 } });
+  assert.equal(put.error, undefined);
+  assert.equal(put.data?.cached_input_per_mtok, 0.075);
+  const { data } = await t.api.GET("/api/v1/model-prices");
+  assert.deepEqual((data ?? []).filter((p) => p.model === model).map((p) => p.input_per_mtok), [0.15]);
+});
+
 test("an error is a typed error", async () => {
   await assert.rejects(
     t.submit({ description: "bad", plan: { steps: [{ id: "x", tool: "no-such-tool" }] } }),

@@ -290,6 +290,7 @@ async function task(view, id) {
       h('h2', {}, 'Attempts'), gantt(attempts), attemptTable(attempts),
       h('h2', {}, 'Recovery'), chain(events, reflections),
       h('h2', {}, 'Counters'), json(t.counters),
+      h('p', { id: 'task-cost', 'data-cost': String(t.cost) }, `Cost: ${money(t.cost)}${t.limits.max_cost != null ? ` of at most ${money(t.limits.max_cost)}` : ''} (LLM calls at the price map's prices, and the tools' reported costs)`),
       collapsible('Result outputs', shown && Object.fromEntries(shown.steps.filter((s) => s.output !== null && (s.item_index === undefined || s.item_index === null)).map((s) => [s.id, s.output]))),
     );
   };
@@ -503,8 +504,14 @@ async function recovery(view) {
     h('h2', {}, 'By tier'), barChart('by-tier', sum(rec.recovery_by_tier, 'tier', ['actions', 'saved']).map((r) => ({ ...r, label: `tier ${r.label}` })), 'actions', 'saved'),
     h('h2', {}, 'By action and replanning strategy'), barChart('by-action', sum(rec.recovery_by_action, 'action', ['actions', 'saved']).map((r) => ({ ...r, label: r.label || '(not recorded)' })), 'actions', 'saved'),
     h('h2', {}, 'By day'), barChart('by-day', sum(rec.recovery_by_tool, 'day', ['failures', 'recovered']), 'failures', 'recovered'),
+    h('h2', {}, 'What recovery cost, against what it saved'), rec.recovery_cost_by_tier.length
+      ? table(['tier', 'strategy', 'actions', 'LLM cost', 'tool cost', 'steps saved', 'tasks saved', 'per task saved'], rec.recovery_cost_by_tier.map((r) => [
+        String(r.tier), r.strategy, String(r.actions), money(r.llm_cost), money(r.tool_cost), String(r.saved_steps), String(r.tasks_saved), r.cost_per_task_saved == null ? '—' : money(r.cost_per_task_saved)]), { id: 'recovery-cost' })
+      : h('p', { class: 'muted', id: 'recovery-cost' }, 'No recovery yet.'),
     h('h2', {}, 'The views'), ...Object.entries(rec).flatMap(([k, rows]) => section(k, rows)));
 }
+// an amount in the price map's currency
+function money(v) { return Number(v || 0).toLocaleString('en', { maximumFractionDigits: 6 }); }
 // horizontal bars, two per label: `a` (red) and how many of them `b` (green)
 function barChart(id, rows, a, b) {
   if (!rows.length) return h('p', { class: 'muted' }, 'No rows yet.');

@@ -56,6 +56,7 @@ from .mcp_server_headers import McpServerHeaders
 from .mcp_server_input import McpServerInput
 from .mcp_server_input_headers import McpServerInputHeaders
 from .minute_view import MinuteView
+from .model_price import ModelPrice
 from .openapi_response_200 import OpenapiResponse200
 from .plan import Plan
 from .plan_step_view import PlanStepView
@@ -67,8 +68,15 @@ from .plan_version import PlanVersion
 from .plan_view import PlanView
 from .post_event import PostEvent
 from .post_event_payload_type_0 import PostEventPayloadType0
+from .price_input import PriceInput
 from .queue_view import QueueView
 from .recovery_stats_view import RecoveryStatsView
+from .recovery_stats_view_cost_by_template_day_item import (
+    RecoveryStatsViewCostByTemplateDayItem,
+)
+from .recovery_stats_view_cost_by_tool_day_item import (
+    RecoveryStatsViewCostByToolDayItem,
+)
 from .recovery_stats_view_recovery_by_action_item import (
     RecoveryStatsViewRecoveryByActionItem,
 )
@@ -83,6 +91,9 @@ from .recovery_stats_view_recovery_by_tier_item import (
 )
 from .recovery_stats_view_recovery_by_tool_item import (
     RecoveryStatsViewRecoveryByToolItem,
+)
+from .recovery_stats_view_recovery_cost_by_tier_item import (
+    RecoveryStatsViewRecoveryCostByTierItem,
 )
 from .recovery_stats_view_task_outcomes_item import RecoveryStatsViewTaskOutcomesItem
 from .reflection import Reflection
@@ -227,6 +238,7 @@ __all__ = (
     "McpServerInput",
     "McpServerInputHeaders",
     "MinuteView",
+    "ModelPrice",
     "OpenapiResponse200",
     "Plan",
     "PlanStepView",
@@ -238,13 +250,17 @@ __all__ = (
     "PlanView",
     "PostEvent",
     "PostEventPayloadType0",
+    "PriceInput",
     "QueueView",
     "RecoveryStatsView",
+    "RecoveryStatsViewCostByTemplateDayItem",
+    "RecoveryStatsViewCostByToolDayItem",
     "RecoveryStatsViewRecoveryByActionItem",
     "RecoveryStatsViewRecoveryByCategoryItem",
     "RecoveryStatsViewRecoveryByTemplateItem",
     "RecoveryStatsViewRecoveryByTierItem",
     "RecoveryStatsViewRecoveryByToolItem",
+    "RecoveryStatsViewRecoveryCostByTierItem",
     "RecoveryStatsViewTaskOutcomesItem",
     "Reflection",
     "ReflectionBody",

@@ -17,6 +17,9 @@ class Limits:
 
     Attributes:
         max_consecutive_failures (int | None | Unset):
+        max_cost (float | None | Unset): Money the task may spend, in the price map's currency (`/model-prices`, and its
+            tools'
+            reported `usage.cost`); past it the task stops with `error.code` `cost_limit_exceeded`.
         max_llm_calls (int | None | Unset): Cap on LLM calls for this task; past it decisions take their fallbacks.
         max_llm_tokens (int | None | Unset): Cap on LLM tokens for this task; past it decisions take their fallbacks.
         max_single_step_repairs (int | None | Unset):
@@ -28,6 +31,7 @@ class Limits:
     """
 
     max_consecutive_failures: int | None | Unset = UNSET
+    max_cost: float | None | Unset = UNSET
     max_llm_calls: int | None | Unset = UNSET
     max_llm_tokens: int | None | Unset = UNSET
     max_single_step_repairs: int | None | Unset = UNSET
@@ -41,6 +45,12 @@ class Limits:
             max_consecutive_failures = UNSET
         else:
             max_consecutive_failures = self.max_consecutive_failures
+
+        max_cost: float | None | Unset
+        if isinstance(self.max_cost, Unset):
+            max_cost = UNSET
+        else:
+            max_cost = self.max_cost
 
         max_llm_calls: int | None | Unset
         if isinstance(self.max_llm_calls, Unset):
@@ -83,6 +93,8 @@ class Limits:
         field_dict.update({})
         if max_consecutive_failures is not UNSET:
             field_dict["max_consecutive_failures"] = max_consecutive_failures
+        if max_cost is not UNSET:
+            field_dict["max_cost"] = max_cost
         if max_llm_calls is not UNSET:
             field_dict["max_llm_calls"] = max_llm_calls
         if max_llm_tokens is not UNSET:
@@ -112,6 +124,15 @@ class Limits:
         max_consecutive_failures = _parse_max_consecutive_failures(
             d.pop("max_consecutive_failures", UNSET)
         )
+
+        def _parse_max_cost(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        max_cost = _parse_max_cost(d.pop("max_cost", UNSET))
 
         def _parse_max_llm_calls(data: object) -> int | None | Unset:
             if data is None:
@@ -171,6 +192,7 @@ class Limits:
 
         limits = cls(
             max_consecutive_failures=max_consecutive_failures,
+            max_cost=max_cost,
             max_llm_calls=max_llm_calls,
             max_llm_tokens=max_llm_tokens,
             max_single_step_repairs=max_single_step_repairs,

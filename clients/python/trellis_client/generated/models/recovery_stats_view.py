@@ -8,6 +8,12 @@ from attrs import field as _attrs_field
 from typing_extensions import Self
 
 if TYPE_CHECKING:
+    from ..models.recovery_stats_view_cost_by_template_day_item import (
+        RecoveryStatsViewCostByTemplateDayItem,
+    )
+    from ..models.recovery_stats_view_cost_by_tool_day_item import (
+        RecoveryStatsViewCostByToolDayItem,
+    )
     from ..models.recovery_stats_view_recovery_by_action_item import (
         RecoveryStatsViewRecoveryByActionItem,
     )
@@ -23,6 +29,9 @@ if TYPE_CHECKING:
     from ..models.recovery_stats_view_recovery_by_tool_item import (
         RecoveryStatsViewRecoveryByToolItem,
     )
+    from ..models.recovery_stats_view_recovery_cost_by_tier_item import (
+        RecoveryStatsViewRecoveryCostByTierItem,
+    )
     from ..models.recovery_stats_view_task_outcomes_item import (
         RecoveryStatsViewTaskOutcomesItem,
     )
@@ -36,6 +45,9 @@ class RecoveryStatsView:
     """`GET /stats/recovery`: every row of each recovery view (docs/sql-reporting.md).
 
     Attributes:
+        cost_by_template_day (list[RecoveryStatsViewCostByTemplateDayItem]): LLM and tool cost per day and template
+            (`""`: none).
+        cost_by_tool_day (list[RecoveryStatsViewCostByToolDayItem]): Tool cost per day and tool.
         recovery_by_action (list[RecoveryStatsViewRecoveryByActionItem]): Per day, tier and action (`replan:<strategy>`
             for replans).
         recovery_by_category (list[RecoveryStatsViewRecoveryByCategoryItem]):
@@ -43,18 +55,34 @@ class RecoveryStatsView:
             `item_actions` counts those on map items.
         recovery_by_tier (list[RecoveryStatsViewRecoveryByTierItem]):
         recovery_by_tool (list[RecoveryStatsViewRecoveryByToolItem]):
+        recovery_cost_by_tier (list[RecoveryStatsViewRecoveryCostByTierItem]): What recovery cost by tier and strategy,
+            against the steps and tasks it saved (in the
+            price map's currency).
         task_outcomes (list[RecoveryStatsViewTaskOutcomesItem]):
     """
 
+    cost_by_template_day: list[RecoveryStatsViewCostByTemplateDayItem]
+    cost_by_tool_day: list[RecoveryStatsViewCostByToolDayItem]
     recovery_by_action: list[RecoveryStatsViewRecoveryByActionItem]
     recovery_by_category: list[RecoveryStatsViewRecoveryByCategoryItem]
     recovery_by_template: list[RecoveryStatsViewRecoveryByTemplateItem]
     recovery_by_tier: list[RecoveryStatsViewRecoveryByTierItem]
     recovery_by_tool: list[RecoveryStatsViewRecoveryByToolItem]
+    recovery_cost_by_tier: list[RecoveryStatsViewRecoveryCostByTierItem]
     task_outcomes: list[RecoveryStatsViewTaskOutcomesItem]
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        cost_by_template_day = []
+        for cost_by_template_day_item_data in self.cost_by_template_day:
+            cost_by_template_day_item = cost_by_template_day_item_data.to_dict()
+            cost_by_template_day.append(cost_by_template_day_item)
+
+        cost_by_tool_day = []
+        for cost_by_tool_day_item_data in self.cost_by_tool_day:
+            cost_by_tool_day_item = cost_by_tool_day_item_data.to_dict()
+            cost_by_tool_day.append(cost_by_tool_day_item)
+
         recovery_by_action = []
         for recovery_by_action_item_data in self.recovery_by_action:
             recovery_by_action_item = recovery_by_action_item_data.to_dict()
@@ -80,6 +108,11 @@ class RecoveryStatsView:
             recovery_by_tool_item = recovery_by_tool_item_data.to_dict()
             recovery_by_tool.append(recovery_by_tool_item)
 
+        recovery_cost_by_tier = []
+        for recovery_cost_by_tier_item_data in self.recovery_cost_by_tier:
+            recovery_cost_by_tier_item = recovery_cost_by_tier_item_data.to_dict()
+            recovery_cost_by_tier.append(recovery_cost_by_tier_item)
+
         task_outcomes = []
         for task_outcomes_item_data in self.task_outcomes:
             task_outcomes_item = task_outcomes_item_data.to_dict()
@@ -89,11 +122,14 @@ class RecoveryStatsView:
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
+                "cost_by_template_day": cost_by_template_day,
+                "cost_by_tool_day": cost_by_tool_day,
                 "recovery_by_action": recovery_by_action,
                 "recovery_by_category": recovery_by_category,
                 "recovery_by_template": recovery_by_template,
                 "recovery_by_tier": recovery_by_tier,
                 "recovery_by_tool": recovery_by_tool,
+                "recovery_cost_by_tier": recovery_cost_by_tier,
                 "task_outcomes": task_outcomes,
             }
         )
@@ -102,6 +138,12 @@ class RecoveryStatsView:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.recovery_stats_view_cost_by_template_day_item import (
+            RecoveryStatsViewCostByTemplateDayItem,
+        )
+        from ..models.recovery_stats_view_cost_by_tool_day_item import (
+            RecoveryStatsViewCostByToolDayItem,
+        )
         from ..models.recovery_stats_view_recovery_by_action_item import (
             RecoveryStatsViewRecoveryByActionItem,
         )
@@ -117,11 +159,34 @@ class RecoveryStatsView:
         from ..models.recovery_stats_view_recovery_by_tool_item import (
             RecoveryStatsViewRecoveryByToolItem,
         )
+        from ..models.recovery_stats_view_recovery_cost_by_tier_item import (
+            RecoveryStatsViewRecoveryCostByTierItem,
+        )
         from ..models.recovery_stats_view_task_outcomes_item import (
             RecoveryStatsViewTaskOutcomesItem,
         )
 
         d = dict(src_dict)
+        cost_by_template_day = []
+        _cost_by_template_day = d.pop("cost_by_template_day")
+        for cost_by_template_day_item_data in _cost_by_template_day:
+            cost_by_template_day_item = (
+                RecoveryStatsViewCostByTemplateDayItem.from_dict(
+                    cost_by_template_day_item_data
+                )
+            )
+
+            cost_by_template_day.append(cost_by_template_day_item)
+
+        cost_by_tool_day = []
+        _cost_by_tool_day = d.pop("cost_by_tool_day")
+        for cost_by_tool_day_item_data in _cost_by_tool_day:
+            cost_by_tool_day_item = RecoveryStatsViewCostByToolDayItem.from_dict(
+                cost_by_tool_day_item_data
+            )
+
+            cost_by_tool_day.append(cost_by_tool_day_item)
+
         recovery_by_action = []
         _recovery_by_action = d.pop("recovery_by_action")
         for recovery_by_action_item_data in _recovery_by_action:
@@ -171,6 +236,17 @@ class RecoveryStatsView:
 
             recovery_by_tool.append(recovery_by_tool_item)
 
+        recovery_cost_by_tier = []
+        _recovery_cost_by_tier = d.pop("recovery_cost_by_tier")
+        for recovery_cost_by_tier_item_data in _recovery_cost_by_tier:
+            recovery_cost_by_tier_item = (
+                RecoveryStatsViewRecoveryCostByTierItem.from_dict(
+                    recovery_cost_by_tier_item_data
+                )
+            )
+
+            recovery_cost_by_tier.append(recovery_cost_by_tier_item)
+
         task_outcomes = []
         _task_outcomes = d.pop("task_outcomes")
         for task_outcomes_item_data in _task_outcomes:
@@ -181,11 +257,14 @@ class RecoveryStatsView:
             task_outcomes.append(task_outcomes_item)
 
         recovery_stats_view = cls(
+            cost_by_template_day=cost_by_template_day,
+            cost_by_tool_day=cost_by_tool_day,
             recovery_by_action=recovery_by_action,
             recovery_by_category=recovery_by_category,
             recovery_by_template=recovery_by_template,
             recovery_by_tier=recovery_by_tier,
             recovery_by_tool=recovery_by_tool,
+            recovery_cost_by_tier=recovery_cost_by_tier,
             task_outcomes=task_outcomes,
         )
 

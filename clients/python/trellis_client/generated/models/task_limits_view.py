@@ -23,6 +23,7 @@ class TaskLimitsView:
         max_single_step_repairs (int):
         max_step_retries (int):
         max_task_replans (int):
+        max_cost (float | None | Unset): Money it may spend (none: no cap).
         max_llm_calls (int | None | Unset):
         max_llm_tokens (int | None | Unset):
     """
@@ -33,6 +34,7 @@ class TaskLimitsView:
     max_single_step_repairs: int
     max_step_retries: int
     max_task_replans: int
+    max_cost: float | None | Unset = UNSET
     max_llm_calls: int | None | Unset = UNSET
     max_llm_tokens: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -49,6 +51,12 @@ class TaskLimitsView:
         max_step_retries = self.max_step_retries
 
         max_task_replans = self.max_task_replans
+
+        max_cost: float | None | Unset
+        if isinstance(self.max_cost, Unset):
+            max_cost = UNSET
+        else:
+            max_cost = self.max_cost
 
         max_llm_calls: int | None | Unset
         if isinstance(self.max_llm_calls, Unset):
@@ -74,6 +82,8 @@ class TaskLimitsView:
                 "max_task_replans": max_task_replans,
             }
         )
+        if max_cost is not UNSET:
+            field_dict["max_cost"] = max_cost
         if max_llm_calls is not UNSET:
             field_dict["max_llm_calls"] = max_llm_calls
         if max_llm_tokens is not UNSET:
@@ -95,6 +105,15 @@ class TaskLimitsView:
         max_step_retries = d.pop("max_step_retries")
 
         max_task_replans = d.pop("max_task_replans")
+
+        def _parse_max_cost(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        max_cost = _parse_max_cost(d.pop("max_cost", UNSET))
 
         def _parse_max_llm_calls(data: object) -> int | None | Unset:
             if data is None:
@@ -121,6 +140,7 @@ class TaskLimitsView:
             max_single_step_repairs=max_single_step_repairs,
             max_step_retries=max_step_retries,
             max_task_replans=max_task_replans,
+            max_cost=max_cost,
             max_llm_calls=max_llm_calls,
             max_llm_tokens=max_llm_tokens,
         )

@@ -34,6 +34,8 @@ class TaskStatusView:
     Attributes:
         children (list[ChildTask]): Tasks this task's steps started, oldest first.
         context (TaskStatusViewContext): The caller's context, readable as `${context.key}`.
+        cost (float): LLM calls spent on this task (zeros with the rules brain).
+            What its LLM calls (priced by `/model-prices`) and its tools' reported costs came to.
         counters (CountersView): The recovery counters of a task (and of its current step).
         created_at (datetime.datetime):
         description (str):
@@ -64,6 +66,7 @@ class TaskStatusView:
 
     children: list[ChildTask]
     context: TaskStatusViewContext
+    cost: float
     counters: CountersView
     created_at: datetime.datetime
     description: str
@@ -98,6 +101,8 @@ class TaskStatusView:
             children.append(children_item)
 
         context = self.context.to_dict()
+
+        cost = self.cost
 
         counters = self.counters.to_dict()
 
@@ -197,6 +202,7 @@ class TaskStatusView:
             {
                 "children": children,
                 "context": context,
+                "cost": cost,
                 "counters": counters,
                 "created_at": created_at,
                 "description": description,
@@ -257,6 +263,8 @@ class TaskStatusView:
             children.append(children_item)
 
         context = TaskStatusViewContext.from_dict(d.pop("context"))
+
+        cost = d.pop("cost")
 
         counters = CountersView.from_dict(d.pop("counters"))
 
@@ -412,6 +420,7 @@ class TaskStatusView:
         task_status_view = cls(
             children=children,
             context=context,
+            cost=cost,
             counters=counters,
             created_at=created_at,
             description=description,

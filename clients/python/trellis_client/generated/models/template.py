@@ -32,6 +32,8 @@ class Template:
         concurrency_key (None | str | Unset): The concurrency key of the tasks made from it (`${input.…}` /
             `${metadata.…}`
             placeholders, filled at each submit); a submit's own key wins.
+        max_cost (float | None | Unset): The `max_cost` of the tasks made from it (a submit's own `limits.max_cost`
+            wins).
     """
 
     created_at: datetime.datetime
@@ -41,6 +43,7 @@ class Template:
     plan: TemplatePlan
     tenant: str
     concurrency_key: None | str | Unset = UNSET
+    max_cost: float | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -62,6 +65,12 @@ class Template:
         else:
             concurrency_key = self.concurrency_key
 
+        max_cost: float | None | Unset
+        if isinstance(self.max_cost, Unset):
+            max_cost = UNSET
+        else:
+            max_cost = self.max_cost
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -76,6 +85,8 @@ class Template:
         )
         if concurrency_key is not UNSET:
             field_dict["concurrency_key"] = concurrency_key
+        if max_cost is not UNSET:
+            field_dict["max_cost"] = max_cost
 
         return field_dict
 
@@ -106,6 +117,15 @@ class Template:
 
         concurrency_key = _parse_concurrency_key(d.pop("concurrency_key", UNSET))
 
+        def _parse_max_cost(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        max_cost = _parse_max_cost(d.pop("max_cost", UNSET))
+
         template = cls(
             created_at=created_at,
             description=description,
@@ -114,6 +134,7 @@ class Template:
             plan=plan,
             tenant=tenant,
             concurrency_key=concurrency_key,
+            max_cost=max_cost,
         )
 
         template.additional_properties = d

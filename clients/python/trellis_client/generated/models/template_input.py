@@ -33,6 +33,7 @@ class TemplateInput:
         input_schema (None | TemplateInputInputSchemaType0 | Unset): JSON Schema of the submit's input (default
             `{"type":"object"}`); when it declares
             properties, every `${input.key}` must be one of them.
+        max_cost (float | None | Unset): The `limits.max_cost` of the tasks made from it (a submit's own wins).
     """
 
     id: str
@@ -40,6 +41,7 @@ class TemplateInput:
     concurrency_key: None | str | Unset = UNSET
     description: str | Unset = UNSET
     input_schema: None | TemplateInputInputSchemaType0 | Unset = UNSET
+    max_cost: float | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.template_input_input_schema_type_0 import (
@@ -66,6 +68,12 @@ class TemplateInput:
         else:
             input_schema = self.input_schema
 
+        max_cost: float | None | Unset
+        if isinstance(self.max_cost, Unset):
+            max_cost = UNSET
+        else:
+            max_cost = self.max_cost
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -80,6 +88,8 @@ class TemplateInput:
             field_dict["description"] = description
         if input_schema is not UNSET:
             field_dict["input_schema"] = input_schema
+        if max_cost is not UNSET:
+            field_dict["max_cost"] = max_cost
 
         return field_dict
 
@@ -125,12 +135,22 @@ class TemplateInput:
 
         input_schema = _parse_input_schema(d.pop("input_schema", UNSET))
 
+        def _parse_max_cost(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        max_cost = _parse_max_cost(d.pop("max_cost", UNSET))
+
         template_input = cls(
             id=id,
             plan=plan,
             concurrency_key=concurrency_key,
             description=description,
             input_schema=input_schema,
+            max_cost=max_cost,
         )
 
         return template_input
