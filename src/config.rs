@@ -53,6 +53,19 @@ pub struct BulkActionSettings {
     pub poll_ms: u64,
 }
 
+impl BulkActionSettings {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: &str| Err(ConfigError::Invalid(m.to_string()));
+        if self.batch_size == 0 || self.batch_size > 10_000 {
+            return bad("bulk_actions.batch_size must be between 1 and 10000");
+        }
+        if self.poll_ms == 0 || self.poll_ms > 3_600_000 {
+            return bad("bulk_actions.poll_ms must be between 1 and 3600000");
+        }
+        Ok(())
+    }
+}
+
 impl Default for BulkActionSettings {
     fn default() -> Self {
         Self {
@@ -315,6 +328,19 @@ pub struct LimitSettings {
     pub max_cost: f64,
     /// A task that has spent this fraction of its `max_cost` gets a `cost_warning` event.
     pub cost_warn_fraction: f64,
+}
+
+impl LimitSettings {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: &str| Err(ConfigError::Invalid(m.to_string()));
+        if !(self.max_cost.is_finite() && (0.0..=1e9).contains(&self.max_cost)) {
+            return bad("limits.max_cost must be between 0 (no cap) and 1000000000");
+        }
+        if !(self.cost_warn_fraction > 0.0 && self.cost_warn_fraction <= 1.0) {
+            return bad("limits.cost_warn_fraction must be above 0 and at most 1");
+        }
+        Ok(())
+    }
 }
 
 impl Default for LimitSettings {
@@ -940,20 +966,8 @@ impl Settings {
         if t.max_running_tasks > 1_000_000 || t.max_running_steps > 1_000_000 {
             return bad("tenants.max_running_tasks and max_running_steps must be at most 1000000");
         }
-        let l = &self.limits;
-        if !(l.max_cost.is_finite() && (0.0..=1e9).contains(&l.max_cost)) {
-            return bad("limits.max_cost must be between 0 (no cap) and 1000000000");
-        }
-        if !(l.cost_warn_fraction > 0.0 && l.cost_warn_fraction <= 1.0) {
-            return bad("limits.cost_warn_fraction must be above 0 and at most 1");
-        }
-        let b = &self.bulk_actions;
-        if b.batch_size == 0 || b.batch_size > 10_000 {
-            return bad("bulk_actions.batch_size must be between 1 and 10000");
-        }
-        if b.poll_ms == 0 || b.poll_ms > 3_600_000 {
-            return bad("bulk_actions.poll_ms must be between 1 and 3600000");
-        }
+        self.limits.validate()?;
+        self.bulk_actions.validate()?;
         let r = &self.retention;
         if r.batch_size == 0 || r.batch_size > 10_000 {
             return bad("retention.batch_size must be between 1 and 10000");

@@ -105,6 +105,18 @@ pub(super) struct ToolInput {
     cancel_url: Option<String>,
 }
 
+/// An absolute http(s) URL that the outbound policy does not refuse as a literal address (a
+/// name is checked when a call resolves it).
+fn checked_url(st: &AppState, field: &str, raw: &str) -> Result<(), ApiError> {
+    let url = reqwest::Url::parse(raw)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+        .ok_or_else(|| ApiError::validation(format!("{field} must be an absolute http(s) URL")))?;
+    st.outbound
+        .check_url(&url)
+        .map_err(|b| ApiError::validation(format!("{field}: {b}")))
+}
+
 /// Largest `max_concurrency` and `rate_limit_burst` accepted.
 const MAX_LIMIT: i32 = 100_000;
 
@@ -166,22 +178,9 @@ pub(super) async fn create(
     ApiJson(t): ApiJson<ToolInput>,
 ) -> Result<Response, ApiError> {
     check_id(&t.id)?;
-    let url = reqwest::Url::parse(&t.endpoint)
-        .ok()
-        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
-        .ok_or_else(|| ApiError::validation("endpoint must be an absolute http(s) URL"))?;
-    // a literal address the outbound policy refuses (a name is checked when a call resolves it)
-    st.outbound
-        .check_url(&url)
-        .map_err(|b| ApiError::validation(format!("endpoint: {b}")))?;
+    checked_url(&st, "endpoint", &t.endpoint)?;
     if let Some(c) = &t.cancel_url {
-        let url = reqwest::Url::parse(c)
-            .ok()
-            .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
-            .ok_or_else(|| ApiError::validation("cancel_url must be an absolute http(s) URL"))?;
-        st.outbound
-            .check_url(&url)
-            .map_err(|b| ApiError::validation(format!("cancel_url: {b}")))?;
+        checked_url(&st, "cancel_url", c)?;
     }
     let timeout_ms = t.timeout_ms.unwrap_or(30_000);
     if !(1..=3_600_000).contains(&timeout_ms) {

@@ -87,12 +87,17 @@ async fn keep_cost(store: &Store, cfg: &WorkerConfig, task: uuid::Uuid, charged:
         metrics::gauge!(crate::metrics::LLM_COST, "model" => model.clone()).increment(*cost);
     }
     if let Some((_, Some(_))) = charged.task {
-        let keep = || Box::pin(store.keep_cost_limit(task, cfg.cost_warn_fraction));
-        match with_retries(keep).await {
-            Ok(CostCheck::Stop) => tracing::info!(%task, "the task reached its max_cost: stopped"),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(%task, error = %e, "could not keep the task's max_cost"),
-        }
+        keep_cost_limit(store, cfg, task).await;
+    }
+}
+
+/// Warn or stop a task that spent (a fraction of) its `max_cost`.
+pub(super) async fn keep_cost_limit(store: &Store, cfg: &WorkerConfig, task: uuid::Uuid) {
+    let keep = || Box::pin(store.keep_cost_limit(task, cfg.cost_warn_fraction));
+    match with_retries(keep).await {
+        Ok(CostCheck::Stop) => tracing::info!(%task, "the task reached its max_cost: stopped"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(%task, error = %e, "could not keep the task's max_cost"),
     }
 }
 

@@ -75,13 +75,8 @@ pub(super) async fn execute(
     let mut permit = Some(permit);
     let outcome = match ran.result {
         Ok(out) => {
-            if let Some(ms) = out.hold_ms {
-                // the answer used up the rate limit: no call before its reset, fleet-wide
-                let ms = u64::from(ms).min(cfg.policy.retry.max_retry_after_ms);
-                if let Err(e) = with_retries(|| Box::pin(store.hold_tool(&ran.tool, ms))).await {
-                    tracing::warn!(tool = %ran.tool, error = %e, "could not hold the rate-limited tool");
-                }
-            }
+            hold_tool(rt, &ran.tool, out.hold_ms).await;
+            let paid = out.cost.is_some_and(|c| c > 0.0);
             let s = StepSuccess {
                 fence,
                 worker_id: cfg.id,
@@ -93,6 +88,9 @@ pub(super) async fn execute(
             };
             let (r, back) = rt.completer.complete(s, permit.take()).await;
             permit = back;
+            if paid && r.is_ok() {
+                super::decisions::keep_cost_limit(store, cfg, step.task_id).await;
+            }
             r.map(|d| ("succeeded", d))
         }
         Err(failure) => {
@@ -133,6 +131,17 @@ pub(super) async fn execute(
             );
             (None, permit)
         }
+    }
+}
+
+/// The answer used up the tool's rate limit: no call before its reset, fleet-wide.
+async fn hold_tool(rt: &Runtime, tool: &str, hold_ms: Option<u32>) {
+    let Some(ms) = hold_ms else {
+        return;
+    };
+    let ms = u64::from(ms).min(rt.cfg.policy.retry.max_retry_after_ms);
+    if let Err(e) = with_retries(|| Box::pin(rt.store.hold_tool(tool, ms))).await {
+        tracing::warn!(tool = %tool, error = %e, "could not hold the rate-limited tool");
     }
 }
 

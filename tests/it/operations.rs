@@ -542,3 +542,84 @@ async fn cancelling_a_task_aborts_its_call_in_flight_and_tells_the_tool() {
         "a cancelled call counted against the tool's circuit"
     );
 }
+
+/// Cost: a tool's reported `usage.cost` counts to its task, whose `max_cost` warns at 80 %
+/// and stops it at the limit (its remaining steps skipped, a step already started fenced),
+/// with no LLM involved.
+#[tokio::test]
+async fn tools_reported_costs_count_to_the_task_and_its_max_cost_stops_it() {
+    let app = spawn_app().await;
+    let server = ToolServer::start(
+        Duration::ZERO,
+        std::sync::Arc::new(|_: &common::ToolCall| {
+            (200, json!({"output": {"ok": true}, "usage": {"cost": 0.3}}))
+        }),
+    )
+    .await;
+    register_tool(&app, "meter", &server.endpoint("meter"), json!({})).await;
+    let steps: Vec<Value> = (0..5)
+        .map(|i| {
+            let deps: Vec<String> = if i == 0 {
+                vec![]
+            } else {
+                vec![format!("s{}", i - 1)]
+            };
+            json!({"id": format!("s{i}"), "tool": "meter", "dependencies": deps})
+        })
+        .collect();
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(
+            json!({"description": "metered", "limits": {"max_cost": 1.0},
+                       "plan": {"steps": steps}}),
+        )
+        .await;
+    let t = app.wait_done(id, LIMIT).await;
+    w.stop().await;
+    assert_eq!(t["status"], "failed", "{t}");
+    let (_, r) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    assert_eq!(r["error"]["code"], "cost_limit_exceeded", "{r}");
+    // 0.3 a call: warned at 0.9, stopped at 1.2 (the fourth call). The completion that
+    // recorded the fourth may have started the fifth step already (the check follows the
+    // commit): its result is then fenced, and its attempt records the stop
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM attempts WHERE status = 'succeeded'"
+        )
+        .await,
+        4
+    );
+    let fenced = count(
+        &app,
+        "SELECT count(*) FROM attempts WHERE error_category = 'cost_limit_exceeded'",
+    )
+    .await;
+    assert_eq!(
+        server.calls().len() as i64,
+        4 + fenced,
+        "a call after the stop"
+    );
+    assert!(fenced <= 1);
+    let (_, status) = app.get(&format!("/api/v1/tasks/{id}")).await;
+    assert!(
+        (status["cost"].as_f64().unwrap() - 1.2).abs() < 1e-9,
+        "{status}"
+    );
+    let warned: Vec<Value> = sqlx::query_scalar(
+        "SELECT payload FROM events WHERE task_id = $1 AND kind = 'cost_warning'",
+    )
+    .bind(id)
+    .fetch_all(app.store().pool())
+    .await
+    .unwrap();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        (warned[0]["cost"].as_f64().unwrap() - 0.9).abs() < 1e-9,
+        "{warned:?}"
+    );
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM steps WHERE status = 'skipped'").await,
+        1 - fenced
+    );
+}
