@@ -1116,6 +1116,31 @@ mod tests {
     }
 
     #[test]
+    fn every_section_takes_its_environment_overrides() {
+        let dir = std::env::temp_dir().join(format!("trellis-cfg-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let s = Settings::load_from(
+            &dir,
+            &env(&[
+                ("APP_TENANTS__MAX_RUNNING_STEPS", "5"),
+                ("APP_FAIRNESS__DEFAULT_MAX_RUNNING", "3"),
+                ("APP_BULK_ACTIONS__BATCH_SIZE", "7"),
+                ("APP_LIMITS__MAX_COST", "2.5"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.tenants.max_running_steps, 5);
+        assert_eq!(s.fairness.default_max_running, 3);
+        assert_eq!(s.bulk_actions.batch_size, 7);
+        assert_eq!(s.limits.max_cost, 2.5);
+        assert_eq!(s.limits.cost_warn_fraction, 0.8);
+        let e = Settings::load_from(&dir, &env(&[("APP_LIMITS__COST_WARN_FRACTION", "0")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("cost_warn_fraction"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn defaults_match_the_contract() {
         let dir = std::env::temp_dir().join(format!("trellis-cfg-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -623,3 +623,36 @@ async fn tools_reported_costs_count_to_the_task_and_its_max_cost_stops_it() {
         1 - fenced
     );
 }
+
+/// A template's `max_cost` is the `limits.max_cost` of the tasks made from it, unless the
+/// submit gives its own.
+#[tokio::test]
+async fn a_templates_max_cost_limits_its_tasks() {
+    let app = spawn_app().await;
+    let (s, v) = app
+        .post(
+            "/api/v1/templates",
+            &json!({"id": "budgeted", "max_cost": 0.5,
+                    "plan": {"steps": [{"id": "s", "tool": "echo"}]}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!(v["max_cost"], 0.5);
+    let (s, v) = app
+        .post(
+            "/api/v1/templates",
+            &json!({"id": "bad", "max_cost": -1, "plan": {"steps": [{"id": "s", "tool": "echo"}]}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    let from_template = app.submit(json!({"template": "budgeted"})).await;
+    let own = app
+        .submit(json!({"template": "budgeted", "limits": {"max_cost": 2}}))
+        .await;
+    let limit = |id| {
+        let app = &app;
+        async move { app.get(&format!("/api/v1/tasks/{id}")).await.1["limits"]["max_cost"].clone() }
+    };
+    assert_eq!(limit(from_template).await, 0.5);
+    assert_eq!(limit(own).await, 2.0);
+}
