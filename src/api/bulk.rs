@@ -94,7 +94,7 @@ pub(super) struct BulkActionRequest {
     name: Option<String>,
 }
 
-/// The action created (202), or what a dry run matched (200: no id).
+/// The action created, or what a dry run matched (no id).
 #[derive(Debug, Serialize, ToSchema)]
 pub(super) struct BulkAccepted {
     /// None for a dry run.
@@ -261,12 +261,11 @@ fn checked(r: BulkActionRequest, tenancy: &Tenancy) -> Result<NewBulkAction, Api
 }
 
 /// Start a bulk action (operator): the tasks are matched now (202 with the count), and the
-/// workers apply it in batches. `dry_run`: only the count (200).
+/// workers apply it in batches. `dry_run`: only the count (no id; nothing is created).
 #[utoipa::path(post, path = "/bulk-actions", operation_id = "create_bulk_action", tag = "tasks",
     security(("bearer" = [])), params(super::openapi::TenantParam), request_body = BulkActionRequest,
     responses(
-        (status = 202, description = "created: the workers apply it", body = BulkAccepted),
-        (status = 200, description = "dry run: what it would match", body = BulkAccepted),
+        (status = 202, description = "created (the workers apply it), or a dry run's count", body = BulkAccepted),
         BadBody, BadUri, Guarded,
     ),
 )]
@@ -284,12 +283,7 @@ pub(super) async fn create(
         since: m.since,
         until: m.until,
     };
-    let code = if new.dry_run {
-        StatusCode::OK
-    } else {
-        StatusCode::ACCEPTED
-    };
-    Ok((code, Json(body)).into_response())
+    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
 /// `GET /bulk-actions`.

@@ -217,7 +217,7 @@ async fn a_bulk_rerun_survives_killed_workers_and_reruns_each_task_once() {
             "from_step": "first_failed", "dry_run": dry, "name": "after the outage"})
     };
     let (s, dry) = app.post("/api/v1/bulk-actions", &request(true)).await;
-    assert_eq!(s, StatusCode::OK, "{dry}");
+    assert_eq!(s, StatusCode::ACCEPTED, "{dry}");
     assert_eq!(dry["matched"], N as i64);
     assert!(dry["bulk_action_id"].is_null());
     assert_eq!(

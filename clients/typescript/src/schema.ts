@@ -16,7 +16,7 @@ export interface paths {
         put?: never;
         /**
          * Start a bulk action (operator): the tasks are matched now (202 with the count), and the
-         *     workers apply it in batches. `dry_run`: only the count (200).
+         *     workers apply it in batches. `dry_run`: only the count (no id; nothing is created).
          */
         post: operations["create_bulk_action"];
         delete?: never;
@@ -1177,7 +1177,7 @@ export interface components {
         };
         /** @enum {string} */
         AttemptStatus: "succeeded" | "failed";
-        /** @description The action created (202), or what a dry run matched (200: no id). */
+        /** @description The action created, or what a dry run matched (no id). */
         BulkAccepted: {
             /**
              * Format: uuid
@@ -2901,16 +2901,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description dry run: what it would match */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BulkAccepted"];
-                };
-            };
-            /** @description created: the workers apply it */
+            /** @description created (the workers apply it), or a dry run's count */
             202: {
                 headers: {
                     [name: string]: unknown;

@@ -16,7 +16,7 @@ T = TypeVar("T", bound="BulkAccepted")
 
 @_attrs_define
 class BulkAccepted:
-    """The action created (202), or what a dry run matched (200: no id).
+    """The action created, or what a dry run matched (no id).
 
     Attributes:
         dry_run (bool):

@@ -41,11 +41,6 @@ def _get_kwargs(
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> BulkAccepted | Error | None:
-    if response.status_code == 200:
-        response_200 = BulkAccepted.from_dict(response.json())
-
-        return response_200
-
     if response.status_code == 202:
         response_202 = BulkAccepted.from_dict(response.json())
 
@@ -110,7 +105,7 @@ def sync_detailed(
     tenant: str | Unset = UNSET,
 ) -> Response[BulkAccepted | Error]:
     """Start a bulk action (operator): the tasks are matched now (202 with the count), and the
-    workers apply it in batches. `dry_run`: only the count (200).
+    workers apply it in batches. `dry_run`: only the count (no id; nothing is created).
 
     Args:
         tenant (str | Unset):
@@ -143,7 +138,7 @@ def sync(
     tenant: str | Unset = UNSET,
 ) -> BulkAccepted | Error | None:
     """Start a bulk action (operator): the tasks are matched now (202 with the count), and the
-    workers apply it in batches. `dry_run`: only the count (200).
+    workers apply it in batches. `dry_run`: only the count (no id; nothing is created).
 
     Args:
         tenant (str | Unset):
@@ -171,7 +166,7 @@ async def asyncio_detailed(
     tenant: str | Unset = UNSET,
 ) -> Response[BulkAccepted | Error]:
     """Start a bulk action (operator): the tasks are matched now (202 with the count), and the
-    workers apply it in batches. `dry_run`: only the count (200).
+    workers apply it in batches. `dry_run`: only the count (no id; nothing is created).
 
     Args:
         tenant (str | Unset):
@@ -202,7 +197,7 @@ async def asyncio(
     tenant: str | Unset = UNSET,
 ) -> BulkAccepted | Error | None:
     """Start a bulk action (operator): the tasks are matched now (202 with the count), and the
-    workers apply it in batches. `dry_run`: only the count (200).
+    workers apply it in batches. `dry_run`: only the count (no id; nothing is created).
 
     Args:
         tenant (str | Unset):
