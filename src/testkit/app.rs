@@ -59,29 +59,16 @@ impl TestApp {
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
-        let r = self
-            .http
-            .post(self.url(path))
-            .json(body)
-            .send()
-            .await
-            .unwrap();
-        let status = StatusCode::from_u16(r.status().as_u16()).unwrap();
-        let text = r.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        self.send(self.http.post(self.url(path)).json(body)).await
     }
 
     pub async fn put(&self, path: &str, body: &Value) -> (StatusCode, Value) {
-        let r = self
-            .http
-            .put(self.url(path))
-            .json(body)
-            .send()
-            .await
-            .unwrap();
+        self.send(self.http.put(self.url(path)).json(body)).await
+    }
+
+    /// The answer's status and JSON body (a body that is not JSON: as a string).
+    async fn send(&self, req: reqwest::RequestBuilder) -> (StatusCode, Value) {
+        let r = req.send().await.unwrap();
         let status = StatusCode::from_u16(r.status().as_u16()).unwrap();
         let text = r.text().await.unwrap();
         (
@@ -91,13 +78,7 @@ impl TestApp {
     }
 
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {
-        let r = self.http.get(self.url(path)).send().await.unwrap();
-        let status = StatusCode::from_u16(r.status().as_u16()).unwrap();
-        let text = r.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        self.send(self.http.get(self.url(path))).await
     }
 
     /// Submit a task; panics unless it is accepted. Returns its id.
