@@ -265,7 +265,10 @@ fn checked(r: BulkActionRequest, tenancy: &Tenancy) -> Result<NewBulkAction, Api
 #[utoipa::path(post, path = "/bulk-actions", operation_id = "create_bulk_action", tag = "tasks",
     security(("bearer" = [])), params(super::openapi::TenantParam), request_body = BulkActionRequest,
     responses(
-        (status = 202, description = "created (the workers apply it), or a dry run's count", body = BulkAccepted),
+        (status = 202, description = "created (the workers apply it), or a dry run's count", body = BulkAccepted, links(
+            ("get" = (operation_id = "get_bulk_action", parameters(("id" = "$response.body#/bulk_action_id")))),
+            ("abort" = (operation_id = "abort_bulk_action", parameters(("id" = "$response.body#/bulk_action_id")))),
+        )),
         BadBody, BadUri, Guarded,
     ),
 )]
