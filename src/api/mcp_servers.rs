@@ -133,7 +133,13 @@ async fn import(
 /// Register an MCP server (admin) and import its tools.
 #[utoipa::path(post, path = "/mcp-servers", operation_id = "create_mcp_server", tag = "tools",
     security(("bearer" = [])), request_body = McpServerInput,
-    responses((status = 201, description = "imported", body = McpServerView), Conflict, BadBody, Guarded),
+    responses(
+        (status = 201, description = "imported", body = McpServerView, links(
+            ("refresh" = (operation_id = "refresh_mcp_server", parameters(("id" = "$response.body#/id")))),
+            ("delete" = (operation_id = "delete_mcp_server", parameters(("id" = "$response.body#/id")))),
+        )),
+        Conflict, BadBody, Guarded,
+    ),
 )]
 pub(super) async fn create(
     State(st): State<AppState>,

@@ -229,7 +229,15 @@ async fn checked(st: &AppState, tenant: &str, s: ScheduleInput) -> Result<NewSch
 /// Register a schedule (operator).
 #[utoipa::path(post, path = "/schedules", operation_id = "create_schedule", tag = "schedules",
     security(("bearer" = [])), request_body = ScheduleInput,
-    responses((status = 201, description = "created", body = ScheduleView), Conflict, BadBody, Guarded),
+    responses(
+        (status = 201, description = "created", body = ScheduleView, links(
+            ("get" = (operation_id = "get_schedule", parameters(("id" = "$response.body#/id")))),
+            ("update" = (operation_id = "update_schedule", parameters(("id" = "$response.body#/id")))),
+            ("trigger" = (operation_id = "trigger_schedule", parameters(("id" = "$response.body#/id")))),
+            ("delete" = (operation_id = "delete_schedule", parameters(("id" = "$response.body#/id")))),
+        )),
+        Conflict, BadBody, Guarded,
+    ),
 )]
 pub(super) async fn create(
     State(st): State<AppState>,
