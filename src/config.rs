@@ -271,6 +271,9 @@ pub struct ToolSettings {
     /// environment takes them comma-separated). `None`: not set (`--dev` then allows loopback).
     #[serde(deserialize_with = "cidr_list")]
     pub allow_cidrs: Option<Vec<ipnet::IpNet>>,
+    /// `false`: public addresses are refused too, so only `allow_cidrs` can be reached (an
+    /// egress allow-list).
+    pub allow_public: bool,
     /// A tool answer longer than this fails the attempt (`output_too_large`).
     pub max_output_bytes: u64,
 }
@@ -279,6 +282,7 @@ impl Default for ToolSettings {
     fn default() -> Self {
         Self {
             allow_cidrs: None,
+            allow_public: true,
             max_output_bytes: 1_048_576,
         }
     }

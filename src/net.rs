@@ -128,6 +128,8 @@ pub struct Blocked {
 #[derive(Debug, Clone)]
 pub struct Outbound {
     allow: Arc<Vec<IpNet>>,
+    /// Whether public unicast addresses may be reached without being in `allow`.
+    public: bool,
     /// A tool answer longer than this fails the attempt.
     pub max_output_bytes: u64,
     /// Names resolved without DNS (tests pin a name to an address with this; the guard still
@@ -145,6 +147,7 @@ impl Outbound {
     pub fn new(allow: Vec<IpNet>, max_output_bytes: u64) -> Self {
         Self {
             allow: Arc::new(allow),
+            public: true,
             max_output_bytes,
             hosts: Arc::default(),
         }
@@ -155,6 +158,13 @@ impl Outbound {
             t.allow_cidrs.clone().unwrap_or_default(),
             t.max_output_bytes,
         )
+        .public(t.allow_public)
+    }
+
+    /// Whether public unicast addresses may be reached (`false`: only the allow-list can be).
+    pub fn public(mut self, allowed: bool) -> Self {
+        self.public = allowed;
+        self
     }
 
     /// Resolve `name` to `addrs` without DNS (the guard still applies).
@@ -170,7 +180,11 @@ impl Outbound {
             return Ok(());
         }
         match refused_range(ip) {
-            None => Ok(()),
+            None if self.public => Ok(()),
+            None => Err(Blocked {
+                addr: ip,
+                range: "public, and [tools] allow_public is false",
+            }),
             Some(range) => Err(Blocked { addr: ip, range }),
         }
     }
@@ -371,6 +385,23 @@ mod tests {
         assert!(o.check(ip("::ffff:127.0.0.1")).is_ok());
         assert!(o.check(ip("127.0.0.2")).is_err());
         assert!(o.check(ip("::ffff:127.0.0.2")).is_err());
+    }
+
+    #[test]
+    fn without_public_only_the_allow_list_is_reachable() {
+        let o = Outbound::new(vec!["10.1.0.0/16".parse().unwrap()], 10).public(false);
+        assert!(o.check(ip("10.1.2.3")).is_ok());
+        let e = o.check(ip("8.8.8.8")).unwrap_err();
+        assert!(e.to_string().contains("allow_public"), "{e}");
+        assert!(o.check(ip("2606:4700::1111")).is_err());
+        assert!(o.check(ip("10.2.0.1")).is_err());
+        let open = Outbound::new(vec![], 10);
+        assert!(open.check(ip("8.8.8.8")).is_ok());
+        let s = crate::config::ToolSettings {
+            allow_public: false,
+            ..Default::default()
+        };
+        assert!(Outbound::from_settings(&s).check(ip("8.8.8.8")).is_err());
     }
 
     #[test]

@@ -24,12 +24,13 @@ use uuid::Uuid;
 pub const ADMIN_KEY: &str = "test-admin-key-0123456789abcdef";
 
 /// Settings for tests: quick polling, backoff and rescue; the bootstrap admin key; tools may
-/// reach the test servers on 127.0.0.1 (and nothing else on loopback: the outbound tests'
-/// canary listens on 127.0.0.2).
+/// reach the test servers on 127.0.0.1 and nothing else (no public address, and nothing else
+/// on loopback: the outbound tests' canary listens on 127.0.0.2).
 pub fn test_settings() -> Settings {
     let mut s = Settings::default();
     s.auth.bootstrap_admin_key = Some(ADMIN_KEY.into());
     s.tools.allow_cidrs = Some(vec!["127.0.0.1/32".parse().unwrap()]);
+    s.tools.allow_public = false;
     s.worker.poll_ms = 200;
     s.worker.retry_backoff_ms = 10;
     s.worker.retry_backoff_max_ms = 50;
