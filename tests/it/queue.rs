@@ -697,3 +697,55 @@ async fn two_live_workers(store: &Store) -> (Uuid, Uuid) {
     }
     (a, b)
 }
+
+/// A heartbeat never waits for a step row that another transaction is writing (above all the
+/// completion of one of the same worker's steps): it renews the others and leaves that one to
+/// the next beat. When it waited, it took its row locks in another order than the
+/// completion's, and the two deadlocked (a second lost, the batch completed one by one).
+#[tokio::test]
+async fn a_heartbeat_passes_over_a_step_being_completed() {
+    let db = fresh_db().await;
+    let store = &db.store;
+    submit_many(store, 2, 1).await;
+    let worker = Uuid::now_v7();
+    let held = store.claim_steps(&claim(worker, 2)).await.unwrap();
+    assert_eq!(held.len(), 2);
+    let pairs: Vec<(Uuid, i64)> = held.iter().map(|c| (c.id, c.lease_token)).collect();
+    // a completion of the first step is under way: its row is locked
+    let mut completing = store.pool().begin().await.unwrap();
+    sqlx::query("UPDATE steps SET updated_at = now() WHERE id = $1")
+        .bind(held[0].id)
+        .execute(&mut *completing)
+        .await
+        .unwrap();
+    let (renewed, _) = tokio::time::timeout(
+        Duration::from_secs(30),
+        store.heartbeat(worker, 300.0, &pairs, &[]),
+    )
+    .await
+    .expect("the heartbeat waited for the row being completed")
+    .unwrap();
+    assert_eq!(renewed, 1);
+    let lease_left = |id: Uuid| async move {
+        sqlx::query_scalar::<_, f64>(
+            "SELECT extract(epoch FROM lease_expires_at - now())::float8 FROM steps WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_one(store.pool())
+        .await
+        .unwrap()
+    };
+    assert!(
+        lease_left(held[1].id).await > 60.0,
+        "the free step was not renewed"
+    );
+    assert!(
+        lease_left(held[0].id).await <= 30.0,
+        "the locked step was renewed"
+    );
+    completing.rollback().await.unwrap();
+    // the next beat renews it
+    let (renewed, _) = store.heartbeat(worker, 300.0, &pairs, &[]).await.unwrap();
+    assert_eq!(renewed, 2);
+    assert!(lease_left(held[0].id).await > 60.0);
+}
