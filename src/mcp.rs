@@ -13,6 +13,11 @@ use serde_json::{Map, Value};
 use crate::domain::model::ToolFailure;
 use crate::tools::ToolOutput;
 
+/// The `params._meta` key a `tools/call` carries the call's idempotency key under (the same
+/// key an HTTP tool gets as `Idempotency-Key`): MCP defines no field for it, and `_meta` keys
+/// take a prefix of their own.
+pub const IDEMPOTENCY_META: &str = "dev.trellis/idempotency-key";
+
 /// A tool an MCP server lists.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpTool {
@@ -73,6 +78,7 @@ pub async fn call(
     headers: &[(String, String)],
     name: &str,
     arguments: &Value,
+    idempotency_key: Option<&str>,
 ) -> Result<ToolOutput, ToolFailure> {
     let transient = |m: String| ToolFailure::new("tool_error", m, true);
     let transport =
@@ -84,6 +90,13 @@ pub async fn call(
     let mut params = CallToolRequestParams::new(name.to_string());
     if let Value::Object(m) = arguments {
         params = params.with_arguments(m.clone());
+    }
+    if let Some(key) = idempotency_key {
+        // MCP has no idempotency field: `_meta`, under a prefix of our own (the spec reserves
+        // `_meta` for such metadata)
+        let mut meta = serde_json::Map::new();
+        meta.insert(IDEMPOTENCY_META.into(), Value::String(key.into()));
+        params.meta = Some(meta.into());
     }
     let answer = client.call_tool(params).await;
     let _ = client.cancel().await;

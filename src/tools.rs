@@ -13,6 +13,9 @@ use crate::domain::nul;
 pub use crate::domain::tool::ToolDef;
 use crate::net::{self, Outbound};
 
+/// The header that carries a call's idempotency key.
+pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
 /// Longest sleep the `sleep` built-in takes, in milliseconds (one hour).
 pub const MAX_SLEEP_MS: u64 = 3_600_000;
 
@@ -43,6 +46,10 @@ pub struct Invocation<'a> {
     /// Why the step runs again: a later step failed on this step's output (HTTP tools get it as
     /// the body's `feedback`).
     pub feedback: Option<&'a Value>,
+    /// The call's idempotency key, the same for every attempt of the call
+    /// ([`crate::domain::call_key`]): HTTP tools and `http_request` send it as
+    /// `Idempotency-Key`, MCP tools in `params._meta` ([`crate::mcp::IDEMPOTENCY_META`]).
+    pub idempotency_key: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -146,6 +153,7 @@ impl ToolRunner {
             inv.headers,
             &tool.name,
             inv.parameters,
+            inv.idempotency_key,
         )
         .await
     }
@@ -196,7 +204,7 @@ impl ToolRunner {
                     plain(p.clone())
                 }
             }
-            "http_request" => self.http_request(p).await,
+            "http_request" => self.http_request(p, inv.idempotency_key).await,
             "approval" | "wait_event" | "sleep_until" | "task" => Err(ToolFailure::new(
                 "parameter_error",
                 format!(
@@ -213,7 +221,9 @@ impl ToolRunner {
         }
     }
 
-    async fn http_request(&self, p: &Value) -> Result<ToolOutput, ToolFailure> {
+    /// The built-in `http_request`: the call's idempotency key goes as `Idempotency-Key` unless
+    /// the step's own `headers` name one (the plan's author knows the target's keys best).
+    async fn http_request(&self, p: &Value, key: Option<&str>) -> Result<ToolOutput, ToolFailure> {
         let url = p.get("url").and_then(Value::as_str).ok_or_else(|| {
             ToolFailure::new("parameter_error", "http_request needs a \"url\"", false)
         })?;
@@ -224,7 +234,13 @@ impl ToolRunner {
                 ToolFailure::new("parameter_error", format!("bad method {method:?}"), false)
             })?;
         let mut req = self.http.request(method, url.clone());
-        if let Some(h) = p.get("headers").and_then(Value::as_object) {
+        let headers = p.get("headers").and_then(Value::as_object);
+        if let Some(key) = key
+            && !headers.is_some_and(|h| h.keys().any(|k| k.eq_ignore_ascii_case(IDEMPOTENCY_KEY)))
+        {
+            req = req.header(IDEMPOTENCY_KEY, key);
+        }
+        if let Some(h) = headers {
             for (k, v) in h {
                 if let Some(v) = v.as_str() {
                     req = req.header(k, v);
@@ -362,10 +378,10 @@ impl ToolRunner {
         if let Some(feedback) = inv.feedback {
             body["feedback"] = feedback.clone();
         }
-        let mut req = self.http.post(endpoint.clone()).header(
-            "Idempotency-Key",
-            format!("{}:{}:{}", inv.task_id, inv.step_key, inv.attempt),
-        );
+        let mut req = self.http.post(endpoint.clone());
+        if let Some(key) = inv.idempotency_key {
+            req = req.header(IDEMPOTENCY_KEY, key);
+        }
         for (name, value) in inv.headers {
             req = req.header(name.as_str(), value.as_str());
         }
@@ -681,6 +697,7 @@ mod tests {
             callback_url: None,
             headers: &[],
             feedback: None,
+            idempotency_key: None,
         }
     }
 

@@ -441,16 +441,10 @@ pub const PRIORITIES: std::ops::RangeInclusive<i32> = -1000..=1000;
 /// Longest sleep a `sleep` step may ask for, in milliseconds (one hour).
 pub const MAX_SLEEP_MS: u64 = crate::tools::MAX_SLEEP_MS;
 
-/// `[limits] max_steps_per_plan`, and what a plan's literal parameters can be checked for
-/// before it runs (a `sleep` within its range).
+/// `[limits] max_steps_per_plan` and `max_map_items`, and what a plan's literal parameters can
+/// be checked for before it runs (a `sleep` within its range).
 pub(super) fn check_plan_size(st: &AppState, plan: &PlanSpec) -> Result<(), ApiError> {
-    let max = st.settings.limits.max_steps_per_plan as usize;
-    if plan.steps.len() > max {
-        return Err(ApiError::validation(format!(
-            "the plan has {} steps; at most {max} are allowed ([limits] max_steps_per_plan)",
-            plan.steps.len()
-        )));
-    }
+    crate::domain::plan::check_bounds(plan, st.settings.limits.plan_bounds())?;
     let calls = plan.steps.iter().flat_map(|s| {
         std::iter::once((&s.id, &s.tool, &s.parameters)).chain(
             s.actions

@@ -389,6 +389,9 @@ pub struct AttemptView {
     pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
     pub duration_ms: Option<i64>,
+    /// The `Idempotency-Key` the call carried: the same for every attempt of one call (HTTP
+    /// and MCP tools, `http_request`, `task`; null for the others).
+    pub idempotency_key: Option<String>,
 }
 
 /// An attempt (`GET /tasks/{id}/attempts`).
@@ -406,6 +409,7 @@ pub fn attempt(a: &AttemptRow) -> AttemptView {
         started_at: a.started_at,
         finished_at: a.finished_at,
         duration_ms: a.duration_ms,
+        idempotency_key: a.idempotency_key.clone(),
     }
 }
 

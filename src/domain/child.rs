@@ -99,6 +99,52 @@ impl ChildSpec {
     }
 }
 
+/// How far a tree of child tasks may grow (`[limits] max_child_depth`, `max_descendants`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TreeLimits {
+    /// A root's children are at depth 1.
+    pub max_depth: i32,
+    /// Tasks started under one root over its life (children of children included).
+    pub max_descendants: i32,
+}
+
+/// Why no child is started now: the parent has ended or been cancelled (its step is being
+/// aborted), or the tree is at a limit (the task stops with the category as its reason).
+pub fn refused(parent_status: &str) -> ToolFailure {
+    ToolFailure::new(
+        super::model::CANCELLED,
+        format!("the task is {parent_status}: no child task is started under it"),
+        false,
+    )
+}
+
+/// `Err` when a child at `depth` (its parent's depth + 1) would be deeper than the limit.
+pub fn check_depth(depth: i32, limits: TreeLimits) -> Result<(), ToolFailure> {
+    if depth <= limits.max_depth {
+        return Ok(());
+    }
+    Err(ToolFailure::new(
+        super::failure::category::CHILD_DEPTH_EXCEEDED,
+        format!(
+            "task: the child would be at depth {depth}; at most {} is allowed ([limits] max_child_depth)",
+            limits.max_depth
+        ),
+        false,
+    ))
+}
+
+/// The failure of a call past `[limits] max_descendants`.
+pub fn descendants_exceeded(limits: TreeLimits) -> ToolFailure {
+    ToolFailure::new(
+        super::failure::category::DESCENDANTS_EXCEEDED,
+        format!(
+            "task: its root task has started {} descendant tasks, the most allowed ([limits] max_descendants)",
+            limits.max_descendants
+        ),
+        false,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,5 +214,27 @@ mod tests {
                 .contains("input_schema")
         );
         assert!(c.plan(None).unwrap_err().message.contains("not registered"));
+    }
+
+    #[test]
+    fn a_tree_is_held_to_its_depth_and_the_failures_stop_their_task() {
+        let l = TreeLimits {
+            max_depth: 3,
+            max_descendants: 10,
+        };
+        for depth in 1..=3 {
+            check_depth(depth, l).unwrap();
+        }
+        let f = check_depth(4, l).unwrap_err();
+        assert_eq!(f.category, "child_depth_exceeded");
+        assert!(f.message.contains("max_child_depth"), "{}", f.message);
+        assert!(!f.retryable);
+        let f = descendants_exceeded(l);
+        assert_eq!(f.category, "descendants_exceeded");
+        assert!(f.message.contains("10"), "{}", f.message);
+        for f in [check_depth(4, l).unwrap_err(), descendants_exceeded(l)] {
+            assert!(super::super::failure::stops_task(&f.category));
+        }
+        assert!(!super::super::failure::stops_task(&refused("cancelled").category));
     }
 }

@@ -20,6 +20,20 @@ pub mod category {
     /// A step waited on its tool's open circuit as long as the tool allows: it failed without a
     /// call (no attempt is recorded for it).
     pub const CIRCUIT_OPEN: &str = "circuit_open";
+    /// A `task` call would start a child deeper than `[limits] max_child_depth`.
+    pub const CHILD_DEPTH_EXCEEDED: &str = "child_depth_exceeded";
+    /// A `task` call would start more than `[limits] max_descendants` tasks under one root.
+    pub const DESCENDANTS_EXCEEDED: &str = "descendants_exceeded";
+}
+
+/// A failure no tier can heal: a tree of child tasks at its limit. The task stops at once with
+/// the category as its stop reason, and so does every ancestor waiting on it: a retry, a repair
+/// or a replan would only start the same child again.
+pub fn stops_task(category: &str) -> bool {
+    matches!(
+        category,
+        category::CHILD_DEPTH_EXCEEDED | category::DESCENDANTS_EXCEEDED
+    )
 }
 
 /// How an HTTP status classifies a failure when the tool's error body names no `category`

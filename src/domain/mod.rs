@@ -16,12 +16,14 @@
 //!   schema makes unambiguous; [`circuit`]: the fleet-wide circuit breaker's states;
 //! - [`limits`], [`tool`], [`template`]: a task's limits, the tool registry's record, workflow
 //!   templates and their `${input.key}` placeholders;
+//! - [`call_key`]: the idempotency key of one tool call, the same through its retries;
 //! - [`auth`]: API key roles and what each call needs; [`bulk`]: bulk actions' vocabulary;
 //!   [`nul`]: finding NUL characters;
 //!   [`secrets`]: credentials kept out of answers.
 
 pub mod auth;
 pub mod bulk;
+pub mod call_key;
 pub mod child;
 pub mod circuit;
 pub mod decision;

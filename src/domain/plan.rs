@@ -238,6 +238,51 @@ fn collect_refs(
     Ok(())
 }
 
+/// What `[limits]` holds every plan to, wherever it comes from (a client, a template, a child
+/// task's call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// `[limits] max_steps_per_plan`.
+    pub max_steps: usize,
+    /// `[limits] max_map_items`: the largest `map.max_items`.
+    pub max_map_items: u32,
+}
+
+/// A plan within `b`: no more steps than `max_steps`, no map asking for more than
+/// `max_map_items` items. The message names the limit.
+pub fn check_bounds(plan: &PlanSpec, b: Bounds) -> Result<(), PlanError> {
+    if plan.steps.len() > b.max_steps {
+        return err(format!(
+            "the plan has {} steps; at most {} are allowed ([limits] max_steps_per_plan)",
+            plan.steps.len(),
+            b.max_steps
+        ));
+    }
+    for s in &plan.steps {
+        if let Some(n) = s.map.as_ref().and_then(|m| m.max_items)
+            && n > b.max_map_items
+        {
+            return err(format!(
+                "step {:?}: map.max_items is {n}; at most {} are allowed ([limits] max_map_items)",
+                s.id, b.max_map_items
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The most items a map runs: its `max_items`, else `[limits] max_steps_per_plan`, and never
+/// more than `[limits] max_map_items` (a plan made before the limit, or by a brain, is held to
+/// it too). With the setting that bounds it, for the failure's message.
+pub fn map_item_limit(max_items: Option<u32>, b: Bounds) -> (usize, &'static str) {
+    let ceiling = b.max_map_items as usize;
+    match max_items {
+        Some(m) if (m as usize) <= ceiling => (m as usize, "map.max_items"),
+        None if b.max_steps <= ceiling => (b.max_steps, "[limits] max_steps_per_plan"),
+        _ => (ceiling, "[limits] max_map_items"),
+    }
+}
+
 /// Validate a submitted plan against the known tool ids. Pure: no I/O.
 pub fn validate(plan: &PlanSpec, known_tools: &HashSet<String>) -> Result<(), PlanError> {
     if plan.steps.is_empty() {
@@ -892,5 +937,46 @@ mod tests {
             {"id": "c", "tool": "echo"}
         ]}));
         assert_eq!(topological_order(&p).unwrap(), vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn bounds_name_the_limit_a_plan_exceeds() {
+        let b = Bounds {
+            max_steps: 2,
+            max_map_items: 100,
+        };
+        let map = |n: u32| {
+            plan(json!({"steps": [{"id": "m", "tool": "echo",
+                "map": {"over": "${context.xs}", "max_items": n}}]}))
+        };
+        check_bounds(&map(100), b).unwrap();
+        let e = check_bounds(&map(101), b).unwrap_err();
+        assert!(e.message.contains("[limits] max_map_items"), "{e}");
+        assert!(e.message.contains("101"), "{e}");
+        let three = plan(json!({"steps": [{"id": "a", "tool": "echo"},
+            {"id": "b", "tool": "echo"}, {"id": "c", "tool": "echo"}]}));
+        let e = check_bounds(&three, b).unwrap_err();
+        assert!(e.message.contains("[limits] max_steps_per_plan"), "{e}");
+    }
+
+    #[test]
+    fn a_maps_item_limit_never_passes_max_map_items() {
+        let b = |max_steps, max_map_items| Bounds {
+            max_steps,
+            max_map_items,
+        };
+        assert_eq!(map_item_limit(Some(5), b(1000, 10)), (5, "map.max_items"));
+        assert_eq!(
+            map_item_limit(Some(50), b(1000, 10)),
+            (10, "[limits] max_map_items")
+        );
+        assert_eq!(
+            map_item_limit(None, b(1000, 10_000)),
+            (1000, "[limits] max_steps_per_plan")
+        );
+        assert_eq!(
+            map_item_limit(None, b(1000, 10)),
+            (10, "[limits] max_map_items")
+        );
     }
 }

@@ -191,4 +191,7 @@ pub struct AttemptRow {
     pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
     pub duration_ms: Option<i64>,
+    /// The `Idempotency-Key` the call carried (HTTP and MCP tools, `http_request`, `task`).
+    #[sqlx(default)]
+    pub idempotency_key: Option<String>,
 }

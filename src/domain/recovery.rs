@@ -261,6 +261,11 @@ pub fn after_failure(
             AfterFailure::Retry { delay_ms: 0 }
         };
     }
+    if super::failure::stops_task(&failure.category) {
+        return AfterFailure::FailTask {
+            reason: failure.message.clone(),
+        };
+    }
     if step_reflection {
         return AfterFailure::Reflect;
     }
@@ -889,7 +894,9 @@ mod tests {
 
     #[test]
     fn after_failure_exhaustively() {
-        for reflect in [false, true] {
+        use super::super::failure::category::{CHILD_DEPTH_EXCEEDED, DESCENDANTS_EXCEEDED};
+        let categories = ["tool_error", CHILD_DEPTH_EXCEEDED, DESCENDANTS_EXCEEDED];
+        for (category, reflect) in categories.into_iter().flat_map(|c| [(c, false), (c, true)]) {
             for retryable in [false, true] {
                 for retry in 1..=4 {
                     for consecutive in 1..=4 {
@@ -898,9 +905,12 @@ mod tests {
                             consecutive_failures: consecutive,
                             ..counters()
                         };
-                        let f = ToolFailure::new("tool_error", "x", retryable);
+                        let f = ToolFailure::new(category, "x", retryable);
                         let got = after_failure(&c, &f, reflect, B);
-                        let want = if reflect {
+                        // a tree at its limit stops the task whatever else holds
+                        let want = if category != "tool_error" {
+                            "fail"
+                        } else if reflect {
                             "reflect"
                         } else if retryable && retry < 3 && consecutive < 3 {
                             "retry"
@@ -914,7 +924,7 @@ mod tests {
                         };
                         assert_eq!(
                             is, want,
-                            "reflect={reflect} retryable={retryable} retry={retry} consecutive={consecutive}"
+                            "{category} reflect={reflect} retryable={retryable} retry={retry} consecutive={consecutive}"
                         );
                     }
                 }

@@ -395,13 +395,20 @@ pub fn after_wait(
                     .or_else(|| error.get("reason"))
                     .and_then(Value::as_str)
                     .unwrap_or("no reason given");
-                // the same child would end the same way: recovery decides (a repair runs a
-                // new child)
-                AfterWait::Fail(ToolFailure::new(
-                    CHILD_TASK_FAILED,
-                    format!("child task {task_id} ended {status}: {why}"),
-                    false,
-                ))
+                // a tree at its limit stops every ancestor with the same reason; anything else
+                // would end the same way with the same child: recovery decides (a repair runs
+                // a new child)
+                let category = error
+                    .get("code")
+                    .and_then(Value::as_str)
+                    .filter(|c| super::failure::stops_task(c))
+                    .unwrap_or(CHILD_TASK_FAILED);
+                let message = if status == "needs_intervention" {
+                    format!("child task {task_id} stopped in needs_intervention: {why}")
+                } else {
+                    format!("child task {task_id} ended {status}: {why}")
+                };
+                AfterWait::Fail(ToolFailure::new(category, message, false))
             }
         },
         Resolution::Timeout => AfterWait::Fail(ToolFailure::new(

@@ -1,29 +1,42 @@
 //! Child tasks (the fan-out issue): a step's `task` call starts a task with its parent recorded
-//! (`tasks.parent_task_id`, `parent_step_id`), idempotent per step and attempt (the child's
-//! idempotency key), and the step waits for it on a `child` wait (`store::waits`). Cancelling
-//! a task cancels its unfinished descendants in the same transaction.
+//! (`tasks.parent_task_id`, `parent_step_id`), one per call (the child's idempotency key names
+//! the call's key and the attempt that started it; a later attempt of the same call takes over
+//! a child no attempt waited on), and the step waits for it on a `child` wait (`store::waits`).
+//!
+//! Bounded (the guarantees issue): a child is inserted in one transaction with its parent
+//! locked, the parent's step still leased, the parent not ended or cancelled, the tree within
+//! `[limits] max_child_depth` (a walk up the parents) and `max_descendants` (`task_trees`, a
+//! counter per root taken under its row's lock). Cancelling a task locks and cancels its
+//! unfinished descendants in one transaction ([`super::submit`]), so after it commits no task
+//! of the tree starts another.
 
 use uuid::Uuid;
 
+use super::step_queue::StepLease;
 use super::submit::{NewTask, ParentRef};
 use super::{NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task};
 use crate::domain::Limits;
-use crate::domain::child::{ChildSpec, Source};
+use crate::domain::child::{ChildSpec, Source, TreeLimits};
+use crate::domain::plan::Bounds;
 use crate::domain::event::{self, Event};
 use crate::domain::model::ToolFailure;
-use crate::domain::status::TaskStatus;
 
 /// The step whose `task` call starts a child.
 #[derive(Debug, Clone, Copy)]
 pub struct ChildOf<'a> {
-    pub task_id: Uuid,
-    pub step_id: Uuid,
+    /// The parent step's lease: the child is started only while it holds.
+    pub fence: &'a StepLease,
     pub step_key: &'a str,
+    /// The attempt that starts it.
     pub attempt: i32,
-    /// `[limits] max_steps_per_plan`: the child's plan is held to it like a submitted one.
-    pub max_steps: usize,
+    /// The call's idempotency key ([`crate::domain::call_key`]): one child per call, found
+    /// again by an attempt that repeats the call after a lost one.
+    pub call_key: &'a str,
+    /// `[limits]`: the child's plan is held to them like a submitted one.
+    pub bounds: Bounds,
+    /// `[limits] max_child_depth`, `max_descendants`.
+    pub tree: TreeLimits,
 }
-
 /// A task's child, as its parent's view lists it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ChildRow {
@@ -37,18 +50,22 @@ fn bad(message: String) -> ToolFailure {
 }
 
 impl Store {
-    /// Start the child task of a step's `task` call, or find the one this attempt started
-    /// before (a retry after a crash); `Err(failure)` when the call is wrong (an unknown
-    /// template or tool, an invalid plan): the step fails with it.
+    /// Start the child task of a step's `task` call, or find the one an earlier attempt of
+    /// the same call started and never waited on (its worker was lost before it parked);
+    /// `Err(failure)` when the call is wrong (an unknown template or tool, an invalid plan),
+    /// when the parent has ended or been cancelled, or when the tree is at a limit: the step
+    /// fails with it. One transaction under the parent's lock, fenced on its step's lease: a
+    /// cancel that commits first is seen, and one that comes after sees the child.
     pub async fn start_child(
         &self,
         parent: ChildOf<'_>,
         spec: &ChildSpec,
     ) -> Result<std::result::Result<Uuid, ToolFailure>> {
+        let task_id = parent.fence.task_id;
         let template = match &spec.source {
             Source::Template(id) => match self.get_template(id).await {
                 // another tenant's template is not there for this task
-                Ok(t) if t.tenant == self.task_tenant(parent.task_id).await? => Some(t),
+                Ok(t) if t.tenant == self.task_tenant(task_id).await? => Some(t),
                 Ok(_) => None,
                 Err(StoreError::NotFound(_)) => None,
                 Err(e) => return Err(e),
@@ -59,26 +76,22 @@ impl Store {
             Ok(p) => p,
             Err(f) => return Ok(Err(f)),
         };
-        if plan.steps.len() > parent.max_steps {
-            return Ok(Err(bad(format!(
-                "task: the child's plan has {} steps; at most {} are allowed ([limits] max_steps_per_plan)",
-                plan.steps.len(),
-                parent.max_steps
-            ))));
+        if let Err(e) = crate::domain::plan::check_bounds(&plan, parent.bounds) {
+            return Ok(Err(bad(format!("task: the child's plan: {}", e.message))));
         }
-        let known = in_tx!(self.pool, |tx| known_tools(tx, parent.task_id).await)?;
+        let known = in_tx!(self.pool, |tx| known_tools(tx, task_id).await)?;
         if let Err(e) = crate::domain::plan::validate(&plan, &known) {
             return Ok(Err(bad(format!("task: the child's plan: {}", e.message))));
         }
-        let p = self.get_task(parent.task_id).await?;
+        let p = self.get_task(task_id).await?;
         // the child inherits its parent's limits, and what is left of its deadline
-        let left = self.seconds_left(parent.task_id).await?;
+        let left = self.seconds_left(task_id).await?;
         let task = NewTask {
             description,
             metadata: p.metadata.clone(),
             context: spec.input.clone(),
             priority: p.priority,
-            idempotency_key: Some(format!("child:{}:{}", parent.step_id, parent.attempt)),
+            idempotency_key: Some(format!("child:{}:{}", parent.call_key, parent.attempt)),
             limits: Limits {
                 max_step_retries: p.max_step_retries,
                 max_single_step_repairs: p.max_single_step_repairs,
@@ -102,33 +115,15 @@ impl Store {
             start: Default::default(),
             webhook: None,
             parent: Some(ParentRef {
-                task_id: parent.task_id,
-                step_id: parent.step_id,
+                task_id,
+                step_id: parent.fence.step_id,
             }),
             // a child takes its parent's turns
             concurrency_key: p.concurrency_key.clone(),
             tenant: p.tenant.clone(),
         };
-        let submitted = match self.submit_tasks(std::slice::from_ref(&task)).await? {
-            Ok(mut v) => v.pop().expect("one result per task"),
-            Err(missing) => {
-                return Ok(Err(bad(format!(
-                    "task: the child's plan names unknown tools: {}",
-                    missing.join(", ")
-                ))));
-            }
-        };
-        let child = submitted.task_id;
-        in_tx!(self.pool, |tx| announce(
-            tx,
-            parent,
-            child,
-            submitted.created
-        )
-        .await)?;
-        Ok(Ok(child))
+        in_tx!(self.pool, |tx| self.start_child_in(tx, parent, &task).await)
     }
-
     /// A task's usage on its own and with every descendant: (LLM tokens, tool calls) each.
     pub async fn usage_with_descendants(&self, task_id: Uuid) -> Result<((i64, i64), (i64, i64))> {
         let (a, b, c, d): (i64, i64, i64, i64) = sqlx::query_as(sql!("read/usage"))
@@ -175,22 +170,74 @@ impl Store {
     }
 }
 
-/// Announce a new child on its parent. A parent that ended while the child was being
-/// submitted (a cancel that did not see the child yet) takes the child with it.
-async fn announce(tx: &mut Tx, parent: ChildOf<'_>, child: Uuid, created: bool) -> Result<()> {
-    let p = lock_task(tx, parent.task_id).await?;
-    if created {
-        let e = Event::ChildTaskStarted(event::ChildTaskStarted {
-            step_key: parent.step_key.to_string(),
-            child_task_id: child,
-        });
-        append_events(tx, &[NewEvent::new(parent.task_id, e)]).await?;
-    }
-    if p.status == TaskStatus::Cancelled {
-        let status = lock_task(tx, child).await?.status;
-        if !status.is_terminal() {
-            super::submit::cancel_locked(tx, child, status, None).await?;
+impl Store {
+    /// [`Store::start_child`]'s transaction: the parent locked and still running its step,
+    /// the child of a lost attempt of this call found again, or the tree's limits checked
+    /// and the child inserted and announced.
+    async fn start_child_in(
+        &self,
+        tx: &mut Tx,
+        parent: ChildOf<'_>,
+        task: &NewTask,
+    ) -> Result<std::result::Result<Uuid, ToolFailure>> {
+        let fence = parent.fence;
+        let p = lock_task(tx, fence.task_id).await?;
+        if p.status.is_terminal() {
+            return Ok(Err(crate::domain::child::refused(p.status.as_str())));
         }
+        let holds: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM steps WHERE id = $1 AND task_id = $2 AND lease_token = $3
+             AND (status = 'running') IS NOT FALSE",
+        )
+        .bind(fence.step_id)
+        .bind(fence.task_id)
+        .bind(fence.lease_token)
+        .fetch_optional(&mut **tx)
+        .await?;
+        if holds.is_none() {
+            return Err(StoreError::Fenced);
+        }
+        let found: Option<Uuid> = sqlx::query_scalar(sql!("task/unwaited_child"))
+            .bind(fence.task_id)
+            .bind(fence.step_id)
+            .bind(format!("child:{}:", parent.call_key))
+            .fetch_optional(&mut **tx)
+            .await?;
+        if let Some(child) = found {
+            return Ok(Ok(child));
+        }
+        let (root, depth): (Uuid, i32) = sqlx::query_as(sql!("task/tree_place"))
+            .bind(fence.task_id)
+            .bind(parent.tree.max_depth)
+            .fetch_one(&mut **tx)
+            .await?;
+        if let Err(f) = crate::domain::child::check_depth(depth + 1, parent.tree) {
+            return Ok(Err(f));
+        }
+        let counted: Option<i32> = sqlx::query_scalar(sql!("task/count_descendant"))
+            .bind(root)
+            .bind(parent.tree.max_descendants)
+            .fetch_optional(&mut **tx)
+            .await?;
+        if counted.is_none() {
+            return Ok(Err(crate::domain::child::descendants_exceeded(parent.tree)));
+        }
+        let submitted = match self.submit_in(tx, std::slice::from_ref(task)).await? {
+            Ok(mut v) => v.pop().expect("one result per task"),
+            Err(missing) => {
+                return Ok(Err(bad(format!(
+                    "task: the child's plan names unknown tools: {}",
+                    missing.join(", ")
+                ))));
+            }
+        };
+        if submitted.created {
+            let e = Event::ChildTaskStarted(event::ChildTaskStarted {
+                step_key: parent.step_key.to_string(),
+                child_task_id: submitted.task_id,
+            });
+            append_events(tx, &[NewEvent::new(fence.task_id, e)]).await?;
+        }
+        Ok(Ok(submitted.task_id))
     }
-    Ok(())
 }

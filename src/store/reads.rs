@@ -103,7 +103,7 @@ impl Store {
     pub async fn list_attempts(&self, task_id: Uuid, page: Page) -> Result<Vec<AttemptRow>> {
         Ok(sqlx::query_as(
             "SELECT step_id, step_key, plan_version, attempt, tool, parameters, status, output, error,
-                    error_category, worker_id, started_at, finished_at, duration_ms
+                    error_category, worker_id, started_at, finished_at, duration_ms, idempotency_key
              FROM attempts WHERE task_id = $1 ORDER BY id LIMIT $2 OFFSET $3",
         )
         .bind(task_id)

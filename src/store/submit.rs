@@ -163,6 +163,19 @@ impl Store {
         }
     }
 
+    /// [`Store::submit_tasks`] inside `tx` (a child task, inserted under its parent's lock).
+    pub(crate) async fn submit_in(
+        &self,
+        tx: &mut Tx,
+        tasks: &[NewTask],
+    ) -> Result<std::result::Result<Vec<Submitted>, Vec<String>>> {
+        let batch = bulk::Batch::new(tasks, true, self.default_weight);
+        match batch.insert(&mut **tx).await? {
+            bulk::Inserted::UnknownTools(t) => Ok(Err(t)),
+            bulk::Inserted::Done(rows) => Ok(Ok(batch.results(&mut **tx, &rows).await?)),
+        }
+    }
+
     /// Move the start of a task nothing of which has started (`run_at`); its deadline moves
     /// with it. A conflict once anything ran, or when the task has ended.
     pub async fn reschedule_task(
@@ -219,17 +232,7 @@ impl Store {
 
 /// [`Store::cancel_task`] in `tx` (a bulk action's batch names itself in the event).
 pub(crate) async fn cancel_in(tx: &mut Tx, id: Uuid, bulk: Option<Uuid>) -> Result<TaskStatus> {
-    // the unfinished descendants (children, theirs, …), in id order
-    let mut all: Vec<Uuid> = sqlx::query_scalar(sql!("task/open_descendants"))
-        .bind(id)
-        .fetch_all(&mut **tx)
-        .await?;
-    all.push(id);
-    all.sort();
-    let mut status = std::collections::HashMap::new();
-    for t in &all {
-        status.insert(*t, lock_task(tx, *t).await?.status);
-    }
+    let (all, status) = lock_tree(tx, id).await?;
     let root = status[&id];
     if root.is_terminal() {
         return Err(StoreError::Conflict(format!(
@@ -242,6 +245,36 @@ pub(crate) async fn cancel_in(tx: &mut Tx, id: Uuid, bulk: Option<Uuid>) -> Resu
         }
     }
     Ok(TaskStatus::Cancelled)
+}
+
+/// Lock a task and its unfinished descendants (children, theirs, …), in id order. A child is
+/// only started under its parent's lock, and never under a task that has ended
+/// ([`super::children`]); so once every task read is locked, the descendants are read again
+/// (each statement sees what committed before it) and any child started before its parent was
+/// locked is locked too, until none is new. After a cancel commits, no task of the tree can
+/// start one. The ids in lock order, and each one's status.
+async fn lock_tree(
+    tx: &mut Tx,
+    id: Uuid,
+) -> Result<(Vec<Uuid>, std::collections::HashMap<Uuid, TaskStatus>)> {
+    let (mut all, mut status) = (Vec::new(), std::collections::HashMap::new());
+    let mut new = vec![id];
+    loop {
+        let found: Vec<Uuid> = sqlx::query_scalar(sql!("task/open_descendants"))
+            .bind(id)
+            .fetch_all(&mut **tx)
+            .await?;
+        new.extend(found.into_iter().filter(|t| !status.contains_key(t)));
+        if new.is_empty() {
+            return Ok((all, status));
+        }
+        new.sort();
+        new.dedup();
+        for t in new.drain(..) {
+            status.insert(t, lock_task(tx, t).await?.status);
+            all.push(t);
+        }
+    }
 }
 
 /// [`Store::resume_task`] in `tx`.

@@ -131,10 +131,16 @@ async fn insert_wait(
         .await?)
 }
 
-/// The resolution of a wait for the child task `child`, if the child has ended.
-async fn child_ended(tx: &mut Tx, child: Uuid) -> Result<Option<Resolution>> {
+/// The resolution of a wait for the child task `child`, if the child has ended, or (with
+/// `stopped_for`) has stopped in `needs_intervention` at least that many seconds ago.
+async fn child_ended(
+    tx: &mut Tx,
+    child: Uuid,
+    stopped_for: Option<f64>,
+) -> Result<Option<Resolution>> {
     let row: Option<(String, Value, Value)> = sqlx::query_as(sql!("wait/child_ended"))
         .bind(child)
+        .bind(stopped_for)
         .fetch_optional(&mut **tx)
         .await?;
     Ok(row.map(|(status, outputs, error)| Resolution::ChildEnded {
@@ -307,7 +313,7 @@ impl Store {
             };
             let mut events = Vec::new();
             if let Some(child) = spec.child_task_id
-                && let Some(r) = child_ended(tx, child).await?
+                && let Some(r) = child_ended(tx, child, None).await?
             {
                 // the child ended before its parent parked: no wait
                 let (resolved, _) = resolve_locked(tx, &row, &r, None, &mut events).await?;
@@ -456,11 +462,19 @@ impl Store {
 
     /// Expire (or, for a sleep or an approval that approves on timeout, resolve) up to `limit`
     /// open waits whose time has come. Returns how many.
-    /// Resolve open child waits whose child task has ended (each in its own transaction,
-    /// under the parent's lock, fenced on the wait being open); how many.
-    pub async fn resolve_ended_children(&self, limit: i64) -> Result<usize> {
+    /// Resolve open child waits whose child task has ended, or has stopped in
+    /// `needs_intervention` at least `intervention_wait_secs` ago (`[limits]
+    /// child_intervention_wait_secs`: the parent does not wait on it longer, and the child is
+    /// cancelled, its parent's recovery going on without it). Each in its own transaction,
+    /// under the parent's lock, fenced on the wait being open; how many.
+    pub async fn resolve_ended_children(
+        &self,
+        limit: i64,
+        intervention_wait_secs: f64,
+    ) -> Result<usize> {
         let ended: Vec<(Uuid, Uuid)> = sqlx::query_as(sql!("wait/children_ended"))
             .bind(limit)
+            .bind(intervention_wait_secs)
             .fetch_all(&self.pool)
             .await?;
         let mut n = 0;
@@ -473,7 +487,7 @@ impl Store {
                 let Some(child) = row.child_task_id else {
                     return Ok(false);
                 };
-                let Some(r) = child_ended(tx, child).await? else {
+                let Some(r) = child_ended(tx, child, Some(intervention_wait_secs)).await? else {
                     return Ok(false);
                 };
                 let mut events = Vec::new();
@@ -482,6 +496,11 @@ impl Store {
                     super::notify_ready(tx).await?;
                 }
                 append_events(tx, &events).await?;
+                if matches!(&r, Resolution::ChildEnded { status, .. } if status == "needs_intervention")
+                {
+                    // given up on: nobody waits for it any more
+                    super::submit::cancel_in(tx, child, None).await?;
+                }
                 Ok(true)
             })?;
             n += usize::from(done);

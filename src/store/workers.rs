@@ -29,19 +29,20 @@ pub struct WorkerRow {
 impl Store {
     /// Register (or re-register) a worker, and forget workers gone for more than a day, so the
     /// registry stays the size of the recent fleet.
-    pub async fn register_worker(&self, w: &WorkerInfo) -> Result<()> {
+    /// Register (or re-register) a worker; returns the deployment's call key secret
+    /// ([`crate::domain::call_key`]).
+    pub async fn register_worker(&self, w: &WorkerInfo) -> Result<Vec<u8>> {
         sqlx::query(sql!("worker/forget_stale"))
             .execute(&self.pool)
             .await?;
-        sqlx::query(sql!("worker/register"))
+        Ok(sqlx::query_scalar(sql!("worker/register"))
             .bind(w.id)
             .bind(&w.host)
             .bind(w.pid)
             .bind(w.concurrency)
             .bind(w.lease_secs)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+            .fetch_one(&self.pool)
+            .await?)
     }
 
     pub async fn stop_worker(&self, id: Uuid) -> Result<()> {

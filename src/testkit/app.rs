@@ -471,6 +471,7 @@ pub async fn assert_zombie_changes_nothing(
         parameters: json!({}),
         output: json!({"zombie": true}),
         output_params: Default::default(),
+        idempotency_key: None,
     };
     assert!(matches!(
         store.complete_step(&ok, 30.0).await,
@@ -482,6 +483,7 @@ pub async fn assert_zombie_changes_nothing(
         tool: "echo".into(),
         parameters: json!({}),
         failure: crate::domain::ToolFailure::new("tool_error", "zombie", true),
+        idempotency_key: None,
     };
     assert!(matches!(
         store.fail_step(&bad, TEST_POLICY).await,

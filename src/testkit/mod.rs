@@ -162,6 +162,7 @@ mod tests {
 
 pub mod app;
 pub mod faults;
+pub mod idempotent;
 pub mod procs;
 
 pub use app::*;

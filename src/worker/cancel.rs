@@ -46,15 +46,15 @@ pub(super) fn abort(aborts: &Aborts, steps: &[Uuid]) {
 
 /// What an aborted call records: a failure of category `cancelled`, not retried.
 pub(super) fn aborted(step: &ClaimedStep) -> Ran {
-    Ran {
-        tool: step.tool.clone(),
-        parameters: step.parameters.clone(),
-        result: Err(ToolFailure::new(
+    Ran::failed(
+        &step.tool,
+        step.parameters.clone(),
+        ToolFailure::new(
             CANCELLED,
             "the task was cancelled while the call ran; the call was aborted",
             false,
-        )),
-    }
+        ),
+    )
 }
 
 /// POST the cancellation to the step's tool's `cancel_url`, if it declares one (with the
@@ -91,6 +91,7 @@ pub(super) async fn tell_tool(rt: &Runtime, step: &ClaimedStep) {
         callback_url: None,
         headers: &headers,
         feedback: None,
+        idempotency_key: None,
     };
     match rt.runner.cancel(def, &inv).await {
         Ok(true) => {

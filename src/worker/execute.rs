@@ -22,14 +22,25 @@ pub(super) struct Ran {
     pub(super) tool: String,
     pub(super) parameters: Value,
     pub(super) result: Result<ToolOutput, ToolFailure>,
+    /// The call's idempotency key, when its tool got one (HTTP and MCP tools, `http_request`).
+    pub(super) call_key: Option<String>,
 }
 
 impl Ran {
-    fn failed(tool: &str, parameters: Value, f: ToolFailure) -> Self {
+    pub(super) fn failed(tool: &str, parameters: Value, f: ToolFailure) -> Self {
+        Ran::new(tool, parameters, Err(f))
+    }
+
+    pub(super) fn new(
+        tool: &str,
+        parameters: Value,
+        result: Result<ToolOutput, ToolFailure>,
+    ) -> Self {
         Ran {
             tool: tool.to_string(),
             parameters,
-            result: Err(f),
+            result,
+            call_key: None,
         }
     }
 }
@@ -85,6 +96,7 @@ pub(super) async fn execute(
                 output: out.output,
                 output_params: out.output_params,
                 cost: out.cost,
+                idempotency_key: ran.call_key,
             };
             let (r, back) = rt.completer.complete(s, permit.take()).await;
             permit = back;
@@ -100,6 +112,7 @@ pub(super) async fn execute(
                 tool: ran.tool,
                 parameters: ran.parameters,
                 failure,
+                idempotency_key: ran.call_key,
             };
             // boxed: the failure path's transaction is a large future, and inline it would
             // size every running step's task for it (the success path hands off to the
@@ -213,6 +226,7 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Hold> {
         ctx: &ctx,
         store: &rt.store,
         secrets: rt.cfg.secret_box.as_ref(),
+        keys: &rt.keys,
     };
     // Actions run in parallel; the step's own tool may read their outputs.
     let mut action_outputs: HashMap<String, Value> = HashMap::new();
@@ -224,16 +238,16 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Hold> {
         };
         output_params = done.output_params;
         if step.tool.is_empty() {
-            return Ok(Ran {
-                tool: String::new(),
-                parameters: json!({ "actions": done.parameters }),
-                result: Ok(ToolOutput {
+            return Ok(Ran::new(
+                "",
+                json!({ "actions": done.parameters }),
+                Ok(ToolOutput {
                     output: Value::Object(done.outputs.into_iter().collect()),
                     output_params,
                     hold_ms: None,
                     cost: None,
                 }),
-            });
+            ));
         }
         action_outputs = done.outputs;
     }
@@ -347,14 +361,39 @@ pub(super) struct Env<'a> {
     /// Where a tool's header secrets are read at call time, and the key that opens them.
     pub(super) store: &'a crate::store::Store,
     pub(super) secrets: Option<&'a crate::secretbox::SecretBox>,
+    /// Derives each call's idempotency key.
+    pub(super) keys: &'a crate::domain::call_key::CallKeys,
 }
 
-/// One tool call: the tool, its idempotency key, its unresolved parameters.
+/// One tool call: the tool, its name (the step's key, `<step>.<action>` for an action: what
+/// its idempotency key is derived from with the rest of the call), its unresolved parameters.
 #[derive(Clone, Copy)]
 pub(super) struct Call<'a> {
     pub(super) tool: &'a str,
     pub(super) key: &'a str,
     pub(super) parameters: &'a Value,
+}
+
+impl Env<'_> {
+    /// The idempotency key of `call` to `def` with `resolved`: the same for every attempt of
+    /// the same call ([`crate::domain::call_key`]). Only tools that are sent one get one.
+    pub(super) fn call_key(&self, call: &Call<'_>, def: &ToolDef, resolved: &Value) -> Option<String> {
+        use crate::domain::tool::ToolKind;
+        let sent = match ToolKind::parse(&def.kind) {
+            Some(ToolKind::Http | ToolKind::Mcp) => true,
+            _ => def.id == "http_request" || def.id == crate::domain::wait::TASK_TOOL,
+        };
+        sent.then(|| {
+            self.keys.key(&crate::domain::call_key::Call {
+                task_id: self.step.task_id,
+                step_row: self.step.id,
+                name: call.key,
+                tool: &def.id,
+                parameters: resolved,
+                feedback: self.step.feedback.as_ref(),
+            })
+        })
+    }
 }
 
 /// What the placeholders and tools of a step need. The claim brought the merged metadata and
@@ -511,11 +550,13 @@ async fn run_main(
         super::waits::Next::Async => {
             super::waits::call_async(rt, env, &call, def, resolved).await?
         }
-        super::waits::Next::Done(result) => Ran {
-            tool: call.tool.to_string(),
-            parameters: resolved,
-            result,
-        },
+        super::waits::Next::Done(result) => {
+            let call_key = env.call_key(&call, def, &resolved);
+            Ran {
+                call_key,
+                ..Ran::new(call.tool, resolved, result)
+            }
+        }
     })
 }
 
@@ -575,6 +616,7 @@ pub(super) async fn call_tool(
 ) -> Ran {
     let Env { runner, step, .. } = env;
     let Call { tool, key, .. } = *call;
+    let call_key = env.call_key(call, def, &resolved);
     let (headers, values) = match call_headers(env.store, env.secrets, def).await {
         Ok(h) => h,
         Err(f) => return Ran::failed(tool, resolved, f),
@@ -587,6 +629,7 @@ pub(super) async fn call_tool(
         callback_url,
         headers: &headers,
         feedback: step.feedback.as_ref(),
+        idempotency_key: call_key.as_deref(),
     };
     let mut result = runner.run(def, &invocation).await;
     if !values.is_empty() {
@@ -610,6 +653,7 @@ pub(super) async fn call_tool(
         tool: tool.to_string(),
         parameters: resolved,
         result,
+        call_key,
     }
 }
 

@@ -23,25 +23,21 @@ pub(super) async fn expand(rt: &Runtime, step: &ClaimedStep, map: &MapSpec) -> O
     let items = match resolve_list(rt, step, map).await {
         Ok(items) => items,
         Err(f) => {
-            return Some(Ran {
-                tool: String::new(),
-                parameters: recorded,
-                result: Err(f),
-            });
+            return Some(Ran::failed("", recorded, f));
         }
     };
     let n = items.as_array().map_or(0, Vec::len);
     if n == 0 {
-        return Some(Ran {
-            tool: String::new(),
-            parameters: recorded,
-            result: Ok(ToolOutput {
+        return Some(Ran::new(
+            "",
+            recorded,
+            Ok(ToolOutput {
                 output: json!([]),
                 output_params: Default::default(),
                 hold_ms: None,
                 cost: None,
             }),
-        });
+        ));
     }
     let window = map.max_parallel.map_or(n, |p| p as usize).min(n) as i32;
     let fence = MapFence {
@@ -68,7 +64,7 @@ pub(super) async fn expand(rt: &Runtime, step: &ClaimedStep, map: &MapSpec) -> O
 }
 
 /// The map's list: `over` resolved, an array of at most `max_items` (or
-/// `[limits] max_steps_per_plan`) items.
+/// `[limits] max_steps_per_plan`, and never more than `[limits] max_map_items`) items.
 async fn resolve_list(
     rt: &Runtime,
     step: &ClaimedStep,
@@ -92,10 +88,7 @@ async fn resolve_list(
             kind_of(&list)
         )));
     };
-    let (limit, why) = match map.max_items {
-        Some(m) => (m as usize, "map.max_items"),
-        None => (rt.cfg.max_steps_per_plan, "[limits] max_steps_per_plan"),
-    };
+    let (limit, why) = crate::domain::plan::map_item_limit(map.max_items, rt.cfg.plan_bounds);
     if items.len() > limit {
         // the list will not shrink on a retry: recovery must change the plan or stop
         return Err(ToolFailure::new(

@@ -75,9 +75,14 @@ pub struct WorkerConfig {
     pub webhooks: crate::config::WebhookSettings,
     /// Opens the secrets tools' headers name (`[secrets] key`).
     pub secret_box: Option<crate::secretbox::SecretBox>,
-    /// `[limits] max_steps_per_plan`: the most items a map without `max_items` runs, and the
-    /// most steps a child task's plan may have.
-    pub max_steps_per_plan: usize,
+    /// `[limits] max_steps_per_plan` and `max_map_items`: the most items a map runs, and what a
+    /// child task's plan is held to.
+    pub plan_bounds: crate::domain::plan::Bounds,
+    /// `[limits] max_child_depth` and `max_descendants`: how far a tree of child tasks grows.
+    pub tree: crate::domain::child::TreeLimits,
+    /// `[limits] child_intervention_wait_secs`: how long a parent's step waits on a child
+    /// stopped in `needs_intervention`.
+    pub child_intervention_wait_secs: f64,
     /// Priority aging (`[fairness]`): none when `aging_interval_secs` is 0.
     pub aging: Option<Aging>,
     /// Bulk actions: tasks per batch, and how often to look for one.
@@ -162,7 +167,12 @@ impl WorkerConfig {
             secret_box: crate::secretbox::SecretBox::from_settings(s.secrets.key.as_deref())
                 .ok()
                 .flatten(),
-            max_steps_per_plan: s.limits.max_steps_per_plan as usize,
+            plan_bounds: s.limits.plan_bounds(),
+            tree: crate::domain::child::TreeLimits {
+                max_depth: s.limits.max_child_depth as i32,
+                max_descendants: s.limits.max_descendants as i32,
+            },
+            child_intervention_wait_secs: s.limits.child_intervention_wait_secs as f64,
             bulk_batch: i64::from(s.bulk_actions.batch_size),
             bulk_poll: Duration::from_millis(s.bulk_actions.poll_ms),
             cost_warn_fraction: s.limits.cost_warn_fraction,
@@ -198,6 +208,8 @@ struct Runtime {
     /// Abort tokens of the running steps (the heartbeat cancels a cancelled task's).
     aborts: cancel::Aborts,
     tools: tool_cache::ToolCache,
+    /// Derives each call's idempotency key (the deployment's secret).
+    keys: crate::domain::call_key::CallKeys,
 }
 
 /// Run a worker until `shutdown` is cancelled, then drain: no new claims; in-flight steps get
@@ -208,7 +220,7 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), StoreError> {
     crate::metrics::handle();
-    store
+    let secret = store
         .register_worker(&WorkerInfo {
             id: cfg.id,
             host: hostname(),
@@ -257,6 +269,7 @@ pub async fn run(
         in_flight,
         aborts,
         tools: tool_cache::ToolCache::default(),
+        keys: crate::domain::call_key::CallKeys::new(secret),
     };
     let mut running: JoinSet<()> = JoinSet::new();
     claim_loop(&rt, &mut running, &mut handoffs, &wake, &shutdown).await;

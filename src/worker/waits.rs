@@ -160,11 +160,7 @@ pub(super) async fn call_async(
     resolved_params: Value,
 ) -> Result<Ran, Parks> {
     let step = env.step;
-    let done = |result| Ran {
-        tool: call.tool.to_string(),
-        parameters: resolved_params.clone(),
-        result,
-    };
+    let done = |result| Ran::new(call.tool, resolved_params.clone(), result);
     let spec = WaitSpec::callback(rt.cfg.async_timeout_secs);
     // a callback that came before a release of this attempt is read, not called again
     match rt
@@ -200,14 +196,16 @@ pub(super) async fn call_async(
     if ran.result.is_err() {
         return Ok(ran);
     }
-    match park(rt, step, &spec).await? {
-        Ok(row) => Ok(done(after(resolved(&row, WaitKind::Callback, false)))),
-        Err(f) => Ok(done(Err(f))),
-    }
+    let mut ran = match park(rt, step, &spec).await? {
+        Ok(row) => done(after(resolved(&row, WaitKind::Callback, false))),
+        Err(f) => done(Err(f)),
+    };
+    ran.call_key = env.call_key(call, def, &resolved_params);
+    Ok(ran)
 }
 
-/// The built-in `task`: start the child (or find the one this attempt started) and wait for
-/// it to end; once it has, its outcome is the step's.
+/// The built-in `task`: start the child (or find the one a lost attempt of this call started)
+/// and wait for it to end; once it has, its outcome is the step's.
 async fn child(rt: &Runtime, step: &ClaimedStep, params: &Value) -> Result<Next, Parks> {
     match rt
         .store
@@ -224,16 +222,31 @@ async fn child(rt: &Runtime, step: &ClaimedStep, params: &Value) -> Result<Next,
         Ok(s) => s,
         Err(f) => return Ok(Next::Done(Err(f))),
     };
-    let parent = ChildOf {
+    let call_key = rt.keys.key(&crate::domain::call_key::Call {
         task_id: step.task_id,
-        step_id: step.id,
+        step_row: step.id,
+        name: &step.step_key,
+        tool: TASK_TOOL,
+        parameters: params,
+        feedback: step.feedback.as_ref(),
+    });
+    let fence = step.fence();
+    let parent = ChildOf {
+        fence: &fence,
         step_key: &step.step_key,
         attempt: step.attempt,
-        max_steps: rt.cfg.max_steps_per_plan,
+        call_key: &call_key,
+        bounds: rt.cfg.plan_bounds,
+        tree: rt.cfg.tree,
     };
     let child = match rt.store.start_child(parent, &spec).await {
         Ok(Ok(id)) => id,
         Ok(Err(f)) => return Ok(Next::Done(Err(f))),
+        Err(StoreError::Fenced) => {
+            tracing::warn!(step = %step.step_key, task = %step.task_id,
+                "lease was taken over before the child task could start");
+            return Err(Parks);
+        }
         Err(e) => return Ok(Next::Done(Err(unavailable(e)))),
     };
     if !spec.wait {

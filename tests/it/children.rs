@@ -270,7 +270,7 @@ async fn a_parent_that_fails_cancels_its_running_child() {
 #[tokio::test]
 async fn a_childs_plan_longer_than_the_limit_fails_its_step() {
     let app = spawn_app().await;
-    let w = app.worker(|c| c.max_steps_per_plan = 2);
+    let w = app.worker(|c| c.plan_bounds.max_steps = 2);
     let mut t = common::new_task(json!([
         {"id": "k", "tool": "task", "parameters": {"plan": {"steps": [
             {"id": "a", "tool": "echo"}, {"id": "b", "tool": "echo"}, {"id": "c", "tool": "echo"}

@@ -54,6 +54,7 @@ pub(crate) async fn complete(store: &Store, worker: Uuid, steps: &[ClaimedStep])
             parameters: json!({}),
             output: json!({"ok": true}),
             output_params: Default::default(),
+            idempotency_key: None,
         })
         .collect();
     for r in store.complete_steps(&items, 30.0).await.unwrap() {

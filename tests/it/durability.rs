@@ -78,6 +78,7 @@ async fn interrupted(abandon_at: usize) -> (RecoveryFingerprint, usize) {
                     tool: step.tool.clone(),
                     parameters: json!({}),
                     failure,
+                    idempotency_key: None,
                 },
                 policy,
             )

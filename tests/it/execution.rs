@@ -82,11 +82,18 @@ async fn http_dag_resolves_placeholders_and_output_params() {
     // a parameter declared by the tool's input schema, missing in the step, came from metadata
     assert_eq!(report["region"], "eu-west");
 
-    // the protocol: one call per step, idempotency key task:step:attempt, attempt numbers
+    // the protocol: one call per step, each with its own idempotency key, attempt numbers
     let calls = server.calls();
     assert_eq!(calls.len(), 4);
+    let keys: std::collections::HashSet<&str> =
+        calls.iter().map(|c| c.idempotency_key.as_str()).collect();
+    assert_eq!(keys.len(), 4, "one key per call: {keys:?}");
     for c in &calls {
-        assert_eq!(c.idempotency_key, format!("{}:{}:1", c.task_id, c.step_id));
+        assert!(
+            c.idempotency_key.starts_with("tr1-") && c.idempotency_key.len() == 36,
+            "{}",
+            c.idempotency_key
+        );
         assert_eq!(c.attempt, 1);
         assert_eq!(c.task_id, id.to_string());
     }
@@ -98,6 +105,9 @@ async fn http_dag_resolves_placeholders_and_output_params() {
     assert_eq!(attempts.len(), 4);
     let a2 = attempts.iter().find(|a| a["step_id"] == "step_2").unwrap();
     assert_eq!(a2["parameters"], json!({"user_id": 7, "token": "tok-123"}));
+    // each attempt records the key its call carried
+    let step_2 = calls.iter().find(|c| c.step_id == "step_2").unwrap();
+    assert_eq!(a2["idempotency_key"], json!(step_2.idempotency_key));
     assert_eq!(a2["status"], "succeeded");
     assert_eq!(a2["worker_id"], json!(worker.id.to_string()));
 

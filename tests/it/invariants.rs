@@ -163,6 +163,7 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
                     parameters: json!({}),
                     output: json!({"op": op}),
                     output_params: Default::default(),
+                    idempotency_key: None,
                 };
                 if let Ok(Some(d)) = store.complete_step(&ok, 60.0).await {
                     trellis::worker::run_decision_chain(store, &cfg, Some(d)).await;
@@ -182,6 +183,7 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
                     tool: s.tool.clone(),
                     parameters: json!({}),
                     failure,
+                    idempotency_key: None,
                 };
                 if let Ok(out) = store.fail_step(&f, POLICY).await
                     && let Some(d) = out.decision

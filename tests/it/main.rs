@@ -11,6 +11,7 @@ mod dashboard;
 mod depth;
 mod durability;
 mod events;
+mod exactly_once;
 mod execution;
 mod fairness;
 mod invariants;

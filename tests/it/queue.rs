@@ -67,6 +67,7 @@ async fn a_taken_over_lease_changes_nothing() {
         parameters: json!({}),
         output: json!({"zombie": true}),
         output_params: Default::default(),
+        idempotency_key: None,
     };
     // the evaluation it starts is leased to the completing worker
     let evaluation = store.complete_step(&ok, 30.0).await.unwrap();
@@ -230,6 +231,7 @@ async fn a_completion_batch_skips_only_the_fenced_step() {
             parameters: json!({}),
             output: json!({"from": s.step_key}),
             output_params: serde_json::Map::from_iter([(s.step_key.clone(), json!(1))]),
+            idempotency_key: None,
         })
         .collect();
     let results = store.complete_steps(&items, 30.0).await.unwrap();
@@ -423,6 +425,7 @@ async fn one_batch_evaluates_its_finished_tasks_each_to_its_own_outcome() {
             parameters: json!({}),
             output: json!({}),
             output_params: Default::default(),
+            idempotency_key: None,
         })
         .collect();
     let done = store
@@ -562,6 +565,7 @@ async fn the_running_index_follows_every_move_and_steps_indexes_stay_still() {
         parameters: json!({}),
         output: json!({"ok": true}),
         output_params: Default::default(),
+        idempotency_key: None,
     };
     let _ = store.complete_step(&ok, 30.0).await;
     agree("after a completion").await;
@@ -574,6 +578,7 @@ async fn the_running_index_follows_every_move_and_steps_indexes_stay_still() {
                 tool: "echo".into(),
                 parameters: json!({}),
                 failure,
+                idempotency_key: None,
             },
             POLICY,
         )

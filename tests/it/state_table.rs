@@ -123,6 +123,7 @@ impl H {
                     parameters: s.parameters.clone(),
                     output,
                     output_params,
+                    idempotency_key: None,
                 },
                 30.0,
             )
@@ -140,6 +141,7 @@ impl H {
                     tool: s.tool.clone(),
                     parameters: s.parameters.clone(),
                     failure: ToolFailure::new("tool_error", "boom", true),
+                    idempotency_key: None,
                 },
                 POLICY,
             )

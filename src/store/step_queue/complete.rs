@@ -147,6 +147,7 @@ async fn complete_batch(tx: &mut Tx, c: &Cycle<'_>) -> Result<(Vec<Completed>, b
             parameters: &s.parameters,
             worker_id: s.worker_id,
             cost: s.cost,
+            call_key: s.idempotency_key.as_deref(),
         })
         .collect();
     let done = complete_running(tx, &successes).await?;
@@ -499,6 +500,7 @@ pub(crate) struct Success<'a> {
     pub parameters: &'a Value,
     pub worker_id: Uuid,
     pub cost: Option<f64>,
+    pub call_key: Option<&'a str>,
 }
 
 /// `running → succeeded` for every item whose lease still holds, with its attempt row (one
@@ -518,6 +520,7 @@ pub(crate) async fn complete_running(tx: &mut Tx, items: &[Success<'_>]) -> Resu
         )
         .bind(items.iter().map(|i| i.worker_id).collect::<Vec<_>>())
         .bind(items.iter().map(|i| i.cost).collect::<Vec<_>>())
+        .bind(items.iter().map(|i| i.call_key).collect::<Vec<_>>())
         .fetch_all(&mut **tx)
         .await?)
 }

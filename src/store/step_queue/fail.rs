@@ -43,6 +43,7 @@ impl Store {
             parameters: Some(&f.parameters),
             failure: &f.failure,
             require_expired: false,
+            call_key: f.idempotency_key.as_deref(),
         };
         in_tx!(hot self, |tx| fail_locked(tx, input, policy).await)
     }
@@ -78,6 +79,7 @@ impl Store {
                 parameters: None,
                 failure: &failure,
                 require_expired: true,
+                call_key: None,
             };
             match in_tx!(self.pool, |tx| fail_locked(tx, input, policy).await) {
                 Ok(_) => rescued += 1,
@@ -99,6 +101,7 @@ struct NewAttempt<'a> {
     parameters: &'a Value,
     error: &'a ToolFailure,
     worker_id: Option<Uuid>,
+    call_key: Option<&'a str>,
 }
 
 async fn insert_failed_attempt(tx: &mut Tx, a: &NewAttempt<'_>) -> Result<i64> {
@@ -114,6 +117,7 @@ async fn insert_failed_attempt(tx: &mut Tx, a: &NewAttempt<'_>) -> Result<i64> {
         .bind(a.error.category.as_str())
         .bind(a.worker_id)
         .bind(a.step.started_at)
+        .bind(a.call_key)
         .fetch_one(&mut **tx)
         .await?)
 }
@@ -127,6 +131,8 @@ struct FailureInput<'a> {
     parameters: Option<&'a Value>,
     failure: &'a ToolFailure,
     require_expired: bool,
+    /// The call's idempotency key (recorded on the attempt).
+    call_key: Option<&'a str>,
 }
 
 async fn fail_locked(
@@ -177,6 +183,7 @@ async fn fail_locked(
             parameters: f.parameters.unwrap_or(&step.parameters),
             error: f.failure,
             worker_id: f.worker_id.or(step.lease_owner),
+            call_key: f.call_key,
         },
     )
     .await?;
@@ -293,11 +300,22 @@ async fn follow_failure(
             decision = maps::give_up(tx, task_id, version, id, lease, &mut events).await?;
         }
         AfterFailure::FailTask { reason } if counted.active => {
+            // a tree at its limit: the category is the task's stop reason
+            let stop = crate::domain::failure::stops_task(&f.failure.category)
+                .then(|| f.failure.category.clone());
             let error = TaskError {
                 last_error: Some(error.clone()),
+                code: stop.clone(),
                 ..TaskError::at_step(Some(&step.step_key), reason.as_str())
             };
             fail_task(tx, task_id, error, &mut events).await?;
+            if let Some(code) = stop {
+                sqlx::query(sql!("task/set_stop_reason"))
+                    .bind(task_id)
+                    .bind(code)
+                    .execute(&mut **tx)
+                    .await?;
+            }
         }
         AfterFailure::FailTask { .. } => {}
     }

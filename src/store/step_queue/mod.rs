@@ -60,6 +60,8 @@ pub struct StepSuccess {
     pub output_params: Map<String, Value>,
     /// What the call cost, as the tool reported it (`usage.cost`).
     pub cost: Option<f64>,
+    /// The call's idempotency key, if its tool got one (recorded on the attempt).
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -69,6 +71,8 @@ pub struct StepFailure {
     pub tool: String,
     pub parameters: Value,
     pub failure: ToolFailure,
+    /// The call's idempotency key, if its tool got one (recorded on the attempt).
+    pub idempotency_key: Option<String>,
 }
 
 /// What a step needs to resolve its parameters.

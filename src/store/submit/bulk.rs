@@ -158,7 +158,10 @@ impl Batch {
         }
     }
 
-    pub(super) async fn insert(&self, pool: &crate::store::Db) -> Result<Inserted> {
+    pub(super) async fn insert<'c, E>(&self, pool: E) -> Result<Inserted>
+    where
+        E: sqlx::Executor<'c, Database = sqlx::Postgres>,
+    {
         let (t, s) = (&self.tasks, &self.steps);
         if t.tenant.iter().any(|x| *x != self.tenant) {
             return Err(StoreError::Rejected(
@@ -237,11 +240,10 @@ impl Batch {
     }
 
     /// One result per input item, in input order.
-    pub(super) async fn results(
-        &self,
-        pool: &crate::store::Db,
-        rows: &[Row],
-    ) -> Result<Vec<Submitted>> {
+    pub(super) async fn results<'c, E>(&self, pool: E, rows: &[Row]) -> Result<Vec<Submitted>>
+    where
+        E: sqlx::Executor<'c, Database = sqlx::Postgres>,
+    {
         let used: Vec<&str> = rows
             .iter()
             .filter(|r| r.task_id.is_none())

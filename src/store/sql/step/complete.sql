@@ -2,8 +2,8 @@
 -- move: StepMove::Complete
 WITH i AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::jsonb[], $5::text[],
-                         $6::jsonb[], $7::uuid[], $8::float8[])
-         AS i(step_id, task_id, token, output, tool, parameters, worker_id, cost)
+                         $6::jsonb[], $7::uuid[], $8::float8[], $9::text[])
+         AS i(step_id, task_id, token, output, tool, parameters, worker_id, cost, call_key)
 ), done AS (
     UPDATE steps s
     SET status = 'succeeded', output = i.output, error = NULL, attempts = s.attempts + 1,
@@ -16,10 +16,11 @@ WITH i AS (
               s.map_step_id
 ), recorded AS (
     INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, parameters,
-                          status, output, worker_id, started_at, finished_at, cost)
+                          status, output, worker_id, started_at, finished_at, cost,
+                          idempotency_key)
     SELECT d.task_id, d.id, d.step_key, d.plan_version, d.attempts, i.tool, i.parameters,
            'succeeded', d.output, i.worker_id, coalesce(d.started_at, now()), clock_timestamp(),
-           i.cost
+           i.cost, i.call_key
     FROM done d JOIN i ON i.step_id = d.id
 ), charged AS (
     -- a tool's reported cost goes to its task (no cost reported: no task row is touched)
