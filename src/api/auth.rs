@@ -79,6 +79,34 @@ pub(super) async fn presented_tenant(
     })
 }
 
+/// A keyless route asked about one tenant (`/metrics?tenant=`): the caller's key must see
+/// it. A 401 without a live key; a 404 for a key of another tenant (that tenant is not there
+/// for it). An admin's key sees every tenant; with access control off, anyone does.
+pub(super) async fn sees_tenant(
+    st: &AppState,
+    headers: &header::HeaderMap,
+    asked: &str,
+) -> Result<(), Response> {
+    if !st.auth.enabled {
+        return Ok(());
+    }
+    let Some(key) = bearer(headers) else {
+        return Err(unauthorized(
+            "?tenant= needs an API key that sees the tenant: Authorization: Bearer <key>",
+        ));
+    };
+    let d = digest(key);
+    if st.auth.bootstrap == Some(d) {
+        return Ok(());
+    }
+    match st.store.key_identity(&d).await {
+        Err(e) => Err(ApiError::from(e).into_response()),
+        Ok(None) => Err(unauthorized("unknown or revoked API key")),
+        Ok(Some((_, role, tenant))) if role == Role::Admin || tenant == asked => Ok(()),
+        Ok(Some(_)) => Err(ApiError::not_found(format!("tenant {asked:?} not found")).into_response()),
+    }
+}
+
 /// SHA-256 of a key: what is stored and compared.
 pub fn digest(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
@@ -324,7 +352,7 @@ pub(super) async fn list(
 )]
 pub(super) async fn revoke(
     State(st): State<AppState>,
-    axum::extract::Path(raw): axum::extract::Path<String>,
+    super::ApiPath(raw): super::ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = uuid::Uuid::parse_str(&raw)
         .map_err(|_| ApiError::bad_request(format!("{raw:?} is not a key id (UUID)")))?;

@@ -4,7 +4,7 @@
 //! aborted.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
@@ -179,10 +179,10 @@ pub(super) struct BulkPath {
     id: Uuid,
 }
 
-type PathArg = Result<Path<String>, axum::extract::rejection::PathRejection>;
+type PathArg = super::ApiPath<String>;
 
 fn bulk_id(path: PathArg) -> Result<Uuid, ApiError> {
-    let Path(raw) = path.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let super::ApiPath(raw) = path;
     Uuid::parse_str(&raw)
         .map_err(|_| ApiError::bad_request(format!("{raw:?} is not a bulk action id (UUID)")))
 }

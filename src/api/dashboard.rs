@@ -5,10 +5,11 @@
 //! no button it cannot use (`GET /api/v1/whoami`), and a request it could still craft is
 //! refused by the API.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
+use super::ApiPath;
 use super::{ApiError, AppState};
 
 const INDEX: &str = include_str!("dashboard/index.html");
@@ -43,7 +44,7 @@ pub(super) async fn index(State(st): State<AppState>) -> Response {
 }
 
 /// `GET /ui/{file}`: its script and style sheet.
-pub(super) async fn asset(Path(name): Path<String>) -> Response {
+pub(super) async fn asset(ApiPath(name): ApiPath<String>) -> Response {
     match name.as_str() {
         "app.js" => page(APP_JS, "text/javascript; charset=utf-8"),
         "app.css" => page(APP_CSS, "text/css; charset=utf-8"),

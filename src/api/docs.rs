@@ -8,11 +8,11 @@
 
 use std::sync::{Arc, LazyLock};
 
-use axum::extract::Path;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use utoipa_swagger_ui::Config;
 
+use super::ApiPath;
 use super::ApiError;
 
 /// The UI's settings (its `swagger-initializer.js`). The document's URL is relative to the
@@ -40,7 +40,7 @@ pub(super) async fn index() -> Response {
 }
 
 /// `GET /docs/{file}`: one of the UI's files.
-pub(super) async fn asset(Path(name): Path<String>) -> Response {
+pub(super) async fn asset(ApiPath(name): ApiPath<String>) -> Response {
     file(&name)
 }
 

@@ -4,11 +4,12 @@
 //! after it.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::ApiPath;
 use super::openapi::{BadBody, BadUri, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
 use crate::store::fairness::KeyLimit;
@@ -77,7 +78,7 @@ fn check_pattern(p: &str) -> Result<(), ApiError> {
 )]
 pub(super) async fn put(
     State(st): State<AppState>,
-    Path(pattern): Path<String>,
+    ApiPath(pattern): ApiPath<String>,
     ApiJson(l): ApiJson<KeyLimitInput>,
 ) -> Result<Json<KeyLimitView>, ApiError> {
     check_pattern(&pattern)?;
@@ -121,7 +122,7 @@ pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<KeyLimit
 )]
 pub(super) async fn delete(
     State(st): State<AppState>,
-    Path(pattern): Path<String>,
+    ApiPath(pattern): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     check_pattern(&pattern)?;
     if st.store.delete_key_limit(&pattern).await? {

@@ -5,13 +5,14 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::ApiPath;
 use super::auth::Tenancy;
 use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
@@ -189,7 +190,7 @@ pub(super) struct McpServerPath {
 pub(super) async fn refresh(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<McpServerView>, ApiError> {
     let s = st.store.get_mcp_server(&id).await?;
     tenancy.owns(&s.tenant, format_args!("MCP server {id:?}"))?;
@@ -225,7 +226,7 @@ pub(super) async fn list(
 pub(super) async fn delete(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     let s = st.store.get_mcp_server(&id).await?;
     tenancy.owns(&s.tenant, format_args!("MCP server {id:?}"))?;

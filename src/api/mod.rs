@@ -275,6 +275,28 @@ async fn not_found() -> ApiError {
     ApiError::not_found("no such route")
 }
 
+/// `Path<T>` whose rejection is our JSON error: a segment that is not what the route takes (a
+/// malformed percent-encoding such as `%FF`, which is not UTF-8) is a 400 that says so.
+pub struct ApiPath<T>(pub T);
+
+impl<S, T> axum::extract::FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(v)| ApiPath(v))
+            .map_err(|e| ApiError::bad_request(e.body_text()))
+    }
+}
+
 /// A task id from the route's `{id}`; a malformed one is a 400 that names it.
 pub struct TaskId(pub Uuid);
 
@@ -285,10 +307,7 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for TaskId {
         parts: &mut axum::http::request::Parts,
         state: &S,
     ) -> Result<Self, Self::Rejection> {
-        let axum::extract::Path(raw) =
-            axum::extract::Path::<String>::from_request_parts(parts, state)
-                .await
-                .map_err(|e| ApiError::bad_request(e.body_text()))?;
+        let ApiPath(raw) = ApiPath::<String>::from_request_parts(parts, state).await?;
         task_id(&raw).map(TaskId)
     }
 }

@@ -520,6 +520,10 @@ error_answers! {
         "413" => "the body is too large",
         "415" => "not Content-Type: application/json",
         "422" => "the body does not match its schema, or breaks a rule (the message names it)";
+    /// A keyless route asked about one tenant (`?tenant=`): the key must see it.
+    TenantScoped:
+        "401" => "?tenant= without an API key, or with one that is unknown or revoked",
+        "404" => "?tenant= names a tenant the key does not see";
     /// A route about one resource.
     Missing:
         "404" => "no such resource";

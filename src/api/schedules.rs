@@ -3,7 +3,7 @@
 //! `schedule:<id>:<tick>`).
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::ApiPath;
 use super::auth::Tenancy;
 use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::tasks::{LimitsInput, PRIORITIES, apply_limits, check_plan_size, named_tools};
@@ -278,7 +279,7 @@ pub(super) async fn list(
 pub(super) async fn get(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<ScheduleView>, ApiError> {
     let row = owned(&st, &tenancy, &id).await?;
     Ok(Json(view(&row, st.store.now().await?)))
@@ -293,7 +294,7 @@ pub(super) async fn get(
 pub(super) async fn update(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(p): ApiJson<SchedulePatch>,
 ) -> Result<Json<ScheduleView>, ApiError> {
     let row = owned(&st, &tenancy, &id).await?;
@@ -345,7 +346,7 @@ pub(super) async fn update(
 pub(super) async fn delete(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     let row = owned(&st, &tenancy, &id).await?;
     st.store.delete_schedule(&row.tenant, &id).await?;
@@ -366,7 +367,7 @@ pub(super) struct Triggered {
 pub(super) async fn trigger(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<(StatusCode, Json<Triggered>), ApiError> {
     let row = owned(&st, &tenancy, &id).await?;
     let task_id = st.store.trigger_schedule(&row.tenant, &id).await?;

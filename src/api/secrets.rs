@@ -3,12 +3,13 @@
 //! `headers` (`${secret.NAME}`), and workers fill them in at call time.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::ApiPath;
 use super::auth::Tenancy;
 use super::openapi::{BadBody, BadUri, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
@@ -85,7 +86,7 @@ fn secret_box(st: &AppState) -> Result<SecretBox, ApiError> {
 pub(super) async fn put(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
     ApiJson(s): ApiJson<SecretInput>,
 ) -> Result<StatusCode, ApiError> {
     check_secret_name(&name)?;
@@ -128,7 +129,7 @@ pub(super) async fn list(
 )]
 pub(super) async fn delete(
     State(st): State<AppState>,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     st.store.delete_secret(&name).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -6,7 +6,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::auth::Tenancy;
-use super::openapi::{BadUri, Guarded, Internal, NotReady};
+use super::openapi::{BadUri, Guarded, Internal, NotReady, TenantScoped};
 use super::views::{ActivityView, Health, RecoveryStatsView, StatsView, WorkerView};
 use super::{ApiError, AppState};
 
@@ -129,7 +129,8 @@ pub(super) async fn ready(State(st): State<AppState>) -> Response {
 #[into_params(parameter_in = Query)]
 pub(super) struct MetricsQuery {
     /// Only this tenant's tasks, steps and circuits in the database gauges (the process's own
-    /// histograms and counters stay the process's).
+    /// histograms and counters stay the process's). Needs an API key that sees the tenant (its
+    /// own, or an admin's).
     #[param(pattern = "^[A-Za-z0-9_.-]{1,64}$")]
     tenant: Option<String>,
 }
@@ -141,15 +142,21 @@ pub(super) struct MetricsQuery {
 /// `[worker] metrics_port`), then the gauges of one bounded statement whatever the history
 /// holds.
 #[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "system", params(MetricsQuery),
-    responses((status = 200, description = "text exposition", content_type = "text/plain", body = String), BadUri),
+    security((), ("bearer" = [])),
+    responses((status = 200, description = "text exposition", content_type = "text/plain", body = String), BadUri, TenantScoped),
 )]
 pub(super) async fn metrics(
     State(st): State<AppState>,
+    headers: axum::http::HeaderMap,
     q: Result<axum::extract::Query<MetricsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let axum::extract::Query(q) = q.map_err(|e| ApiError::bad_request(e.body_text()))?;
     if let Some(t) = &q.tenant {
         crate::domain::tenant::check(t).map_err(ApiError::bad_request)?;
+        // one tenant's counts and tool ids are that tenant's to read
+        if let Err(refused) = super::auth::sees_tenant(&st, &headers, t).await {
+            return Ok(refused);
+        }
     }
     let rows = st.store.metrics_gauges(q.tenant.as_deref()).await?;
     let mut out = crate::metrics::render_with(&st.store);

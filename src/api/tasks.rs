@@ -128,6 +128,18 @@ pub(super) fn check_webhook_url(url: &str) -> Result<(), ApiError> {
     }
 }
 
+/// A webhook's target, checked at registration as a tool's endpoint is: an absolute http(s)
+/// URL that the outbound guard does not refuse as a literal address (a name is checked when a
+/// delivery resolves it). Only its deliveries would be refused otherwise, one by one.
+pub(super) fn check_webhook_target(st: &AppState, url: &str) -> Result<(), ApiError> {
+    check_webhook_url(url)?;
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|_| ApiError::validation(format!("webhook url is not a URL: {url:?}")))?;
+    st.outbound
+        .check_url(&parsed)
+        .map_err(|b| ApiError::validation(format!("webhook url refused by the outbound guard: {b}")))
+}
+
 fn task_webhook(st: &AppState, w: Option<Value>) -> Result<Option<TaskWebhook>, ApiError> {
     let Some(w) = w.filter(|w| !w.is_null()) else {
         return Ok(None);
@@ -156,7 +168,7 @@ fn task_webhook(st: &AppState, w: Option<Value>) -> Result<Option<TaskWebhook>, 
             ));
         }
     };
-    check_webhook_url(&url)?;
+    check_webhook_target(st, &url)?;
     check_event_kinds(&events)?;
     if st.settings.webhooks.signing_secret.is_none() {
         return Err(ApiError::new(

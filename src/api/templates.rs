@@ -2,7 +2,7 @@
 //! one into a plan.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use utoipa::ToSchema;
 
+use super::ApiPath;
 use super::auth::Tenancy;
 use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
@@ -157,7 +158,7 @@ pub(super) async fn list(
 pub(super) async fn get(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<TemplateDef>, ApiError> {
     Ok(Json(owned(&st, &tenancy, &id).await?))
 }
@@ -177,7 +178,7 @@ async fn owned(st: &AppState, tenancy: &Tenancy, id: &str) -> Result<TemplateDef
 pub(super) async fn delete(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     owned(&st, &tenancy, &id).await?;
     st.store.delete_template(&id).await?;

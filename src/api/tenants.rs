@@ -2,11 +2,12 @@
 //! steps, and its running steps, at once across every worker. The claim keeps them exactly.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::ApiPath;
 use super::openapi::{BadBody, BadUri, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
 use crate::store::tenants::TenantCaps;
@@ -75,7 +76,7 @@ fn check(tenant: &str) -> Result<(), ApiError> {
 )]
 pub(super) async fn put(
     State(st): State<AppState>,
-    Path(tenant): Path<String>,
+    ApiPath(tenant): ApiPath<String>,
     ApiJson(t): ApiJson<TenantInput>,
 ) -> Result<axum::response::Response, ApiError> {
     use axum::response::IntoResponse;
@@ -125,7 +126,7 @@ pub(super) async fn list(State(st): State<AppState>) -> Result<Json<Vec<TenantVi
 )]
 pub(super) async fn delete(
     State(st): State<AppState>,
-    Path(tenant): Path<String>,
+    ApiPath(tenant): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     check(&tenant)?;
     if st.store.delete_tenant_caps(&tenant).await? {

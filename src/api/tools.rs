@@ -1,13 +1,14 @@
 //! `/tools`: the tool registry.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
+use super::ApiPath;
 use super::auth::Tenancy;
 use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::views::{self, ToolView};
@@ -340,7 +341,7 @@ pub(super) async fn list(
 pub(super) async fn get(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<ToolView>, ApiError> {
     let tool = owned(&st, &tenancy, &id).await?;
     let circuit = st.store.tool_circuit(&id).await?;
@@ -358,7 +359,7 @@ pub(super) async fn get(
 pub(super) async fn delete(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     owned(&st, &tenancy, &id).await?;
     st.store.delete_tool(&id).await?;
@@ -384,7 +385,7 @@ async fn owned(st: &AppState, tenancy: &Tenancy, id: &str) -> Result<ToolDef, Ap
 pub(super) async fn pause(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<ToolView>, ApiError> {
     set_paused(&st, &tenancy, &id, true).await
 }
@@ -397,7 +398,7 @@ pub(super) async fn pause(
 pub(super) async fn resume(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<ToolView>, ApiError> {
     set_paused(&st, &tenancy, &id, false).await
 }

@@ -3,7 +3,7 @@
 //! stored only as its SHA-256).
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
@@ -11,6 +11,7 @@ use sha2::Digest;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use super::ApiPath;
 use super::auth::{Caller, CallerKey, Tenancy};
 use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::views::{self, CallbackAccepted, EventsResolved, WaitView};
@@ -122,7 +123,7 @@ fn wait_id(raw: &str) -> Result<Uuid, ApiError> {
 pub(super) async fn get(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(raw): Path<String>,
+    ApiPath(raw): ApiPath<String>,
 ) -> Result<Json<WaitView>, ApiError> {
     Ok(Json(views::wait(
         &owned(&st, &tenancy, wait_id(&raw)?).await?,
@@ -217,7 +218,7 @@ pub(super) async fn approve(
     axum::Extension(Caller(role)): axum::Extension<Caller>,
     axum::Extension(CallerKey(key)): axum::Extension<CallerKey>,
     tenancy: Tenancy,
-    Path(raw): Path<String>,
+    ApiPath(raw): ApiPath<String>,
     ApiJson(a): ApiJson<Approve>,
 ) -> Result<Json<WaitView>, ApiError> {
     let id = wait_id(&raw)?;
@@ -282,7 +283,7 @@ pub(super) async fn reject(
     axum::Extension(Caller(role)): axum::Extension<Caller>,
     axum::Extension(CallerKey(key)): axum::Extension<CallerKey>,
     tenancy: Tenancy,
-    Path(raw): Path<String>,
+    ApiPath(raw): ApiPath<String>,
     ApiJson(r): ApiJson<Reject>,
 ) -> Result<Json<WaitView>, ApiError> {
     let id = wait_id(&raw)?;
@@ -401,7 +402,7 @@ async fn callback(
 pub(super) async fn complete(
     State(st): State<AppState>,
     headers: axum::http::HeaderMap,
-    Path(token): Path<String>,
+    ApiPath(token): ApiPath<String>,
     ApiJson(c): ApiJson<CallbackComplete>,
 ) -> Result<Json<CallbackAccepted>, ApiError> {
     let output = c.output.unwrap_or(Value::Null);
@@ -416,7 +417,7 @@ pub(super) async fn complete(
 pub(super) async fn fail(
     State(st): State<AppState>,
     headers: axum::http::HeaderMap,
-    Path(token): Path<String>,
+    ApiPath(token): ApiPath<String>,
     ApiJson(f): ApiJson<CallbackFail>,
 ) -> Result<Json<CallbackAccepted>, ApiError> {
     if !f.error.is_object() {
@@ -435,7 +436,7 @@ pub(super) async fn fail(
 pub(super) async fn heartbeat(
     State(st): State<AppState>,
     headers: axum::http::HeaderMap,
-    Path(token): Path<String>,
+    ApiPath(token): ApiPath<String>,
     ApiJson(h): ApiJson<CallbackHeartbeat>,
 ) -> Result<Json<CallbackAccepted>, ApiError> {
     let secs = h

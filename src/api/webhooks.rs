@@ -1,7 +1,7 @@
 //! `/webhooks` (admin): subscriptions to task events, their delivery logs, redelivery.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
@@ -11,9 +11,10 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use super::ApiPath;
 use super::auth::Tenancy;
 use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
-use super::tasks::{check_event_kinds, check_webhook_url};
+use super::tasks::{check_event_kinds, check_webhook_target};
 use super::{ApiError, ApiJson, AppState};
 use crate::store::webhooks::{DeliveryRow, WebhookRow};
 
@@ -125,7 +126,7 @@ pub(super) async fn create(
     tenancy: Tenancy,
     ApiJson(w): ApiJson<WebhookInput>,
 ) -> Result<Response, ApiError> {
-    check_webhook_url(&w.url)?;
+    check_webhook_target(&st, &w.url)?;
     check_event_kinds(&w.events)?;
     if let Some(t) = &w.template {
         st.store
@@ -208,7 +209,7 @@ pub(super) struct WebhookPath {
 pub(super) async fn delete(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(raw): Path<String>,
+    ApiPath(raw): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = owned(&st, &tenancy, &raw).await?;
     st.store.delete_webhook(id).await?;
@@ -231,7 +232,7 @@ pub(super) struct DeliveriesQuery {
 pub(super) async fn deliveries(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path(raw): Path<String>,
+    ApiPath(raw): ApiPath<String>,
     q: Result<Query<DeliveriesQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Vec<DeliveryView>>, ApiError> {
     let Query(q) = q.map_err(|e| ApiError::bad_request(e.body_text()))?;
@@ -263,7 +264,7 @@ pub(super) struct DeliveryPath {
 pub(super) async fn redeliver(
     State(st): State<AppState>,
     tenancy: Tenancy,
-    Path((raw, raw_delivery)): Path<(String, String)>,
+    ApiPath((raw, raw_delivery)): ApiPath<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     let d = uuid(&raw_delivery, "delivery")?;
     let id = owned(&st, &tenancy, &raw).await?;

@@ -157,8 +157,12 @@ impl Store {
             sql.push(
                 " AND (created_at, id) < (SELECT c.created_at, c.id FROM tasks c WHERE c.id = ",
             )
-            .push_bind(id)
-            .push(")");
+            .push_bind(id);
+            // another tenant's task is no cursor for this one: it reads as unknown (no page)
+            if let Some(t) = q.tenant.as_deref() {
+                sql.push(" AND c.tenant = ").push_bind(t.to_owned());
+            }
+            sql.push(")");
         }
         if let Some(t) = q.before_time {
             sql.push(" AND created_at < ").push_bind(t);

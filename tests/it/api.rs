@@ -768,3 +768,41 @@ fn the_answer_check_notices_what_the_document_does_not_allow() {
     let m = c.take();
     assert!(m.iter().any(|m| m.contains("not JSON")), "{m:?}");
 }
+
+/// Every route of the served document answers a malformed path (`%FF` is not UTF-8) with a 4xx
+/// in the JSON error shape, as it answers any other bad input.
+#[tokio::test]
+async fn a_malformed_path_is_a_json_error_on_every_route() {
+    let app = spawn_app().await;
+    let (_, doc) = app.get("/api/v1/openapi.json").await;
+    let mut checked = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if !path.contains('{') {
+            continue;
+        }
+        let mut url = String::new();
+        for segment in path.split('/').skip(1) {
+            url.push('/');
+            url.push_str(if segment.starts_with('{') { "%FF" } else { segment });
+        }
+        for method in item.as_object().unwrap().keys() {
+            let m = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let mut req = app.http.request(m, app.url(&url));
+            if method != "get" && method != "delete" {
+                req = req.json(&json!({}));
+            }
+            let r = req.send().await.unwrap();
+            let status = r.status().as_u16();
+            let text = r.text().await.unwrap();
+            assert!((400..500).contains(&status), "{method} {url}: {status} {text}");
+            let body: Value = serde_json::from_str(&text)
+                .unwrap_or_else(|_| panic!("{method} {url}: {status} is not JSON: {text:?}"));
+            assert!(
+                body["error"]["code"].is_string() && body["error"]["message"].is_string(),
+                "{method} {url}: {status} {body}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 40, "only {checked} routes with a path parameter");
+}

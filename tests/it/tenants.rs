@@ -533,24 +533,72 @@ async fn activity_and_metrics_per_tenant() {
         "{all}"
     );
     assert_eq!(all["unfinished_tasks"]["running"], 1, "{all}");
-    let metrics = |q: &'static str| {
-        let url = app.url(&format!("/metrics{q}"));
-        async move { reqwest::get(url).await.unwrap().text().await.unwrap() }
+    let metrics = |q: &'static str, key: Option<String>| {
+        let (url, http) = (app.url(&format!("/metrics{q}")), client_with_key(key.as_deref()));
+        async move {
+            let r = http.get(url).send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
     };
-    assert!(
-        metrics("")
+    let (s, all) = metrics("", None).await;
+    assert_eq!(s, 200);
+    assert!(all.contains("trellis_tasks{status=\"running\"} 1"), "{all}");
+    // one tenant's gauges (its counts, its tool ids) need a key that sees that tenant
+    let b_key = key_of(&app, "reader", "b").await;
+    let (s, b) = metrics("?tenant=b", Some(b_key.clone())).await;
+    assert_eq!(s, 200);
+    assert!(b.contains("trellis_tasks{status=\"running\"} 0"), "{b}");
+    let (s, body) = metrics("?tenant=default", None).await;
+    assert_eq!(s, 401, "no key: {body}");
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"], "unauthorized");
+    let (s, body) = metrics("?tenant=default", Some("trk_not_a_key".into())).await;
+    assert_eq!(s, 401, "an unknown key: {body}");
+    let (s, body) = metrics("?tenant=default", Some(b_key)).await;
+    assert_eq!(s, 404, "another tenant's key: {body}");
+    assert!(!body.contains("trellis_tasks"), "{body}");
+    let (s, default) = metrics("?tenant=default", Some(common::ADMIN_KEY.into())).await;
+    assert_eq!(s, 200);
+    assert!(default.contains("trellis_tasks{status=\"running\"} 1"), "{default}");
+    let (s, _) = metrics("?tenant=no%20such", Some(common::ADMIN_KEY.into())).await;
+    assert_eq!(s, 400);
+}
+
+/// A task id of another tenant is no cursor: `before` reads as an unknown id (an empty page),
+/// whether or not the id exists.
+#[tokio::test]
+async fn another_tenants_task_is_no_cursor() {
+    let app = app().await;
+    let theirs = app
+        .submit(json!({"description": "default's", "plan": {"steps": [{"id": "s", "tool": "echo"}]}}))
+        .await;
+    let b = client_with_key(Some(&key_of(&app, "operator", "b").await));
+    for _ in 0..2 {
+        let r = b
+            .post(app.url("/api/v1/tasks"))
+            .json(&json!({"description": "b's", "plan": {"steps": [{"id": "s", "tool": "echo"}]}}))
+            .send()
             .await
-            .contains("trellis_tasks{status=\"running\"} 1")
-    );
-    assert!(
-        metrics("?tenant=b")
-            .await
-            .contains("trellis_tasks{status=\"running\"} 0")
-    );
-    let r = reqwest::get(app.url("/metrics?tenant=no%20such"))
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 400);
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 202);
+    }
+    let page = |before: String| {
+        let (http, url) = (b.clone(), app.url(&format!("/api/v1/tasks?before={before}")));
+        async move {
+            let r = http.get(url).send().await.unwrap();
+            assert_eq!(r.status().as_u16(), 200);
+            r.json::<Value>().await.unwrap().as_array().unwrap().len()
+        }
+    };
+    // a page after its own newest task lists its older one
+    let (_, mine) = {
+        let r = b.get(app.url("/api/v1/tasks")).send().await.unwrap();
+        (200, r.json::<Value>().await.unwrap())
+    };
+    let newest = mine[0]["task_id"].as_str().unwrap().to_string();
+    assert_eq!(page(newest).await, 1);
+    // default's task, created before b's, would page b's tasks if it were a cursor for b
+    assert_eq!(page(theirs.to_string()).await, 0);
+    assert_eq!(page(Uuid::now_v7().to_string()).await, page(theirs.to_string()).await);
 }
 
 /// The recovery views of one tenant, live and after a prune (the roll-ups keep the tenant):

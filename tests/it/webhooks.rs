@@ -324,3 +324,44 @@ async fn retention_deletes_delivered_and_given_up_deliveries_and_keeps_pending_o
     assert_eq!(store.prune_deliveries(86_400.0, 10).await.unwrap(), 0);
     assert_eq!(by_status().await, vec![("pending".into(), 1)]);
 }
+
+/// A webhook whose target the outbound guard refuses is a 422 at registration, as a tool's or
+/// an MCP server's endpoint at the same address is; nothing is registered.
+#[tokio::test]
+async fn a_webhook_at_a_refused_address_is_refused_at_registration() {
+    let app = app().await;
+    for url in [
+        "http://10.1.2.3/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]:9/hook",
+        "http://192.168.0.10:8080/",
+    ] {
+        let (s, v) = app
+            .post("/api/v1/webhooks", &json!({"url": url, "events": ["task_succeeded"]}))
+            .await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{url}: {v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains("outbound guard"),
+            "{url}: {v}"
+        );
+        let (s, v) = app
+            .post(
+                "/api/v1/tasks",
+                &json!({"description": "with a hook", "webhook": url,
+                        "plan": {"steps": [{"id": "s", "tool": "echo"}]}}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{url}: {v}");
+        let (s, v) = app
+            .post(
+                "/api/v1/tools",
+                &json!({"id": "at-the-same-address", "endpoint": url, "description": "x"}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "the tool too: {url}: {v}");
+    }
+    let (_, hooks) = app.get("/api/v1/webhooks").await;
+    assert_eq!(hooks, json!([]), "nothing was registered");
+    let (_, tasks) = app.get("/api/v1/tasks").await;
+    assert_eq!(tasks, json!([]));
+}
