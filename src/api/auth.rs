@@ -103,7 +103,9 @@ pub(super) async fn sees_tenant(
         Err(e) => Err(ApiError::from(e).into_response()),
         Ok(None) => Err(unauthorized("unknown or revoked API key")),
         Ok(Some((_, role, tenant))) if role == Role::Admin || tenant == asked => Ok(()),
-        Ok(Some(_)) => Err(ApiError::not_found(format!("tenant {asked:?} not found")).into_response()),
+        Ok(Some(_)) => {
+            Err(ApiError::not_found(format!("tenant {asked:?} not found")).into_response())
+        }
     }
 }
 

@@ -12,8 +12,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use utoipa_swagger_ui::Config;
 
-use super::ApiPath;
 use super::ApiError;
+use super::ApiPath;
 
 /// The UI's settings (its `swagger-initializer.js`). The document's URL is relative to the
 /// page, so the UI works behind a proxy that mounts Trellis under a prefix. No validator: the

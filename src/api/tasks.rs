@@ -135,9 +135,9 @@ pub(super) fn check_webhook_target(st: &AppState, url: &str) -> Result<(), ApiEr
     check_webhook_url(url)?;
     let parsed = reqwest::Url::parse(url)
         .map_err(|_| ApiError::validation(format!("webhook url is not a URL: {url:?}")))?;
-    st.outbound
-        .check_url(&parsed)
-        .map_err(|b| ApiError::validation(format!("webhook url refused by the outbound guard: {b}")))
+    st.outbound.check_url(&parsed).map_err(|b| {
+        ApiError::validation(format!("webhook url refused by the outbound guard: {b}"))
+    })
 }
 
 fn task_webhook(st: &AppState, w: Option<Value>) -> Result<Option<TaskWebhook>, ApiError> {

@@ -120,7 +120,11 @@ mod tests {
         // computed independently (Python's hmac, json.dumps with sorted keys and no spaces)
         assert_eq!(k, "tr1-2d77af8bca7a8403632792063ae101a2");
         assert_eq!(k.len(), 36);
-        assert!(k[4..].bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        assert!(
+            k[4..]
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
     }
 
     #[test]

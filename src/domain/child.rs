@@ -235,6 +235,8 @@ mod tests {
         for f in [check_depth(4, l).unwrap_err(), descendants_exceeded(l)] {
             assert!(super::super::failure::stops_task(&f.category));
         }
-        assert!(!super::super::failure::stops_task(&refused("cancelled").category));
+        assert!(!super::super::failure::stops_task(
+            &refused("cancelled").category
+        ));
     }
 }

@@ -17,9 +17,9 @@ use super::submit::{NewTask, ParentRef};
 use super::{NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task};
 use crate::domain::Limits;
 use crate::domain::child::{ChildSpec, Source, TreeLimits};
-use crate::domain::plan::Bounds;
 use crate::domain::event::{self, Event};
 use crate::domain::model::ToolFailure;
+use crate::domain::plan::Bounds;
 
 /// The step whose `task` call starts a child.
 #[derive(Debug, Clone, Copy)]

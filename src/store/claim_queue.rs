@@ -23,12 +23,53 @@ use super::{Result, Tx};
 /// order, as many as its `max_concurrent_steps` minus its running steps; any other task gets
 /// none. Entries that are already right are left as they are. One statement; per task, its cost is bounded by its
 /// room, not by its number of steps.
-pub(crate) async fn sync(tx: &mut Tx, task_ids: &[Uuid]) -> Result<()> {
-    if task_ids.is_empty() {
-        return Ok(());
+///
+/// Under test, each call site that syncs some task is noted ([`sites`]): the invariant test
+/// fails when a call site of the source is never reached.
+#[track_caller]
+pub(crate) fn sync<'a>(
+    tx: &'a mut Tx,
+    task_ids: &'a [Uuid],
+) -> impl Future<Output = Result<()>> + Send + 'a {
+    #[cfg(feature = "testing")]
+    if !task_ids.is_empty() {
+        sites::note(std::panic::Location::caller());
     }
-    sqlx::query(SYNC).bind(task_ids).execute(&mut **tx).await?;
-    Ok(())
+    async move {
+        if task_ids.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(SYNC).bind(task_ids).execute(&mut **tx).await?;
+        Ok(())
+    }
+}
+
+/// The call sites of [`sync`] a test reached (feature `testing`): noted while a future runs
+/// inside [`sites::recording`], for that future only (other tests of the same process are not
+/// counted).
+#[cfg(feature = "testing")]
+pub mod sites {
+    use std::collections::BTreeSet;
+    use std::sync::{Arc, Mutex};
+
+    /// `(file, line)` of a call site, as the compiler names it (`src/store/maps.rs`).
+    pub type Site = (&'static str, u32);
+
+    tokio::task_local! {
+        static REACHED: Arc<Mutex<BTreeSet<Site>>>;
+    }
+
+    pub(super) fn note(at: &'static std::panic::Location<'static>) {
+        let _ = REACHED.try_with(|r| r.lock().expect("sites").insert((at.file(), at.line())));
+    }
+
+    /// Run `f`, and the call sites of `sync` it reached (with at least one task).
+    pub async fn recording<F: Future>(f: F) -> (F::Output, BTreeSet<Site>) {
+        let reached: Arc<Mutex<BTreeSet<Site>>> = Arc::default();
+        let out = REACHED.scope(reached.clone(), f).await;
+        let sites = reached.lock().expect("sites").clone();
+        (out, sites)
+    }
 }
 
 const SYNC: &str = sql!("queue/sync");

@@ -97,11 +97,7 @@ impl IdempotentTool {
 }
 
 /// Serve the requests of one connection until it closes (or is reset).
-async fn serve(
-    stream: TcpStream,
-    state: Arc<Mutex<State>>,
-    script: Script,
-) -> std::io::Result<()> {
+async fn serve(stream: TcpStream, state: Arc<Mutex<State>>, script: Script) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream);
     loop {
         let mut line = String::new();
@@ -167,7 +163,10 @@ fn decide(
         parameters: body["parameters"].clone(),
     });
     let Some(key) = key else {
-        return Some((400, json!({"error": {"message": "an Idempotency-Key is required"}})));
+        return Some((
+            400,
+            json!({"error": {"message": "an Idempotency-Key is required"}}),
+        ));
     };
     let fingerprint = json!([body["tool"], body["parameters"], body["feedback"]]);
     if let Some((seen, answer)) = s.answers.get(key) {

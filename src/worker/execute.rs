@@ -377,7 +377,12 @@ pub(super) struct Call<'a> {
 impl Env<'_> {
     /// The idempotency key of `call` to `def` with `resolved`: the same for every attempt of
     /// the same call ([`crate::domain::call_key`]). Only tools that are sent one get one.
-    pub(super) fn call_key(&self, call: &Call<'_>, def: &ToolDef, resolved: &Value) -> Option<String> {
+    pub(super) fn call_key(
+        &self,
+        call: &Call<'_>,
+        def: &ToolDef,
+        resolved: &Value,
+    ) -> Option<String> {
         use crate::domain::tool::ToolKind;
         let sent = match ToolKind::parse(&def.kind) {
             Some(ToolKind::Http | ToolKind::Mcp) => true,

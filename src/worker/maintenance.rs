@@ -394,7 +394,11 @@ async fn wait_loop(s: Sweep) {
             }
             Err(e) => tracing::warn!(error = %e, "wait sweep failed"),
         }
-        match s.store.resolve_ended_children(100, s.cfg.child_intervention_wait_secs).await {
+        match s
+            .store
+            .resolve_ended_children(100, s.cfg.child_intervention_wait_secs)
+            .await
+        {
             Ok(0) => {}
             Ok(n) => {
                 tracing::debug!(waits = n, "child tasks that ended");

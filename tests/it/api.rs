@@ -783,7 +783,11 @@ async fn a_malformed_path_is_a_json_error_on_every_route() {
         let mut url = String::new();
         for segment in path.split('/').skip(1) {
             url.push('/');
-            url.push_str(if segment.starts_with('{') { "%FF" } else { segment });
+            url.push_str(if segment.starts_with('{') {
+                "%FF"
+            } else {
+                segment
+            });
         }
         for method in item.as_object().unwrap().keys() {
             let m = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
@@ -794,7 +798,10 @@ async fn a_malformed_path_is_a_json_error_on_every_route() {
             let r = req.send().await.unwrap();
             let status = r.status().as_u16();
             let text = r.text().await.unwrap();
-            assert!((400..500).contains(&status), "{method} {url}: {status} {text}");
+            assert!(
+                (400..500).contains(&status),
+                "{method} {url}: {status} {text}"
+            );
             let body: Value = serde_json::from_str(&text)
                 .unwrap_or_else(|_| panic!("{method} {url}: {status} is not JSON: {text:?}"));
             assert!(

@@ -82,7 +82,11 @@ async fn a_lost_answer_is_retried_under_the_same_key_and_the_effect_happens_once
 
     let requests = tool.requests();
     let effects = tool.effects();
-    assert_eq!(tool.resets(), 10, "every first request of a key lost its answer");
+    assert_eq!(
+        tool.resets(),
+        10,
+        "every first request of a key lost its answer"
+    );
     for (i, id) in ids.iter().enumerate() {
         let mine: Vec<_> = requests
             .iter()
@@ -90,7 +94,10 @@ async fn a_lost_answer_is_retried_under_the_same_key_and_the_effect_happens_once
             .collect();
         // exactly one effect per task, whatever was retried
         let keys: HashSet<&str> = mine.iter().filter_map(|r| r.key.as_deref()).collect();
-        let made: usize = keys.iter().map(|k| effects.get(*k).copied().unwrap_or(0)).sum();
+        let made: usize = keys
+            .iter()
+            .map(|k| effects.get(*k).copied().unwrap_or(0))
+            .sum();
         assert_eq!(made, 1, "task {i}: {made} effects from {mine:?}");
         // the call that made it: its answer lost, then the same key again
         let effecting: Vec<_> = mine
@@ -100,11 +107,17 @@ async fn a_lost_answer_is_retried_under_the_same_key_and_the_effect_happens_once
         let key = effecting[0].key.clone().expect("a key");
         assert!(effecting.len() >= 2, "task {i}: {effecting:?}");
         assert!(
-            effecting.iter().all(|r| r.key.as_deref() == Some(key.as_str())),
+            effecting
+                .iter()
+                .all(|r| r.key.as_deref() == Some(key.as_str())),
             "task {i}: one call, one key: {effecting:?}"
         );
         let tries: HashSet<i64> = effecting.iter().map(|r| r.attempt).collect();
-        assert_eq!(tries.len(), effecting.len(), "each retry is its own attempt");
+        assert_eq!(
+            tries.len(),
+            effecting.len(),
+            "each retry is its own attempt"
+        );
         // Trellis's attempts carry the keys the tool saw
         let recorded = attempts(&app, *id).await;
         let recorded_keys: Vec<&str> = recorded
@@ -191,7 +204,9 @@ async fn a_fanning_template_stops_at_the_descendant_limit() {
         c.concurrency = 16;
         c.tree.max_descendants = 20;
     });
-    let root = app.submit(json!({"description": "fan", "template": "two"})).await;
+    let root = app
+        .submit(json!({"description": "fan", "template": "two"}))
+        .await;
     let t = app.wait_done(root, LIMIT).await;
     assert_eq!(t["status"], "failed", "{t}");
     assert_eq!(t["stop_reason"], "descendants_exceeded", "{t}");
@@ -203,10 +218,7 @@ async fn a_fanning_template_stops_at_the_descendant_limit() {
     .await;
     w.stop().await;
     let descendants = count(&app, "SELECT count(*) FROM tasks").await - 1;
-    assert!(
-        descendants <= 20,
-        "{descendants} descendants, limit 20"
-    );
+    assert!(descendants <= 20, "{descendants} descendants, limit 20");
     assert_eq!(
         count(&app, "SELECT descendants::int8 FROM task_trees").await,
         descendants,
@@ -231,7 +243,9 @@ async fn a_cancel_stops_a_growing_tree_at_once() {
         c.concurrency = 16;
         c.tree.max_depth = 100;
     });
-    let root = app.submit(json!({"description": "grow", "template": "grow"})).await;
+    let root = app
+        .submit(json!({"description": "grow", "template": "grow"}))
+        .await;
     wait_for("the chain to grow", LIMIT, || async {
         (count(&app, "SELECT count(*) FROM tasks").await >= 20).then_some(())
     })
@@ -242,7 +256,11 @@ async fn a_cancel_stops_a_growing_tree_at_once() {
     assert!(s.is_success(), "{v}");
     let at_answer = count(&app, "SELECT count(*) FROM tasks").await;
     assert_eq!(
-        count(&app, "SELECT count(*) FROM tasks WHERE status <> 'cancelled'").await,
+        count(
+            &app,
+            "SELECT count(*) FROM tasks WHERE status <> 'cancelled'"
+        )
+        .await,
         0,
         "the whole tree is cancelled when the cancel answers"
     );
@@ -285,9 +303,15 @@ async fn a_parent_does_not_wait_on_a_stopped_child_for_ever() {
     .await;
     let failed = wait_for("the parent's step to fail", LIMIT, || async {
         let (_, events) = app.get(&format!("/api/v1/tasks/{parent}/events")).await;
-        events.as_array().unwrap().iter().find(|e| {
-            e["kind"] == "step_failed" && e["payload"]["error"]["category"] == "child_task_failed"
-        }).cloned()
+        events
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| {
+                e["kind"] == "step_failed"
+                    && e["payload"]["error"]["category"] == "child_task_failed"
+            })
+            .cloned()
     })
     .await;
     let message = failed["payload"]["error"]["message"].as_str().unwrap();
@@ -311,7 +335,10 @@ async fn a_parent_does_not_wait_on_a_stopped_child_for_ever() {
         "the step failed {waited:.2} s after its child stopped"
     );
     let (_, c) = app.get(&format!("/api/v1/tasks/{child}")).await;
-    assert_eq!(c["status"], "cancelled", "a child given up on is cancelled: {c}");
+    assert_eq!(
+        c["status"], "cancelled",
+        "a child given up on is cancelled: {c}"
+    );
     w.stop().await;
 
     // with a long wait, a person's resume of the child serves the parent
@@ -386,7 +413,12 @@ async fn a_lost_attempt_s_child_is_taken_over_not_started_twice() {
     let app = spawn_app().await;
     let steps = json!([{"id": "k", "tool": "task", "parameters": {"plan": {"steps": [
         {"id": "e", "tool": "echo", "parameters": {"v": 1}}]}}}]);
-    let id = app.store().submit_task(&common::new_task(steps)).await.unwrap().task_id;
+    let id = app
+        .store()
+        .submit_task(&common::new_task(steps))
+        .await
+        .unwrap()
+        .task_id;
     let claim = trellis::store::step_queue::Claim {
         worker_id: Uuid::now_v7(),
         limit: 1,
@@ -419,7 +451,12 @@ async fn a_lost_attempt_s_child_is_taken_over_not_started_twice() {
         bounds: cfg.plan_bounds,
         tree: cfg.tree,
     };
-    let first = app.store().start_child(parent, &spec).await.unwrap().unwrap();
+    let first = app
+        .store()
+        .start_child(parent, &spec)
+        .await
+        .unwrap()
+        .unwrap();
     app.store().expire_lease(step.id).await.unwrap();
     app.store()
         .rescue_expired(10, common::TEST_POLICY)
@@ -431,10 +468,18 @@ async fn a_lost_attempt_s_child_is_taken_over_not_started_twice() {
     w.stop().await;
     assert_eq!(t["status"], "succeeded", "{t}");
     assert_eq!(
-        count(&app, "SELECT count(*) FROM tasks WHERE parent_task_id IS NOT NULL").await,
+        count(
+            &app,
+            "SELECT count(*) FROM tasks WHERE parent_task_id IS NOT NULL"
+        )
+        .await,
         1,
         "one child for one call"
     );
     let (_, r) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
-    assert_eq!(r["outputs"]["k"]["task_id"], json!(first.to_string()), "{r}");
+    assert_eq!(
+        r["outputs"]["k"]["task_id"],
+        json!(first.to_string()),
+        "{r}"
+    );
 }

@@ -2,17 +2,28 @@
 //! operations by 4 workers (claims, completions, failures, releases, defers and waits given
 //! up, lost leases and rescues, cancels, whole workers killed, steps parked on approvals and
 //! events, waits resolved, events posted, waits and deadlines expired, reschedules, resumes,
-//! reruns), and after each one the claim queue equals its definition (`queue/sync`'s,
-//! recomputed for every task) and `running_steps` lists exactly the running steps.
+//! reruns, map steps expanded and their items run, joined and given up, child tasks started,
+//! ended and cancelled with their trees, cost stops, bulk actions), and after each one the
+//! claim queue equals its definition (`queue/sync`'s, recomputed for every task) and
+//! `running_steps` lists exactly the running steps.
 //!
-//! Every `claim_queue::sync` call of the store is reached by one of these operations: the
-//! test fails when any one of them is removed (ARCHITECTURE.md, "The claim queue").
+//! Every `claim_queue::sync` call site of the store is reached by these operations, and the
+//! test checks it: it records the call sites the run reached and fails when one of the source
+//! is not among them. So removing any one call fails it (ARCHITECTURE.md, "The claim queue"),
+//! and a new call site no operation reaches fails it too.
 
 use trellis::testkit as common;
 
 use serde_json::json;
+use std::collections::BTreeSet;
+
+use trellis::domain::bulk::{BulkKind, FromStep};
+use trellis::domain::child::ChildSpec;
+use trellis::domain::limits::CostCheck;
 use trellis::domain::status::{TaskStatus, WaitStatus};
 use trellis::domain::wait::{OnTimeout, Resolution, WaitKind, WaitSpec};
+use trellis::store::bulk::{BulkTarget, NewBulkAction};
+use trellis::store::children::ChildOf;
 use trellis::store::rerun::Rerun;
 use trellis::store::step_queue::{
     Claim, ClaimedStep, FailurePolicy, StepFailure, StepSuccess, ToolWait,
@@ -46,7 +57,9 @@ fn take_one(held: &mut Vec<ClaimedStep>, rng: &mut Rng) -> ClaimedStep {
     held.swap_remove(i)
 }
 
-/// A task of 1–5 steps, each depending on some earlier ones, at most 1–3 of them at once.
+/// A task of 1–5 steps, each depending on some earlier ones, at most 1–3 of them at once;
+/// now and then one of them is a map over 1–4 items, or starts a child task (whose plan may
+/// start one of its own), and the task has a `max_cost` its tools' costs may reach.
 fn random_task(rng: &mut Rng) -> trellis::store::submit::NewTask {
     let n = 1 + rng.below(5);
     let steps: Vec<_> = (0..n)
@@ -55,10 +68,34 @@ fn random_task(rng: &mut Rng) -> trellis::store::submit::NewTask {
                 .filter(|_| rng.below(3) == 0)
                 .map(|d| format!("s{d}"))
                 .collect();
-            json!({"id": format!("s{i}"), "tool": "echo", "dependencies": deps})
+            let mut step = json!({"id": format!("s{i}"), "tool": "echo", "dependencies": deps});
+            match rng.below(8) {
+                0 => {
+                    let on_failure = ["continue", "fail"][rng.below(2)];
+                    step["map"] = json!({"over": "${context.xs}", "max_parallel": 1 + rng.below(2),
+                                         "on_item_failure": on_failure});
+                    step["parameters"] = json!({"x": "${item}"});
+                }
+                1 => {
+                    let grandchild = rng.below(3) == 0;
+                    step["tool"] = json!("task");
+                    step["parameters"] = json!({"plan": {"steps": if grandchild {
+                        json!([{"id": "g", "tool": "task", "parameters": {"plan": {"steps": [
+                            {"id": "e", "tool": "echo"}]}}}])
+                    } else {
+                        json!([{"id": "e", "tool": "echo"}, {"id": "f", "tool": "echo"}])
+                    }}});
+                }
+                _ => {}
+            }
+            step
         })
         .collect();
     let mut t = common::new_task(json!(steps));
+    t.context = json!({"xs": (0..1 + rng.below(4)).collect::<Vec<_>>()});
+    if rng.below(8) == 0 {
+        t.limits.max_cost = Some(1.0);
+    }
     t.limits.max_concurrent_steps = 1 + rng.below(3) as i32;
     t.limits.max_task_replans = 1;
     // one task in ten has a deadline that the run outlives
@@ -98,7 +135,9 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
     let workers: Vec<Uuid> = (0..4).map(|_| Uuid::now_v7()).collect();
     let mut held: Vec<Vec<ClaimedStep>> = vec![Vec::new(); workers.len()];
     let mut tasks: Vec<Uuid> = Vec::new();
-    let mut counts = [0usize; 16];
+    let mut counts = [0usize; 17];
+    // what the fan-out, cost and bulk operations did
+    let (mut expanded, mut children, mut cost_stops, mut bulk_batches) = (0, 0, 0, 0);
     // the keys parked steps wait on, and how many events woke one
     let (mut keys, mut woken): (Vec<String>, usize) = (Vec::new(), 0);
     // tasks the deadline sweep ended
@@ -109,10 +148,11 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
         ..POLICY
     };
 
+    let (_, reached) = trellis::store::claim_queue::sites::recording(async {
     for op in 0..ops {
         let w = rng.below(workers.len());
         let me = workers[w];
-        let kind = match rng.below(28) {
+        let kind = match rng.below(29) {
             0..=2 => 0,   // submit
             3..=7 => 1,   // claim
             8..=12 => 2,  // complete
@@ -128,6 +168,7 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
             24 => 12,     // expire due waits and deadlines
             25 => 13,     // reschedule a task
             26 => 14,     // resume a task that needs intervention
+            27 => 16,     // a bulk action: cancel, resume or rerun some tasks
             _ => 15,      // rerun a task that ended
         };
         // an operation that needs a held step falls back to a claim when there is none
@@ -155,20 +196,71 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
             }
             2 => {
                 let s = take_one(&mut held[w], &mut rng);
-                let ok = StepSuccess {
-                    cost: None,
-                    fence: s.fence(),
-                    worker_id: me,
-                    tool: s.tool.clone(),
-                    parameters: json!({}),
-                    output: json!({"op": op}),
-                    output_params: Default::default(),
-                    idempotency_key: None,
-                };
-                if let Ok(Some(d)) = store.complete_step(&ok, 60.0).await {
-                    trellis::worker::run_decision_chain(store, &cfg, Some(d)).await;
+                if let Some(map) = &s.map {
+                    // a map step's run is its expansion
+                    let fence = trellis::store::maps::MapFence {
+                        step_id: s.id,
+                        task_id: s.task_id,
+                        lease_token: s.lease_token,
+                        step_key: &s.step_key,
+                    };
+                    let parallel = map.0.max_parallel.unwrap_or(4) as i32;
+                    if store.expand_map(fence, &s.context["xs"], parallel).await.is_ok() {
+                        expanded += 1;
+                    }
+                    "expand"
+                } else if s.tool == "task" {
+                    // a child task, and the step parked on it (or its wait already resolved)
+                    let fence = s.fence();
+                    let spec = ChildSpec::from_params(&s.parameters).unwrap();
+                    let parent = ChildOf {
+                        fence: &fence,
+                        step_key: &s.step_key,
+                        attempt: s.attempt,
+                        call_key: &format!("tr1-{}", s.id.simple()),
+                        bounds: cfg.plan_bounds,
+                        tree: cfg.tree,
+                    };
+                    if let Ok(Ok(child)) = store.start_child(parent, &spec).await {
+                        children += 1;
+                        let waiter = Waiter {
+                            fence: &fence,
+                            step_key: &s.step_key,
+                            attempt: s.attempt,
+                            worker_id: me,
+                        };
+                        if let Ok(Parked::Resolved(_)) =
+                            store.park_step(waiter, &WaitSpec::child(child)).await
+                        {
+                            held[w].push(s);
+                        }
+                    }
+                    "child"
+                } else {
+                    // a tool that reports a cost now and then (a task with a max_cost stops)
+                    let cost = (rng.below(3) == 0).then_some(0.6);
+                    let ok = StepSuccess {
+                        cost,
+                        fence: s.fence(),
+                        worker_id: me,
+                        tool: s.tool.clone(),
+                        parameters: json!({}),
+                        output: json!({"op": op}),
+                        output_params: Default::default(),
+                        idempotency_key: None,
+                    };
+                    let done = store.complete_step(&ok, 60.0).await;
+                    if done.is_ok()
+                        && cost.is_some()
+                        && store.keep_cost_limit(s.task_id, 0.8).await.unwrap() == CostCheck::Stop
+                    {
+                        cost_stops += 1;
+                    }
+                    if let Ok(Some(d)) = done {
+                        trellis::worker::run_decision_chain(store, &cfg, Some(d)).await;
+                    }
+                    "complete"
                 }
-                "complete"
             }
             3 => {
                 let s = take_one(&mut held[w], &mut rng);
@@ -313,6 +405,10 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
             12 => {
                 store.expire_due_waits(100).await.unwrap();
                 expired += store.expire_deadlines(100).await.unwrap();
+                // children that ended (or stopped for a person) wake their parents; the
+                // children of parents that ended are cancelled
+                store.resolve_ended_children(100, 0.0).await.unwrap();
+                store.cancel_orphans(100).await.unwrap();
                 "expire"
             }
             13 => {
@@ -332,6 +428,30 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
                     let _ = store.resume_task(id, &Resume::default()).await;
                 }
                 "resume"
+            }
+            16 => {
+                if !tasks.is_empty() {
+                    let ids: Vec<Uuid> = (0..1 + rng.below(5))
+                        .map(|_| tasks[rng.below(tasks.len())])
+                        .collect();
+                    let action = [BulkKind::Cancel, BulkKind::Resume, BulkKind::Rerun][rng.below(3)];
+                    let a = NewBulkAction {
+                        id: Uuid::now_v7(),
+                        tenant: "default".into(),
+                        scope: None,
+                        name: None,
+                        action,
+                        target: BulkTarget::Ids(ids),
+                        filter_json: None,
+                        from_step: Some(FromStep::FirstFailed),
+                        dry_run: false,
+                    };
+                    store.create_bulk_action(&a).await.unwrap();
+                    while let Some(b) = store.run_bulk_batch(2).await.unwrap() {
+                        bulk_batches += usize::from(b.done > 0);
+                    }
+                }
+                "bulk"
             }
             _ => {
                 let status = [
@@ -386,8 +506,24 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
             "after operation {op} ({what}, seed {seed:#x}), running_steps differs from the running steps"
         );
     }
+    })
+    .await;
     // the run exercised every operation, and work went through to the end
     assert!(counts.iter().all(|&n| n > 0), "{counts:?}");
+    assert!(
+        expanded > 0 && children > 0 && cost_stops > 0 && bulk_batches > 0,
+        "maps expanded {expanded}, children started {children}, cost stops {cost_stops}, bulk batches {bulk_batches}"
+    );
+    let sites = sync_call_sites();
+    assert!(sites.len() >= 20, "{sites:?}");
+    let missed: Vec<_> = sites
+        .iter()
+        .filter(|(f, l)| !reached.iter().any(|(rf, rl)| rf == f && rl == l))
+        .collect();
+    assert!(
+        missed.is_empty(),
+        "claim_queue::sync call sites no operation reached (seed {seed:#x}): {missed:?}"
+    );
     let succeeded = store.count_tasks("succeeded").await.unwrap();
     assert!(succeeded > 0, "no task succeeded in {ops} operations");
     assert!(woken > 0, "no event woke a waiting step");
@@ -396,4 +532,40 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
         "invariants: {ops} operations {counts:?}, {} tasks, {succeeded} succeeded, {woken} events woke a step, {expired} deadlines passed",
         tasks.len()
     );
+}
+
+/// Every call of `claim_queue::sync` in the store's source: `(file, line)`, as the compiler
+/// names a call site (`src/store/maps.rs`).
+fn sync_call_sites() -> BTreeSet<(String, u32)> {
+    fn walk(dir: &std::path::Path, out: &mut BTreeSet<(String, u32)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") || path.ends_with("claim_queue.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let rel = path
+                .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+                .unwrap()
+                .to_string_lossy()
+                .trim_start_matches('/')
+                .to_string();
+            for (i, line) in text.lines().enumerate() {
+                let code = line.trim_start();
+                if code.contains("claim_queue::sync(") && !code.starts_with("//") {
+                    out.insert((rel.clone(), i as u32 + 1));
+                }
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store"),
+        &mut out,
+    );
+    out
 }

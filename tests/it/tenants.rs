@@ -534,7 +534,10 @@ async fn activity_and_metrics_per_tenant() {
     );
     assert_eq!(all["unfinished_tasks"]["running"], 1, "{all}");
     let metrics = |q: &'static str, key: Option<String>| {
-        let (url, http) = (app.url(&format!("/metrics{q}")), client_with_key(key.as_deref()));
+        let (url, http) = (
+            app.url(&format!("/metrics{q}")),
+            client_with_key(key.as_deref()),
+        );
         async move {
             let r = http.get(url).send().await.unwrap();
             (r.status().as_u16(), r.text().await.unwrap())
@@ -550,7 +553,10 @@ async fn activity_and_metrics_per_tenant() {
     assert!(b.contains("trellis_tasks{status=\"running\"} 0"), "{b}");
     let (s, body) = metrics("?tenant=default", None).await;
     assert_eq!(s, 401, "no key: {body}");
-    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"], "unauthorized");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"]["code"],
+        "unauthorized"
+    );
     let (s, body) = metrics("?tenant=default", Some("trk_not_a_key".into())).await;
     assert_eq!(s, 401, "an unknown key: {body}");
     let (s, body) = metrics("?tenant=default", Some(b_key)).await;
@@ -558,7 +564,10 @@ async fn activity_and_metrics_per_tenant() {
     assert!(!body.contains("trellis_tasks"), "{body}");
     let (s, default) = metrics("?tenant=default", Some(common::ADMIN_KEY.into())).await;
     assert_eq!(s, 200);
-    assert!(default.contains("trellis_tasks{status=\"running\"} 1"), "{default}");
+    assert!(
+        default.contains("trellis_tasks{status=\"running\"} 1"),
+        "{default}"
+    );
     let (s, _) = metrics("?tenant=no%20such", Some(common::ADMIN_KEY.into())).await;
     assert_eq!(s, 400);
 }
@@ -569,7 +578,9 @@ async fn activity_and_metrics_per_tenant() {
 async fn another_tenants_task_is_no_cursor() {
     let app = app().await;
     let theirs = app
-        .submit(json!({"description": "default's", "plan": {"steps": [{"id": "s", "tool": "echo"}]}}))
+        .submit(
+            json!({"description": "default's", "plan": {"steps": [{"id": "s", "tool": "echo"}]}}),
+        )
         .await;
     let b = client_with_key(Some(&key_of(&app, "operator", "b").await));
     for _ in 0..2 {
@@ -582,7 +593,10 @@ async fn another_tenants_task_is_no_cursor() {
         assert_eq!(r.status().as_u16(), 202);
     }
     let page = |before: String| {
-        let (http, url) = (b.clone(), app.url(&format!("/api/v1/tasks?before={before}")));
+        let (http, url) = (
+            b.clone(),
+            app.url(&format!("/api/v1/tasks?before={before}")),
+        );
         async move {
             let r = http.get(url).send().await.unwrap();
             assert_eq!(r.status().as_u16(), 200);
@@ -598,7 +612,10 @@ async fn another_tenants_task_is_no_cursor() {
     assert_eq!(page(newest).await, 1);
     // default's task, created before b's, would page b's tasks if it were a cursor for b
     assert_eq!(page(theirs.to_string()).await, 0);
-    assert_eq!(page(Uuid::now_v7().to_string()).await, page(theirs.to_string()).await);
+    assert_eq!(
+        page(Uuid::now_v7().to_string()).await,
+        page(theirs.to_string()).await
+    );
 }
 
 /// The recovery views of one tenant, live and after a prune (the roll-ups keep the tenant):

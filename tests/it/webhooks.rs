@@ -337,11 +337,17 @@ async fn a_webhook_at_a_refused_address_is_refused_at_registration() {
         "http://192.168.0.10:8080/",
     ] {
         let (s, v) = app
-            .post("/api/v1/webhooks", &json!({"url": url, "events": ["task_succeeded"]}))
+            .post(
+                "/api/v1/webhooks",
+                &json!({"url": url, "events": ["task_succeeded"]}),
+            )
             .await;
         assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{url}: {v}");
         assert!(
-            v["error"]["message"].as_str().unwrap().contains("outbound guard"),
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("outbound guard"),
             "{url}: {v}"
         );
         let (s, v) = app
@@ -358,7 +364,11 @@ async fn a_webhook_at_a_refused_address_is_refused_at_registration() {
                 &json!({"id": "at-the-same-address", "endpoint": url, "description": "x"}),
             )
             .await;
-        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "the tool too: {url}: {v}");
+        assert_eq!(
+            s,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "the tool too: {url}: {v}"
+        );
     }
     let (_, hooks) = app.get("/api/v1/webhooks").await;
     assert_eq!(hooks, json!([]), "nothing was registered");
