@@ -483,8 +483,10 @@ const MAX_DETAIL_BYTES: usize = 8 * 1024;
 /// first 200 characters and is kept, up to 8 KB, in `detail`.
 fn answer_failure(status: u16, head: &Head, text: &str) -> ToolFailure {
     let (category, retryable) = match failure::http_class(status) {
-        // GitHub's rate limits answer 403 with a reset or a Retry-After: a wait, not a refusal
-        _ if status == 403 && head.retry_after_ms.is_some() => {
+        // GitHub's rate limits answer 403 with a reset or a Retry-After: a wait, not a refusal;
+        // a 409 with a Retry-After is an idempotent tool still running this call's key (the
+        // IETF draft's "still processing"): the retry, with the same key, gets its answer
+        _ if (status == 403 || status == 409) && head.retry_after_ms.is_some() => {
             (failure::category::TOOL_ERROR, true)
         }
         class => class,
@@ -750,5 +752,20 @@ mod tests {
         let out = r.run(&t, &inv(&p, 1)).await.unwrap();
         assert_eq!(out.output_params.get("token"), Some(&json!("t1")));
         assert!(!out.output_params.contains_key("absent"));
+    }
+
+    #[test]
+    fn a_409_with_retry_after_is_a_key_still_in_flight_and_is_waited_for() {
+        let head = |after: Option<u32>| Head {
+            retry_after_ms: after,
+            json: true,
+        };
+        let body = r#"{"error": {"message": "this key is being processed"}}"#;
+        let f = answer_failure(409, &head(Some(1000)), body);
+        assert!(f.retryable, "{f:?}");
+        assert_eq!(f.category, "tool_error");
+        assert_eq!(f.retry_after_ms, Some(1000));
+        // a bare 409 is a conflict the tool does not say will pass
+        assert!(!answer_failure(409, &head(None), body).retryable);
     }
 }

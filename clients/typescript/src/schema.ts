@@ -1159,6 +1159,11 @@ export interface components {
             } | null;
             /** Format: date-time */
             finished_at: string;
+            /**
+             * @description The `Idempotency-Key` the call carried: the same for every attempt of one call (HTTP
+             *     and MCP tools, `http_request`, `task`; null for the others).
+             */
+            idempotency_key?: string | null;
             /** @description the tool's output: any JSON value (null while there is none) */
             output?: unknown;
             /** @description Credential-like values are redacted. */
@@ -8489,7 +8494,8 @@ export interface operations {
             query?: {
                 /**
                  * @description Only this tenant's tasks, steps and circuits in the database gauges (the process's own
-                 *     histograms and counters stay the process's).
+                 *     histograms and counters stay the process's). Needs an API key that sees the tenant (its
+                 *     own, or an admin's).
                  */
                 tenant?: string;
             };
@@ -8510,6 +8516,24 @@ export interface operations {
             };
             /** @description a malformed path or query parameter */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ?tenant= without an API key, or with one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ?tenant= names a tenant the key does not see */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -35,6 +35,9 @@ class Attempt:
         tool (str):
         duration_ms (int | None | Unset):
         error (AttemptErrorType0 | None | Unset):
+        idempotency_key (None | str | Unset): The `Idempotency-Key` the call carried: the same for every attempt of one
+            call (HTTP
+            and MCP tools, `http_request`, `task`; null for the others).
         output (Any | Unset): the tool's output: any JSON value (null while there is none)
         worker_id (None | Unset | UUID):
     """
@@ -49,6 +52,7 @@ class Attempt:
     tool: str
     duration_ms: int | None | Unset = UNSET
     error: AttemptErrorType0 | None | Unset = UNSET
+    idempotency_key: None | str | Unset = UNSET
     output: Any | Unset = UNSET
     worker_id: None | Unset | UUID = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -86,6 +90,12 @@ class Attempt:
         else:
             error = self.error
 
+        idempotency_key: None | str | Unset
+        if isinstance(self.idempotency_key, Unset):
+            idempotency_key = UNSET
+        else:
+            idempotency_key = self.idempotency_key
+
         output = self.output
 
         worker_id: None | str | Unset
@@ -114,6 +124,8 @@ class Attempt:
             field_dict["duration_ms"] = duration_ms
         if error is not UNSET:
             field_dict["error"] = error
+        if idempotency_key is not UNSET:
+            field_dict["idempotency_key"] = idempotency_key
         if output is not UNSET:
             field_dict["output"] = output
         if worker_id is not UNSET:
@@ -169,6 +181,15 @@ class Attempt:
 
         error = _parse_error(d.pop("error", UNSET))
 
+        def _parse_idempotency_key(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        idempotency_key = _parse_idempotency_key(d.pop("idempotency_key", UNSET))
+
         output = d.pop("output", UNSET)
 
         def _parse_worker_id(data: object) -> None | Unset | UUID:
@@ -199,6 +220,7 @@ class Attempt:
             tool=tool,
             duration_ms=duration_ms,
             error=error,
+            idempotency_key=idempotency_key,
             output=output,
             worker_id=worker_id,
         )

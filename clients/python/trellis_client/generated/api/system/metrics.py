@@ -41,6 +41,16 @@ def _parse_response(
 
         return response_400
 
+    if response.status_code == 401:
+        response_401 = Error.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Error.from_dict(response.json())
+
+        return response_404
+
     if response.status_code == 422:
         response_422 = Error.from_dict(response.json())
 
@@ -65,7 +75,7 @@ def _build_response(
 
 def sync_detailed(
     *,
-    client: AuthenticatedClient | Client,
+    client: AuthenticatedClient,
     tenant: str | Unset = UNSET,
 ) -> Response[Error | str]:
     """Prometheus metrics.
@@ -99,7 +109,7 @@ def sync_detailed(
 
 def sync(
     *,
-    client: AuthenticatedClient | Client,
+    client: AuthenticatedClient,
     tenant: str | Unset = UNSET,
 ) -> Error | str | None:
     """Prometheus metrics.
@@ -128,7 +138,7 @@ def sync(
 
 async def asyncio_detailed(
     *,
-    client: AuthenticatedClient | Client,
+    client: AuthenticatedClient,
     tenant: str | Unset = UNSET,
 ) -> Response[Error | str]:
     """Prometheus metrics.
@@ -160,7 +170,7 @@ async def asyncio_detailed(
 
 async def asyncio(
     *,
-    client: AuthenticatedClient | Client,
+    client: AuthenticatedClient,
     tenant: str | Unset = UNSET,
 ) -> Error | str | None:
     """Prometheus metrics.
