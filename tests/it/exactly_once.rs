@@ -483,3 +483,37 @@ async fn a_lost_attempt_s_child_is_taken_over_not_started_twice() {
         "{r}"
     );
 }
+
+/// The built-in `http_request` sends the call's key too (the same through a retry after a lost
+/// answer), unless the step's own headers name one.
+#[tokio::test]
+async fn http_request_sends_the_calls_key_unless_the_step_names_one() {
+    let app = spawn_app().await;
+    let tool = IdempotentTool::start(Arc::new(|_: &Value| Fresh::MakeAndReset)).await;
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(json!({"description": "raw calls", "plan": {"steps": [
+            {"id": "ours", "tool": "http_request",
+             "parameters": {"url": tool.url(), "method": "POST", "body": {"charge": 3}}},
+            {"id": "theirs", "tool": "http_request",
+             "parameters": {"url": tool.url(), "method": "POST", "body": {"charge": 4},
+                            "headers": {"Idempotency-Key": "order-4"}}}
+        ]}}))
+        .await;
+    let t = app.wait_done(id, LIMIT).await;
+    w.stop().await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    let keys: HashSet<String> = tool.requests().into_iter().filter_map(|r| r.key).collect();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert!(keys.contains("order-4"), "{keys:?}");
+    let ours = keys.iter().find(|k| *k != "order-4").unwrap();
+    assert!(ours.starts_with("tr1-"), "{ours}");
+    // each call's effect once, though each first answer was lost
+    assert_eq!(tool.resets(), 2);
+    assert!(
+        tool.effects().values().all(|n| *n == 1),
+        "{:?}",
+        tool.effects()
+    );
+    assert!(tool.requests().len() >= 4);
+}

@@ -85,7 +85,13 @@ async fn an_mcp_servers_tools_run_as_trellis_tools() {
         .collect();
     assert_eq!(
         tools,
-        ["py.add", "py.broken", "py.forecast", "py.secret_data"]
+        [
+            "py.add",
+            "py.broken",
+            "py.call_key",
+            "py.forecast",
+            "py.secret_data"
+        ]
     );
     let (_, forecast) = app.get("/api/v1/tools/py.forecast").await;
     assert_eq!(forecast["kind"], "mcp");
@@ -118,11 +124,23 @@ async fn an_mcp_servers_tools_run_as_trellis_tools() {
         .submit(json!({"description": "mcp tools", "plan": {"steps": [
             {"id": "sum", "tool": "py.add", "parameters": {"a": 2, "b": 3}},
             {"id": "weather", "tool": "py.forecast", "parameters": {"city": "Lyon"}},
-            {"id": "secret", "tool": "py.secret_data", "parameters": {}}]}}))
+            {"id": "secret", "tool": "py.secret_data", "parameters": {}},
+            {"id": "key", "tool": "py.call_key", "parameters": {}}]}}))
         .await;
     let done = app.wait_done(id, Duration::from_secs(60)).await;
     assert_eq!(done["status"], "succeeded", "{done}");
     let (_, r) = app.get(&format!("/api/v1/tasks/{id}/result")).await;
+    // the call's idempotency key reached the server in params._meta, as its attempt records
+    let (_, attempts) = app.get(&format!("/api/v1/tasks/{id}/attempts")).await;
+    let recorded = attempts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["step_id"] == "key")
+        .unwrap()["idempotency_key"]
+        .clone();
+    assert!(recorded.as_str().unwrap().starts_with("tr1-"), "{attempts}");
+    assert_eq!(r["outputs"]["key"], json!({"result": recorded}), "{r}");
     assert_eq!(r["outputs"]["sum"], json!({"result": 5}), "{r}");
     assert_eq!(
         r["outputs"]["weather"],
@@ -191,7 +209,7 @@ async fn an_mcp_servers_tools_run_as_trellis_tools() {
     // refresh keeps the tools; delete removes them
     let (s, v) = app.post("/api/v1/mcp-servers/py/refresh", &json!({})).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    assert_eq!(v["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(v["tools"].as_array().unwrap().len(), 5);
     let r = app
         .http
         .delete(app.url("/api/v1/mcp-servers/py"))

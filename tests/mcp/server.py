@@ -1,7 +1,7 @@
 """An MCP server built with the official MCP Python SDK (FastMCP), over streamable HTTP, for
 Trellis's tests: `python server.py PORT API_KEY`. Tools: `add` (structured int result),
 `forecast` (an output schema), `broken` (always an isError result), `secret_data` (needs the
-X-Api-Key header to be API_KEY)."""
+X-Api-Key header to be API_KEY), `call_key` (the idempotency key its call carried in `_meta`)."""
 
 import sys
 
@@ -42,6 +42,14 @@ def secret_data(ctx: Context) -> str:
     if got != api_key:
         raise PermissionError(f"wrong key {got}")
     return "classified"
+
+
+@mcp.tool()
+def call_key(ctx: Context) -> str:
+    """The idempotency key the call carried in params._meta (Trellis's, under its prefix)."""
+    meta = ctx.request_context.meta
+    extra = (meta.model_extra or {}) if meta is not None else {}
+    return extra.get("dev.trellis/idempotency-key", "")
 
 
 mcp.run(transport="streamable-http")
