@@ -517,3 +517,66 @@ async fn http_request_sends_the_calls_key_unless_the_step_names_one() {
     );
     assert!(tool.requests().len() >= 4);
 }
+
+/// Children are their tenant's tasks like any other: a tenant's `max_running_steps` holds
+/// across a parent and its children, checked from the attempts' times (the database's clock).
+#[tokio::test]
+async fn children_count_toward_their_tenants_caps() {
+    let app = spawn_app().await;
+    let r = app
+        .http
+        .put(app.url("/api/v1/tenants/b"))
+        .json(&json!({"max_running_steps": 2}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let (s, v) = app
+        .post(
+            "/api/v1/keys",
+            &json!({"name": "b", "role": "operator", "tenant": "b"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let b = common::client_with_key(v["key"].as_str());
+    let calls: Vec<Value> = (0..6)
+        .map(|i| {
+            json!({"id": format!("c{i}"), "tool": "task", "parameters": {"plan": {"steps": [
+                {"id": "s", "tool": "sleep", "parameters": {"ms": 50}},
+                {"id": "t", "tool": "sleep", "parameters": {"ms": 50}}]}}})
+        })
+        .collect();
+    let r = b
+        .post(app.url("/api/v1/tasks"))
+        .json(&json!({"description": "a tree of b's", "plan": {"steps": calls}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 202);
+    let root: Uuid = r.json::<Value>().await.unwrap()["task_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let workers: Vec<_> = (0..2).map(|_| app.worker(|c| c.concurrency = 8)).collect();
+    let t = app.wait_done(root, LIMIT).await;
+    for w in workers {
+        w.stop().await;
+    }
+    assert_eq!(t["status"], "succeeded", "{t}");
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM tasks WHERE tenant = 'b'").await,
+        7,
+        "the children are b's"
+    );
+    let peak: i64 = sqlx::query_scalar(
+        "SELECT max(n) FROM (
+             SELECT sum(d) OVER (ORDER BY at, d) AS n FROM (
+                 SELECT started_at AS at, 1 AS d FROM attempts
+                 UNION ALL SELECT finished_at, -1 FROM attempts) e) x",
+    )
+    .fetch_one(app.store().pool())
+    .await
+    .unwrap();
+    assert!(peak <= 2, "{peak} steps of tenant b ran at once");
+}
