@@ -7,21 +7,10 @@ use trellis::testkit as common;
 use std::time::Duration;
 
 use common::{spawn_app, wait_for};
-use reqwest::StatusCode;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 const LIMIT: Duration = Duration::from_secs(120);
-
-async fn template(app: &common::TestApp, id: &str, steps: Value) {
-    let (s, v) = app
-        .post(
-            "/api/v1/templates",
-            &json!({"id": id, "description": id, "plan": {"steps": steps}}),
-        )
-        .await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
-}
 
 /// `n` steps calling the template `child` as a child task each.
 fn calls(n: usize, child: &str) -> Value {
@@ -43,13 +32,12 @@ async fn count(app: &common::TestApp, sql: &'static str) -> i64 {
 async fn a_three_level_tree_ends_with_each_childs_outputs_in_its_parents_step() {
     let app = spawn_app().await;
     let w = app.worker(|c| c.concurrency = 16);
-    template(
-        &app,
+    app.template(
         "leaf",
         json!([{"id": "e", "tool": "echo", "parameters": {"leaf": true}}]),
     )
     .await;
-    template(&app, "mid", calls(10, "leaf")).await;
+    app.template("mid", calls(10, "leaf")).await;
     let root = app
         .submit(json!({"description": "root", "plan": {"steps": calls(10, "mid")}}))
         .await;
@@ -115,14 +103,13 @@ async fn a_three_level_tree_ends_with_each_childs_outputs_in_its_parents_step() 
 async fn cancelling_the_root_cancels_every_task_of_the_tree() {
     let app = spawn_app().await;
     let w = app.worker(|c| c.concurrency = 16);
-    template(
-        &app,
+    app.template(
         "leaf",
         // waits without a worker: the whole tree is under way at once
         json!([{"id": "s", "tool": "sleep_until", "parameters": {"secs": 600}}]),
     )
     .await;
-    template(&app, "mid", calls(10, "leaf")).await;
+    app.template("mid", calls(10, "leaf")).await;
     let root = app
         .submit(json!({"description": "root", "plan": {"steps": calls(10, "mid")}}))
         .await;

@@ -30,14 +30,23 @@ async fn count(app: &TestApp, sql: &'static str) -> i64 {
         .unwrap()
 }
 
-async fn template(app: &TestApp, id: &str, steps: Value) {
-    let (s, v) = app
-        .post(
-            "/api/v1/templates",
-            &json!({"id": id, "description": id, "plan": {"steps": steps}}),
-        )
-        .await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
+/// An app whose `[limits]` are `limits`, with the template `id` that starts itself `calls`
+/// times, a worker, and the root task submitted from it.
+async fn self_starting(
+    limits: impl FnOnce(&mut trellis::config::LimitSettings),
+    id: &str,
+    calls: usize,
+) -> (TestApp, common::TestWorker, Uuid) {
+    let mut s = test_settings();
+    limits(&mut s.limits);
+    let app = spawn_app_with(s).await;
+    let steps: Vec<Value> = (0..calls)
+        .map(|i| json!({"id": format!("c{i}"), "tool": "task", "parameters": {"template": id}}))
+        .collect();
+    app.template(id, json!(steps)).await;
+    let w = app.worker(|c| c.concurrency = 16);
+    let root = app.submit(json!({"description": id, "template": id})).await;
+    (app, w, root)
 }
 
 /// Ten tasks at once call a payment tool that makes its effect, then loses the answer of the
@@ -147,22 +156,7 @@ async fn a_lost_answer_is_retried_under_the_same_key_and_the_effect_happens_once
 /// refused and the stop climbs the chain, every task with the limit as its stop reason.
 #[tokio::test]
 async fn a_self_recursive_template_stops_at_the_depth_limit() {
-    let mut s = test_settings();
-    s.limits.max_child_depth = 3;
-    let app = spawn_app_with(s).await;
-    template(
-        &app,
-        "again",
-        json!([{"id": "deeper", "tool": "task", "parameters": {"template": "again"}}]),
-    )
-    .await;
-    let w = app.worker(|c| {
-        c.concurrency = 8;
-        c.tree.max_depth = 3;
-    });
-    let root = app
-        .submit(json!({"description": "recurse", "template": "again"}))
-        .await;
+    let (app, w, root) = self_starting(|l| l.max_child_depth = 3, "again", 1).await;
     let t = app.wait_done(root, LIMIT).await;
     w.stop().await;
     assert_eq!(t["status"], "failed", "{t}");
@@ -188,25 +182,7 @@ async fn a_self_recursive_template_stops_at_the_depth_limit() {
 /// under the root than the limit, and the root stops with it as its reason.
 #[tokio::test]
 async fn a_fanning_template_stops_at_the_descendant_limit() {
-    let mut s = test_settings();
-    s.limits.max_descendants = 20;
-    let app = spawn_app_with(s).await;
-    template(
-        &app,
-        "two",
-        json!([
-            {"id": "a", "tool": "task", "parameters": {"template": "two"}},
-            {"id": "b", "tool": "task", "parameters": {"template": "two"}}
-        ]),
-    )
-    .await;
-    let w = app.worker(|c| {
-        c.concurrency = 16;
-        c.tree.max_descendants = 20;
-    });
-    let root = app
-        .submit(json!({"description": "fan", "template": "two"}))
-        .await;
+    let (app, w, root) = self_starting(|l| l.max_descendants = 20, "two", 2).await;
     let t = app.wait_done(root, LIMIT).await;
     assert_eq!(t["status"], "failed", "{t}");
     assert_eq!(t["stop_reason"], "descendants_exceeded", "{t}");
@@ -230,22 +206,7 @@ async fn a_fanning_template_stops_at_the_descendant_limit() {
 /// of the tree is created after it, and every task of the tree has ended 2 s later.
 #[tokio::test]
 async fn a_cancel_stops_a_growing_tree_at_once() {
-    let mut s = test_settings();
-    s.limits.max_child_depth = 100;
-    let app = spawn_app_with(s).await;
-    template(
-        &app,
-        "grow",
-        json!([{"id": "deeper", "tool": "task", "parameters": {"template": "grow"}}]),
-    )
-    .await;
-    let w = app.worker(|c| {
-        c.concurrency = 16;
-        c.tree.max_depth = 100;
-    });
-    let root = app
-        .submit(json!({"description": "grow", "template": "grow"}))
-        .await;
+    let (app, w, root) = self_starting(|l| l.max_child_depth = 100, "grow", 1).await;
     wait_for("the chain to grow", LIMIT, || async {
         (count(&app, "SELECT count(*) FROM tasks").await >= 20).then_some(())
     })
@@ -569,14 +530,6 @@ async fn children_count_toward_their_tenants_caps() {
         7,
         "the children are b's"
     );
-    let peak: i64 = sqlx::query_scalar(
-        "SELECT max(n) FROM (
-             SELECT sum(d) OVER (ORDER BY at, d) AS n FROM (
-                 SELECT started_at AS at, 1 AS d FROM attempts
-                 UNION ALL SELECT finished_at, -1 FROM attempts) e) x",
-    )
-    .fetch_one(app.store().pool())
-    .await
-    .unwrap();
+    let peak = app.peak_attempts(Some("b")).await;
     assert!(peak <= 2, "{peak} steps of tenant b ran at once");
 }

@@ -485,24 +485,11 @@ async fn a_tenants_step_cap_holds_across_four_workers() {
     for w in workers {
         w.stop().await;
     }
-    // the most attempts of a tenant that overlapped (an end before a start at one instant)
-    let peak = |tenant: &'static str| {
-        sqlx::query_scalar::<_, i64>(
-            "SELECT max(n) FROM (
-                 SELECT sum(d) OVER (ORDER BY at, d) AS n FROM (
-                     SELECT a.started_at AS at, 1 AS d FROM attempts a
-                     JOIN tasks t ON t.id = a.task_id WHERE t.tenant = $1
-                     UNION ALL SELECT a.finished_at, -1 FROM attempts a
-                     JOIN tasks t ON t.id = a.task_id WHERE t.tenant = $1) e) x",
-        )
-        .bind(tenant)
-        .fetch_one(app.store().pool())
-    };
-    let capped = peak("b").await.unwrap();
+    let capped = app.peak_attempts(Some("b")).await;
     assert!(capped <= 2, "{capped} steps of tenant b ran at once");
     assert_eq!(capped, 2, "the cap was reached");
     assert!(
-        peak("default").await.unwrap() > 2,
+        app.peak_attempts(Some("default")).await > 2,
         "the other tenant is not held"
     );
 }
