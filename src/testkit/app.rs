@@ -108,6 +108,15 @@ impl TestApp {
         TestWorker::start(self.store().clone(), cfg)
     }
 
+    /// A new API key of `role` for `tenant` (made with the admin key).
+    pub async fn key(&self, role: &str, tenant: &str) -> String {
+        let body = json!({"name": format!("{tenant} {role}"), "role": role, "tenant": tenant});
+        let (s, v) = self.post("/api/v1/keys", &body).await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+        assert_eq!(v["tenant"], tenant);
+        v["key"].as_str().expect("the new key").to_string()
+    }
+
     /// Register the template `id` whose plan is `steps` (admin; asserts it was created).
     pub async fn template(&self, id: &str, steps: Value) {
         let body = json!({"id": id, "description": id, "plan": {"steps": steps}});

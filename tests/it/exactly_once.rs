@@ -238,6 +238,25 @@ async fn a_cancel_stops_a_growing_tree_at_once() {
     w.stop().await;
 }
 
+/// A parent whose step starts a child of `plan`, and that child once it stops for a person.
+async fn stopped_child(app: &TestApp, plan: &Value) -> (Uuid, Uuid) {
+    let parent = app
+        .submit(json!({"description": "parent", "plan": {"steps": [
+            {"id": "k", "tool": "task", "parameters": plan}]}}))
+        .await;
+    let child = wait_for("the child to stop for a person", LIMIT, || async {
+        sqlx::query_scalar(
+            "SELECT id FROM tasks WHERE parent_task_id = $1 AND status = 'needs_intervention'",
+        )
+        .bind(parent)
+        .fetch_optional(app.store().pool())
+        .await
+        .unwrap()
+    })
+    .await;
+    (parent, child)
+}
+
 /// A child stopped in `needs_intervention` fails its parent's step after
 /// `[limits] child_intervention_wait_secs` (plus one sweep of the waits), naming the child, and
 /// is cancelled; a person who resumes the child before then is still served.
@@ -248,20 +267,7 @@ async fn a_parent_does_not_wait_on_a_stopped_child_for_ever() {
         {"message": "forbidden by policy", "category": "external_error", "retryable": false}}]}});
     let wait_secs = 1.0;
     let w = app.worker(|c| c.child_intervention_wait_secs = wait_secs);
-    let parent = app
-        .submit(json!({"description": "parent", "plan": {"steps": [
-            {"id": "k", "tool": "task", "parameters": forbidden}]}}))
-        .await;
-    let child: Uuid = wait_for("the child to stop for a person", LIMIT, || async {
-        sqlx::query_scalar(
-            "SELECT id FROM tasks WHERE parent_task_id = $1 AND status = 'needs_intervention'",
-        )
-        .bind(parent)
-        .fetch_optional(app.store().pool())
-        .await
-        .unwrap()
-    })
-    .await;
+    let (parent, child) = stopped_child(&app, &forbidden).await;
     let failed = wait_for("the parent's step to fail", LIMIT, || async {
         let (_, events) = app.get(&format!("/api/v1/tasks/{parent}/events")).await;
         events
@@ -304,20 +310,7 @@ async fn a_parent_does_not_wait_on_a_stopped_child_for_ever() {
 
     // with a long wait, a person's resume of the child serves the parent
     let w = app.worker(|c| c.child_intervention_wait_secs = 600.0);
-    let parent = app
-        .submit(json!({"description": "patient parent", "plan": {"steps": [
-            {"id": "k", "tool": "task", "parameters": forbidden}]}}))
-        .await;
-    let child: Uuid = wait_for("the child to stop for a person", LIMIT, || async {
-        sqlx::query_scalar(
-            "SELECT id FROM tasks WHERE parent_task_id = $1 AND status = 'needs_intervention'",
-        )
-        .bind(parent)
-        .fetch_optional(app.store().pool())
-        .await
-        .unwrap()
-    })
-    .await;
+    let (parent, child) = stopped_child(&app, &forbidden).await;
     let (s, v) = app
         .post(
             &format!("/api/v1/tasks/{child}/resume"),
@@ -492,14 +485,7 @@ async fn children_count_toward_their_tenants_caps() {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 200);
-    let (s, v) = app
-        .post(
-            "/api/v1/keys",
-            &json!({"name": "b", "role": "operator", "tenant": "b"}),
-        )
-        .await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
-    let b = common::client_with_key(v["key"].as_str());
+    let b = common::client_with_key(Some(&app.key("operator", "b").await));
     let calls: Vec<Value> = (0..6)
         .map(|i| {
             json!({"id": format!("c{i}"), "tool": "task", "parameters": {"plan": {"steps": [

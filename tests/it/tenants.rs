@@ -20,15 +20,7 @@ async fn app() -> TestApp {
 }
 
 async fn key_of(app: &TestApp, role: &str, tenant: &str) -> String {
-    let (s, v) = app
-        .post(
-            "/api/v1/keys",
-            &json!({"name": format!("{tenant} {role}"), "role": role, "tenant": tenant}),
-        )
-        .await;
-    assert_eq!(s, StatusCode::CREATED, "{v}");
-    assert_eq!(v["tenant"], tenant);
-    v["key"].as_str().unwrap().to_string()
+    app.key(role, tenant).await
 }
 
 async fn send(http: &reqwest::Client, method: &str, url: &str, body: Value) -> (u16, String) {
