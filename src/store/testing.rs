@@ -323,3 +323,13 @@ impl PlanProbe {
         Ok(out)
     }
 }
+
+impl Store {
+    /// The most attempts (of `tenant`'s tasks, or of every task) that ran at once.
+    pub async fn peak_attempts(&self, tenant: Option<&str>) -> Result<i64> {
+        Ok(sqlx::query_scalar(sql!("testing/peak_attempts"))
+            .bind(tenant)
+            .fetch_one(&self.pool)
+            .await?)
+    }
+}

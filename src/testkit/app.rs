@@ -127,18 +127,7 @@ impl TestApp {
     /// The most attempts (of `tenant`'s tasks, or of every task) that ran at once, from their
     /// start and end times on the database's clock (an end before a start at one instant).
     pub async fn peak_attempts(&self, tenant: Option<&str>) -> i64 {
-        sqlx::query_scalar(
-            "SELECT coalesce(max(n), 0)::int8 FROM (
-                 SELECT sum(d) OVER (ORDER BY at, d) AS n FROM (
-                     SELECT a.started_at AS at, 1 AS d FROM attempts a
-                     JOIN tasks t ON t.id = a.task_id WHERE $1::text IS NULL OR t.tenant = $1
-                     UNION ALL SELECT a.finished_at, -1 FROM attempts a
-                     JOIN tasks t ON t.id = a.task_id WHERE $1::text IS NULL OR t.tenant = $1) e) x",
-        )
-        .bind(tenant)
-        .fetch_one(self.store().pool())
-        .await
-        .unwrap()
+        self.store().peak_attempts(tenant).await.unwrap()
     }
 }
 
