@@ -37,6 +37,7 @@ pub struct ChildOf<'a> {
     /// `[limits] max_child_depth`, `max_descendants`.
     pub tree: TreeLimits,
 }
+
 /// A task's child, as its parent's view lists it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ChildRow {

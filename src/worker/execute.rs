@@ -549,19 +549,17 @@ async fn run_main(
         Ok(p) => p,
         Err(ran) => return Ok(*ran),
     };
-    let outcome = super::waits::before_call(rt, env.step, def, &resolved).await?;
-    Ok(match outcome {
+    let call_key = env.call_key(&call, def, &resolved);
+    let outcome = super::waits::before_call(rt, env.step, def, &resolved, call_key.as_deref());
+    Ok(match outcome.await? {
         super::waits::Next::Call => call_tool(env, &call, def, resolved, None).await,
         super::waits::Next::Async => {
             super::waits::call_async(rt, env, &call, def, resolved).await?
         }
-        super::waits::Next::Done(result) => {
-            let call_key = env.call_key(&call, def, &resolved);
-            Ran {
-                call_key,
-                ..Ran::new(call.tool, resolved, result)
-            }
-        }
+        super::waits::Next::Done(result) => Ran {
+            call_key,
+            ..Ran::new(call.tool, resolved, result)
+        },
     })
 }
 

@@ -55,14 +55,17 @@ fn unavailable(e: StoreError) -> ToolFailure {
 }
 
 /// Before the step's own tool runs: wait first, if it is a tool that waits.
+/// `call_key`: the call's idempotency key (the built-in `task` names its child by it).
 pub(super) async fn before_call(
     rt: &Runtime,
     step: &ClaimedStep,
     def: &ToolDef,
     resolved: &Value,
+    call_key: Option<&str>,
 ) -> Result<Next, Parks> {
     if def.kind == "builtin" && def.id == TASK_TOOL {
-        return child(rt, step, resolved).await;
+        let key = call_key.expect("a task call has a key (Env::call_key)");
+        return child(rt, step, resolved, key).await;
     }
     if def.kind == "builtin"
         && let Some(spec) = WaitSpec::of_builtin(&def.id, resolved)
@@ -192,21 +195,28 @@ pub(super) async fn call_async(
         return Ok(done(Err(unavailable(e))));
     }
     let url = format!("{}/api/v1/callbacks/{token}", rt.cfg.callback_base_url);
-    let ran = call_tool(env, call, def, resolved_params.clone(), Some(&url)).await;
-    if ran.result.is_err() {
-        return Ok(ran);
+    let called = call_tool(env, call, def, resolved_params.clone(), Some(&url)).await;
+    if called.result.is_err() {
+        return Ok(called);
     }
-    let mut ran = match park(rt, step, &spec).await? {
+    let ran = match park(rt, step, &spec).await? {
         Ok(row) => done(after(resolved(&row, WaitKind::Callback, false))),
         Err(f) => done(Err(f)),
     };
-    ran.call_key = env.call_key(call, def, &resolved_params);
-    Ok(ran)
+    Ok(Ran {
+        call_key: called.call_key,
+        ..ran
+    })
 }
 
 /// The built-in `task`: start the child (or find the one a lost attempt of this call started)
 /// and wait for it to end; once it has, its outcome is the step's.
-async fn child(rt: &Runtime, step: &ClaimedStep, params: &Value) -> Result<Next, Parks> {
+async fn child(
+    rt: &Runtime,
+    step: &ClaimedStep,
+    params: &Value,
+    call_key: &str,
+) -> Result<Next, Parks> {
     match rt
         .store
         .wait_of(step.id, step.attempt, WaitKind::Child)
@@ -222,20 +232,12 @@ async fn child(rt: &Runtime, step: &ClaimedStep, params: &Value) -> Result<Next,
         Ok(s) => s,
         Err(f) => return Ok(Next::Done(Err(f))),
     };
-    let call_key = rt.keys.key(&crate::domain::call_key::Call {
-        task_id: step.task_id,
-        step_row: step.id,
-        name: &step.step_key,
-        tool: TASK_TOOL,
-        parameters: params,
-        feedback: step.feedback.as_ref(),
-    });
     let fence = step.fence();
     let parent = ChildOf {
         fence: &fence,
         step_key: &step.step_key,
         attempt: step.attempt,
-        call_key: &call_key,
+        call_key,
         bounds: rt.cfg.plan_bounds,
         tree: rt.cfg.tree,
     };
