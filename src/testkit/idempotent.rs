@@ -35,6 +35,8 @@ pub enum Fresh {
     MakeAndReset,
     /// Refuse the parameters (a 422 that names the fix in `hints`): no effect, nothing stored.
     Refuse { hints: Value },
+    /// Down for now (a 503): no effect, nothing stored.
+    Unavailable,
 }
 
 /// How the server treats a call it has not seen, from its parameters.
@@ -178,6 +180,10 @@ fn decide(
         });
     }
     match script(&body["parameters"]) {
+        Fresh::Unavailable => Some((
+            503,
+            json!({"error": {"message": "down for maintenance", "retryable": true}}),
+        )),
         Fresh::Refuse { hints } => Some((
             422,
             json!({"error": {"category": "parameter_error", "message": "bad parameters",

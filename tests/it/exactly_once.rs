@@ -519,3 +519,53 @@ async fn children_count_toward_their_tenants_caps() {
     let peak = app.peak_attempts(Some("b")).await;
     assert!(peak <= 2, "{peak} steps of tenant b ran at once");
 }
+
+/// A call repaired by tier 2 (a new step row, the same tool and parameters: the rules brain's
+/// repair after a transient failure outlived the step's retries) is a new call with a new key;
+/// every attempt before the repair carried the one key of the call it repeated.
+#[tokio::test]
+async fn a_repaired_call_carries_a_new_key() {
+    let app = spawn_app().await;
+    let down = std::sync::atomic::AtomicUsize::new(3);
+    let tool = IdempotentTool::start(Arc::new(move |_: &Value| {
+        let left = down.load(std::sync::atomic::Ordering::SeqCst);
+        if left > 0 {
+            down.store(left - 1, std::sync::atomic::Ordering::SeqCst);
+            Fresh::Unavailable
+        } else {
+            Fresh::Answer
+        }
+    }))
+    .await;
+    register_tool(&app, "ship", &tool.url(), json!({})).await;
+    let w = app.worker(|_| {});
+    let id = app
+        .submit(json!({"description": "ship it", "plan": {"steps": [
+            {"id": "ship", "tool": "ship", "parameters": {"parcel": 42}}]}}))
+        .await;
+    let t = app.wait_done(id, LIMIT).await;
+    w.stop().await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    let recorded = attempts(&app, id).await;
+    let keys: Vec<(&str, i64, &str)> = recorded
+        .iter()
+        .map(|a| {
+            (
+                a["idempotency_key"].as_str().unwrap(),
+                a["plan_version"].as_i64().unwrap(),
+                a["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(keys.len(), 4, "{recorded:?}");
+    let (before, after) = keys.split_at(3);
+    assert!(
+        before
+            .iter()
+            .all(|(k, v, s)| *k == before[0].0 && *v == 1 && *s == "failed"),
+        "{keys:?}"
+    );
+    assert_eq!(after[0].1, 2, "the repair is plan version 2: {keys:?}");
+    assert_ne!(after[0].0, before[0].0, "a repaired call is a new call");
+    assert_eq!(tool.effects().values().sum::<usize>(), 1);
+}
