@@ -160,10 +160,19 @@ async fn deliveries_are_signed_ordered_and_retried() {
 }
 
 /// A receiver down for good: the delivery is dead after its last try, every try listed; a
-/// redelivery sends it again. An address the outbound guard refuses is never connected to.
+/// redelivery sends it again. An address the outbound guard refuses is never connected to: here
+/// the API took 127.0.0.2 (its allow-list had all of loopback) and the workers' guard, tightened
+/// since, allows 127.0.0.1 only (an address refused at registration is a 422:
+/// `a_webhook_at_a_refused_address_is_refused_at_registration`).
 #[tokio::test]
 async fn a_dead_receiver_and_a_blocked_address() {
-    let app = app().await;
+    let mut s = test_settings();
+    s.webhooks.backoff_ms = 20;
+    s.webhooks.backoff_max_ms = 100;
+    s.webhooks.max_attempts = 4;
+    s.webhooks.signing_secret = Some(TASK_SECRET.into());
+    s.tools.allow_cidrs = Some(vec!["127.0.0.0/8".parse().unwrap()]);
+    let app = spawn_app_with(s).await;
     // a port with nothing listening
     let closed = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -183,7 +192,9 @@ async fn a_dead_receiver_and_a_blocked_address() {
         json!(["task_succeeded"]),
     )
     .await;
-    let _w = app.worker(|_| {});
+    let mut tightened = app.settings.tools.clone();
+    tightened.allow_cidrs = Some(vec!["127.0.0.1/32".parse().unwrap()]);
+    let _w = app.worker(|c| c.outbound = trellis::net::Outbound::from_settings(&tightened));
     let id = app.submit(three_steps()).await;
     app.wait_done(id, LIMIT).await;
     for hook in [&down, &blocked] {

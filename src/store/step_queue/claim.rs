@@ -374,7 +374,7 @@ pub(crate) fn probe_statements() -> Vec<(&'static str, String, &'static str)> {
         (
             "probe_complete",
             sql!("step/complete").to_string(),
-            "('{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')",
+            "('{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')",
         ),
         (
             "probe_claim",
