@@ -549,9 +549,9 @@ async fn mcp_servers_from_the_command_line() {
     )
     .await;
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("imported 4 tool(s)"), "{}", r.stdout);
+    assert!(r.stdout.contains("imported 5 tool(s)"), "{}", r.stdout);
     let r = trellis(&app, &["--json", "mcp", "ls"]).await;
-    assert_eq!(r.json()[0]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(r.json()[0]["tools"].as_array().unwrap().len(), 5);
     assert_eq!(r.json()[0]["headers"]["X-Client"], "cli");
     let r = trellis(&app, &["mcp", "refresh", "py"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);

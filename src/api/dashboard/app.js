@@ -408,8 +408,10 @@ function gantt(attempts) {
   return h('div', { class: 'scroll' }, h('svg', { id: 'gantt', role: 'img', 'aria-label': `attempts over ${span} ms`, width: W, height: 12 + rows.length * R }, labels, bars));
 }
 function attemptTable(attempts) {
-  return table(['step', 'attempt', 'tool', 'status', 'ms', 'details'], attempts.map((a) => h('tr', { 'data-step': a.step_id, 'data-attempt': a.attempt },
-    h('td', {}, a.step_id), h('td', {}, a.attempt), h('td', {}, a.tool), h('td', {}, status(a.status)), h('td', {}, a.duration_ms ?? ''),
+  // the call's idempotency key: the same on every attempt of one call (docs/idempotency.md)
+  const key = (k) => h('td', { class: 'key', title: k || '' }, k ? `${k.slice(0, 12)}…` : '');
+  return table(['step', 'attempt', 'tool', 'status', 'ms', 'key', 'details'], attempts.map((a) => h('tr', { 'data-step': a.step_id, 'data-attempt': a.attempt },
+    h('td', {}, a.step_id), h('td', {}, a.attempt), h('td', {}, a.tool), h('td', {}, status(a.status)), h('td', {}, a.duration_ms ?? ''), key(a.idempotency_key),
     h('td', {}, collapsible('error', a.error), collapsible('output', a.output), collapsible('parameters', a.parameters)))), { id: 'attempts' });
 }
 // each failure's recovery, from the task's events: the failure, the reflection (with the
