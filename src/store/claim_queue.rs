@@ -44,7 +44,7 @@ pub(crate) fn sync<'a>(
     }
 }
 
-/// The call sites of [`sync`] a test reached (feature `testing`): noted while a future runs
+/// The call sites of `sync` a test reached (feature `testing`): noted while a future runs
 /// inside [`sites::recording`], for that future only (other tests of the same process are not
 /// counted).
 #[cfg(feature = "testing")]
