@@ -289,7 +289,7 @@ impl Store {
     }
 
     /// Connect a pool. Every connection gets a `statement_timeout`, an
-    /// `idle_in_transaction_session_timeout` and (direct) TCP keepalives set on the server's
+    /// `idle_in_transaction_session_timeout`, `jit = off` and (direct) TCP keepalives set on the server's
     /// side of its socket (sqlx has no client-side socket options; the server's probes are
     /// what end the backend of a worker whose host vanished, releasing its locks). Directly
     /// they are startup parameters; behind a session pooler (which refuses unknown startup
@@ -301,12 +301,16 @@ impl Store {
         if let Some(name) = &c.application_name {
             options = options.application_name(name);
         }
+        // no statement of Trellis is worth compiling: each runs in milliseconds, and a batch's
+        // estimate (a submit of 1,000 tasks) passes jit_above_cost on a stock server, which then
+        // spends about 2 s compiling it (BENCHMARKS.md, "Stock PostgreSQL")
         let limits = vec![
             ("statement_timeout", ms(c.statement_timeout)),
             (
                 "idle_in_transaction_session_timeout",
                 ms(c.idle_in_transaction_timeout),
             ),
+            ("jit", "off".to_string()),
         ];
         let listen = match (&c.listen_url, c.pooler) {
             (Some(direct), _) => {

@@ -333,3 +333,25 @@ impl Store {
             .await?)
     }
 }
+
+impl Store {
+    /// What this store's own statements see of the setting `name`: one run on the pool, one in
+    /// a transaction, one in a hot transaction (the settings a pooler mode sets where it sets
+    /// them: at connect, after connecting, or with each `BEGIN`).
+    pub async fn setting_seen(&self, name: &str) -> Result<[String; 3]> {
+        const SHOW: &str = "SELECT current_setting($1)";
+        let on_pool: String = sqlx::query_scalar(SHOW)
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await?;
+        let in_tx: String = in_tx!(self.pool, |tx| Ok(sqlx::query_scalar(SHOW)
+            .bind(name)
+            .fetch_one(&mut **tx)
+            .await?))?;
+        let hot: String = in_tx!(hot self, |tx| Ok(sqlx::query_scalar(SHOW)
+            .bind(name)
+            .fetch_one(&mut **tx)
+            .await?))?;
+        Ok([on_pool, in_tx, hot])
+    }
+}

@@ -754,3 +754,36 @@ async fn a_heartbeat_passes_over_a_step_being_completed() {
     assert_eq!(renewed, 2);
     assert!(lease_left(held[0].id).await > 60.0);
 }
+
+/// No statement Trellis sends is JIT-compiled, whatever sits between it and PostgreSQL: a stock
+/// server has `jit = on`, and a batch's estimate passes `jit_above_cost` (a submit of 1,000
+/// tasks spent about 2 s compiling). Directly the setting is a startup parameter, behind a
+/// session pooler a `SET` after connecting, behind a transaction pooler part of each `BEGIN`;
+/// every kind of statement the store runs sees it.
+#[tokio::test]
+async fn no_statement_is_jit_compiled_in_any_pooler_mode() {
+    use trellis::store::{PoolConfig, Pooler};
+    let db = fresh_db().await;
+    let server_default: String =
+        sqlx::query_scalar("SELECT boot_val FROM pg_settings WHERE name = 'jit'")
+            .fetch_one(db.store.pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        server_default, "on",
+        "the test server compiles unless told not to"
+    );
+    for pooler in [Pooler::None, Pooler::Session, Pooler::Transaction] {
+        let config = PoolConfig {
+            pooler,
+            ..PoolConfig::default()
+        };
+        let store = Store::connect_with(&db.url, &config).await.unwrap();
+        let seen = store.setting_seen("jit").await.unwrap();
+        assert_eq!(
+            seen,
+            ["off", "off", "off"],
+            "{pooler:?}: pool, transaction, hot transaction"
+        );
+    }
+}
