@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use trellis::config::Settings;
+use trellis::config::{DEFAULT_CONCURRENCY, Settings, WORKER_POOL};
 use trellis::devpg::{TempPostgres, find_bindir};
 use trellis::domain::Limits;
 use trellis::domain::PlanSpec;
@@ -294,7 +294,7 @@ impl Bench {
         let stop = CancellationToken::new();
         let mut handles = Vec::new();
         for _ in 0..n {
-            let store = Store::connect(url, 40, Duration::from_secs(30)).await?;
+            let store = Store::connect(url, worker_pool(), Duration::from_secs(30)).await?;
             let cfg = Self::worker_cfg(&tweak);
             handles.push(tokio::spawn(worker::run(store, cfg, stop.clone())));
         }
@@ -1208,7 +1208,7 @@ async fn main() -> Result<()> {
     let quick = args.iter().any(|a| a == "--quick");
     let sizes = if quick {
         Sizes {
-            concurrency: env_usize("BENCH_CONCURRENCY", 64),
+            concurrency: env_usize("BENCH_CONCURRENCY", DEFAULT_CONCURRENCY as usize),
             tasks: 50,
             steps: 10,
             workers: 2,
@@ -1221,7 +1221,7 @@ async fn main() -> Result<()> {
         }
     } else {
         Sizes {
-            concurrency: env_usize("BENCH_CONCURRENCY", 64),
+            concurrency: env_usize("BENCH_CONCURRENCY", DEFAULT_CONCURRENCY as usize),
             // 20,000 steps: short runs flatter everyone (their first cycles plan the statements)
             tasks: env_usize("BENCH_TASKS", 2_000),
             steps: 10,
@@ -1239,23 +1239,24 @@ async fn main() -> Result<()> {
     let admin = match std::env::var("DATABASE_URL") {
         Ok(u) if !u.is_empty() => u,
         _ => {
-            eprintln!("starting a throwaway PostgreSQL (fsync=on, synchronous_commit=on)…");
-            // --fleet: PostgreSQL's default max_connections, as a fleet meets it
-            let max = if args.iter().any(|a| a == "--fleet") {
-                "100"
-            } else {
-                "400"
-            };
-            let pg = tokio::task::spawn_blocking(move || {
-                TempPostgres::start_with(&[
-                    ("fsync", "on"),
-                    ("synchronous_commit", "on"),
-                    ("shared_buffers", "256MB"),
-                    ("shared_preload_libraries", "pg_stat_statements"),
-                    ("max_connections", max),
-                ])
-            })
-            .await??;
+            // stock: the server's own defaults (shared_buffers 128 MB, jit on, max_connections
+            // 100), as a user's PostgreSQL has them; `BENCH_SERVER=tuned`: 256 MB of shared
+            // buffers and room for 400 connections (--fleet: PostgreSQL's default 100 either way)
+            let tuned = std::env::var("BENCH_SERVER").is_ok_and(|s| s == "tuned");
+            eprintln!(
+                "starting a throwaway PostgreSQL ({}, fsync=on, synchronous_commit=on)…",
+                if tuned { "tuned" } else { "stock" }
+            );
+            let mut settings = vec![
+                ("fsync", "on"),
+                ("synchronous_commit", "on"),
+                ("shared_preload_libraries", "pg_stat_statements"),
+            ];
+            if tuned && !args.iter().any(|a| a == "--fleet") {
+                settings.extend([("shared_buffers", "256MB"), ("max_connections", "400")]);
+            }
+            let pg = tokio::task::spawn_blocking(move || TempPostgres::start_with(&settings))
+                .await??;
             let url = pg.url();
             _cluster = Some(pg);
             url
@@ -1790,4 +1791,10 @@ async fn main() -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A worker's pool in the throughput scenarios: the shipped size ([`WORKER_POOL`], whatever the
+/// worker's concurrency), or `BENCH_WORKER_POOL`.
+fn worker_pool() -> u32 {
+    env_usize("BENCH_WORKER_POOL", WORKER_POOL as usize) as u32
 }
