@@ -564,3 +564,64 @@ pub async fn whole(
         peak,
     })
 }
+
+/// Submit → start as a client reads it: the API and `workers` worker processes at the shipped
+/// defaults (directly, with LISTEN), an idle queue, `samples` one-step tasks submitted one at a
+/// time over HTTP, each waited for; per task, its `step_started` event's time minus its
+/// `task_submitted` event's (the database's clock). Milliseconds, in submission order.
+pub async fn client_latency(b: &Bench, workers: usize, samples: usize) -> Result<Vec<f64>> {
+    let (store, url) = b.fresh("client_latency").await?;
+    let mut env = Route::Direct.env(&url, "");
+    env.push(("APP_AUTH__DISABLED", "true".into()));
+    env.push(("APP_SERVER__PORT", "0".into()));
+    let mut api = Procs::start("--as-shipped-api", 1, &env)?;
+    let base = format!("{}/api/v1", api_base(&mut api).await?);
+    let fleet = Procs::start("--as-shipped-worker", workers, &env)?;
+    let http = reqwest::Client::new();
+    // the workers registered, and idle
+    while store.workers_alive().await? < workers as i64 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for i in 0..samples {
+        let r = http
+            .post(format!("{base}/tasks"))
+            .json(&json!({"description": "latency", "plan": {"steps": [
+                {"id": "s", "tool": "echo", "parameters": {"i": i}}]}}))
+            .send()
+            .await?;
+        if r.status() != reqwest::StatusCode::ACCEPTED {
+            bail!("submit answered {}", r.status());
+        }
+        let id = r.json::<Value>().await?["task_id"]
+            .as_str()
+            .context("a task id")?
+            .to_string();
+        let limit = Instant::now() + Duration::from_secs(30);
+        loop {
+            let t: Value = http
+                .get(format!("{base}/tasks/{id}"))
+                .send()
+                .await?
+                .json()
+                .await?;
+            if t["status"] == "succeeded" {
+                break;
+            }
+            if Instant::now() > limit {
+                bail!("task {id} did not succeed within 30 s: {t}");
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // an idle queue again: the next submit finds the workers waiting
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    fleet.stop();
+    api.stop();
+    let ms = store
+        .event_latencies_ms("task_submitted", "step_started")
+        .await?;
+    drop(store);
+    b.drop_db(&url).await;
+    Ok(ms)
+}

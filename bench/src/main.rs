@@ -1255,8 +1255,8 @@ async fn main() -> Result<()> {
             if tuned && !args.iter().any(|a| a == "--fleet") {
                 settings.extend([("shared_buffers", "256MB"), ("max_connections", "400")]);
             }
-            let pg = tokio::task::spawn_blocking(move || TempPostgres::start_with(&settings))
-                .await??;
+            let pg =
+                tokio::task::spawn_blocking(move || TempPostgres::start_with(&settings)).await??;
             let url = pg.url();
             _cluster = Some(pg);
             url
@@ -1304,6 +1304,12 @@ async fn main() -> Result<()> {
         let recovery = b.recovery().await?;
         println!(
             "submit → start p50 {p50:.2} ms, p99 {p99:.2} ms; failure → retry start p50 {recovery:.2} ms"
+        );
+        let mut c = fleet::client_latency(&b, 2, b.sizes.latency_samples).await?;
+        println!(
+            "as a client reads it (the API and 2 worker processes, events' times): submit → start p50 {:.2} ms, p99 {:.2} ms",
+            percentile(&mut c, 50.0),
+            percentile(&mut c, 99.0)
         );
         return Ok(());
     }

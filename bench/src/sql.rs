@@ -7,6 +7,8 @@ use trellis::store::{Result, Store};
 /// The benchmark's own statements, over a [`Store`]'s pool.
 pub(crate) trait BenchSql {
     async fn start_latencies_ms(&self) -> Result<Vec<f64>>;
+    /// Per task (in submission order): its first `to` event's time minus its `from` event's.
+    async fn event_latencies_ms(&self, from: &str, to: &str) -> Result<Vec<f64>>;
     async fn retry_gaps_ms(&self) -> Result<Vec<f64>>;
     async fn task_durations_ms(&self) -> Result<Vec<f64>>;
     async fn count_all_steps(&self) -> Result<i64>;
@@ -187,6 +189,21 @@ impl BenchSql for Store {
             "SELECT task_id, count(*) FROM attempts WHERE tool = $1 GROUP BY task_id",
         )
         .bind(tool)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    async fn event_latencies_ms(&self, from: &str, to: &str) -> Result<Vec<f64>> {
+        Ok(sqlx::query_scalar(
+            "SELECT (extract(epoch FROM (b.at - a.at)) * 1000)::float8
+             FROM tasks t
+             JOIN LATERAL (SELECT min(at) AS at FROM events WHERE task_id = t.id AND kind = $1) a ON true
+             JOIN LATERAL (SELECT min(at) AS at FROM events WHERE task_id = t.id AND kind = $2) b ON true
+             WHERE a.at IS NOT NULL AND b.at IS NOT NULL
+             ORDER BY t.created_at",
+        )
+        .bind(from)
+        .bind(to)
         .fetch_all(self.pool())
         .await?)
     }
