@@ -1305,11 +1305,27 @@ async fn main() -> Result<()> {
         println!(
             "submit → start p50 {p50:.2} ms, p99 {p99:.2} ms; failure → retry start p50 {recovery:.2} ms"
         );
-        let mut c = fleet::client_latency(&b, 2, b.sizes.latency_samples).await?;
+        let mut c = fleet::client_latency(&b, 2, 20, b.sizes.latency_samples).await?;
+        if std::env::var("BENCH_VERBOSE").is_ok() {
+            let slow: Vec<String> = c
+                .total
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| **v > 10.0)
+                .map(|(i, v)| format!("#{i}: {v:.1}"))
+                .collect();
+            eprintln!("slow: {}", slow.join(", "));
+        }
         println!(
-            "as a client reads it (the API and 2 worker processes, events' times): submit → start p50 {:.2} ms, p99 {:.2} ms",
-            percentile(&mut c, 50.0),
-            percentile(&mut c, 99.0)
+            "as a client reads it (the API and 2 worker processes, events' times, after 20 tasks): submit → start p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms (submit → wake-up p50 {:.2} ms, wake-up → start p50 {:.2} ms); the first 20: p50 {:.2} ms, max {:.2} ms",
+            percentile(&mut c.total, 50.0),
+            percentile(&mut c.total, 90.0),
+            percentile(&mut c.total, 99.0),
+            percentile(&mut c.total, 100.0),
+            percentile(&mut c.to_wake, 50.0),
+            percentile(&mut c.to_claim, 50.0),
+            percentile(&mut c.cold, 50.0),
+            percentile(&mut c.cold, 100.0)
         );
         return Ok(());
     }

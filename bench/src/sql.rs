@@ -7,8 +7,9 @@ use trellis::store::{Result, Store};
 /// The benchmark's own statements, over a [`Store`]'s pool.
 pub(crate) trait BenchSql {
     async fn start_latencies_ms(&self) -> Result<Vec<f64>>;
-    /// Per task (in submission order): its first `to` event's time minus its `from` event's.
-    async fn event_latencies_ms(&self, from: &str, to: &str) -> Result<Vec<f64>>;
+    /// Per task (in submission order): its first `from` event's time and its first `to`
+    /// event's, in milliseconds since the epoch.
+    async fn event_times_ms(&self, from: &str, to: &str) -> Result<Vec<(f64, f64)>>;
     async fn retry_gaps_ms(&self) -> Result<Vec<f64>>;
     async fn task_durations_ms(&self) -> Result<Vec<f64>>;
     async fn count_all_steps(&self) -> Result<i64>;
@@ -193,9 +194,9 @@ impl BenchSql for Store {
         .await?)
     }
 
-    async fn event_latencies_ms(&self, from: &str, to: &str) -> Result<Vec<f64>> {
-        Ok(sqlx::query_scalar(
-            "SELECT (extract(epoch FROM (b.at - a.at)) * 1000)::float8
+    async fn event_times_ms(&self, from: &str, to: &str) -> Result<Vec<(f64, f64)>> {
+        Ok(sqlx::query_as(
+            "SELECT (extract(epoch FROM a.at) * 1000)::float8, (extract(epoch FROM b.at) * 1000)::float8
              FROM tasks t
              JOIN LATERAL (SELECT min(at) AS at FROM events WHERE task_id = t.id AND kind = $1) a ON true
              JOIN LATERAL (SELECT min(at) AS at FROM events WHERE task_id = t.id AND kind = $2) b ON true

@@ -127,6 +127,13 @@ pub const RING_SLOTS: i16 = 4;
 /// the current slot first): a slot still holding a deep backlog is left to VACUUM.
 const MOVE_AT_MOST: i64 = 2_000;
 
+/// A slot smaller than this is neither truncated nor turned from (unless the ring must turn to
+/// it): its few dead entries are VACUUM's, and a claim walks at most these few pages of them.
+/// A `TRUNCATE` makes every session plan its claim statements anew (4–9 ms each on a stock
+/// server), so on a quiet queue, where a slot never grows this large, the ring stays still and
+/// the plans stay made; under load a slot passes it within its turn (BENCHMARKS.md, "Stock first").
+const TRUNCATE_AT_BYTES: i64 = 128 * 1024;
+
 /// What [`super::Store::claim_ring_upkeep`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct RingUpkeep {
@@ -140,19 +147,26 @@ pub struct RingUpkeep {
 
 impl super::Store {
     /// Keep the claim queue's ring (migration `20261125000018_claim_queue.sql`): truncate every
-    /// slot but the current one that holds rows but few live entries (moving those to the
-    /// current slot first, under the slot's exclusive lock, taken with a 50 ms lock timeout so
-    /// that claims never wait longer; a slot whose lock is not granted is left for the next
-    /// round), then turn the ring when the current slot is `turn_secs` old, has entries, and
-    /// the next slot is empty. Safe to run from every worker at once.
+    /// slot but the current one that holds [`TRUNCATE_AT_BYTES`] or more but few live entries
+    /// (moving those to the current slot first, under the slot's exclusive lock, taken with a
+    /// 50 ms lock timeout so that claims never wait longer; a slot whose lock is not granted is
+    /// left for the next round), then turn the ring when the current slot is `turn_secs` old,
+    /// holds [`TRUNCATE_AT_BYTES`] or more, and the next slot is empty (truncated first if it
+    /// must be). Safe to run from every worker at once.
     pub async fn claim_ring_upkeep(&self, turn_secs: f64) -> Result<RingUpkeep> {
         let (current, age, sizes): (i16, f64, Vec<i64>) = sqlx::query_as(sql!("queue/ring_state"))
             .bind(i32::from(RING_SLOTS))
             .fetch_one(&self.pool)
             .await?;
+        let size = |slot: i16| sizes.get(slot as usize).copied().unwrap_or(0);
+        let next = (current + 1) % RING_SLOTS;
+        let turn = age >= turn_secs && size(current) >= TRUNCATE_AT_BYTES;
         let mut done = RingUpkeep::default();
         for slot in 0..RING_SLOTS {
-            if slot == current || sizes.get(slot as usize).copied().unwrap_or(0) == 0 {
+            if slot == current || size(slot) == 0 {
+                continue;
+            }
+            if size(slot) < TRUNCATE_AT_BYTES && !(turn && slot == next) {
                 continue;
             }
             if let Some(moved) = self.truncate_slot(slot).await? {
@@ -160,9 +174,8 @@ impl super::Store {
                 done.moved += moved;
             }
         }
-        let next = (current + 1) % RING_SLOTS;
-        let next_empty = sizes.get(next as usize).copied().unwrap_or(0) == 0 || done.truncated > 0;
-        if age >= turn_secs && sizes.get(current as usize).copied().unwrap_or(0) > 0 && next_empty {
+        let next_empty = size(next) == 0 || done.truncated > 0;
+        if turn && next_empty {
             let n = sqlx::query(sql!("queue/turn_ring"))
                 .bind(current)
                 .bind(next)

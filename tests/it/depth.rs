@@ -371,6 +371,36 @@ async fn a_held_snapshot_does_not_slow_the_claim() {
     assert!(truncated >= 5, "drained slots were truncated: {truncated}");
 }
 
+/// A quiet queue keeps its ring still: a trickle of tasks, each claimed and completed, leaves
+/// slots too small to be worth a `TRUNCATE` (which makes every session plan its claim anew), so
+/// the upkeep neither truncates nor turns, however often it runs; and the queue stays small.
+#[tokio::test]
+async fn a_quiet_queue_keeps_its_ring_still() {
+    let db = fresh_db().await;
+    let store = &db.store;
+    let worker = Uuid::now_v7();
+    let (mut truncated, mut turned) = (0, 0);
+    for _ in 0..20 {
+        queue_one_step(store, 5, 0).await;
+        let got = store.claim_steps(&claim(worker, 10, 0)).await.unwrap();
+        assert_eq!(got.len(), 5);
+        complete(store, worker, &got).await;
+        let u = store.claim_ring_upkeep(0.0).await.unwrap();
+        truncated += u.truncated;
+        turned += u32::from(u.turned);
+    }
+    assert_eq!(
+        (truncated, turned),
+        (0, 0),
+        "the ring moved on a quiet queue"
+    );
+    let bytes = store.claim_queue_bytes().await.unwrap();
+    assert!(
+        bytes <= 4 * 128 * 1024,
+        "{bytes} bytes of claim queue for 100 tasks"
+    );
+}
+
 /// Plans made on empty tables stay keyed: a hot session that planned its statements while the
 /// tables were empty (a new install) still reaches tasks and steps by primary key after
 /// 20,000 tasks were queued, never through the status index or a partial index of every
