@@ -147,11 +147,11 @@ pub struct RingUpkeep {
 
 impl super::Store {
     /// Keep the claim queue's ring (migration `20261125000018_claim_queue.sql`): truncate every
-    /// slot but the current one that holds [`TRUNCATE_AT_BYTES`] or more but few live entries
-    /// (moving those to the current slot first, under the slot's exclusive lock, taken with a
-    /// 50 ms lock timeout so that claims never wait longer; a slot whose lock is not granted is
-    /// left for the next round), then turn the ring when the current slot is `turn_secs` old,
-    /// holds [`TRUNCATE_AT_BYTES`] or more, and the next slot is empty (truncated first if it
+    /// slot but the current one that holds 128 KiB or more (`TRUNCATE_AT_BYTES`) but few live
+    /// entries (moving those to the current slot first, under the slot's exclusive lock, taken
+    /// with a 50 ms lock timeout so that claims never wait longer; a slot whose lock is not
+    /// granted is left for the next round), then turn the ring when the current slot is
+    /// `turn_secs` old, holds 128 KiB or more, and the next slot is empty (truncated first if it
     /// must be). Safe to run from every worker at once.
     pub async fn claim_ring_upkeep(&self, turn_secs: f64) -> Result<RingUpkeep> {
         let (current, age, sizes): (i16, f64, Vec<i64>) = sqlx::query_as(sql!("queue/ring_state"))

@@ -115,8 +115,9 @@ impl Store {
     }
 
     /// Insert tasks with their first plan versions, steps, plan decisions (tasks without a
-    /// plan) and first events, all or nothing, in one statement (one round trip, one commit).
-    /// Results are in input order; an idempotency key already used (before, or earlier in
+    /// plan) and first events, all or nothing, in one statement and one commit (in a hot
+    /// transaction: the statement's generic plan is made once per session). Results are in
+    /// input order; an idempotency key already used (before, or earlier in
     /// the same batch) gives that task with `created: false`. `Ok(Err(tools))`: the plans name
     /// tools that are not registered, and nothing was written.
     pub async fn submit_tasks(

@@ -1,5 +1,5 @@
 //! Submit as one statement: tasks, plans, steps, plan decisions and first events of a whole
-//! batch are inserted by a single `WITH … INSERT` (one round trip, one commit), all or nothing.
+//! batch are inserted by a single `WITH … INSERT` (one statement, one commit), all or nothing.
 
 use std::collections::{BTreeSet, HashMap};
 
