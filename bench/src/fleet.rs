@@ -609,6 +609,7 @@ pub async fn client_latency(
         }
     });
     let mut wakes = Vec::new();
+    let mut posts = Vec::new();
     // the workers registered, and idle
     while store.workers_alive().await? < workers as i64 {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -616,6 +617,8 @@ pub async fn client_latency(
     tokio::time::sleep(Duration::from_millis(500)).await;
     for i in 0..warm + samples {
         while woke.try_recv().is_ok() {}
+        let now_ms = || chrono::Utc::now().timestamp_micros() as f64 / 1000.0;
+        let sent = now_ms();
         let r = http
             .post(format!("{base}/tasks"))
             .json(&json!({"description": "latency", "plan": {"steps": [
@@ -625,6 +628,7 @@ pub async fn client_latency(
         if r.status() != reqwest::StatusCode::ACCEPTED {
             bail!("submit answered {}", r.status());
         }
+        posts.push((sent, now_ms()));
         let id = r.json::<Value>().await?["task_id"]
             .as_str()
             .context("a task id")?
@@ -672,6 +676,32 @@ pub async fn client_latency(
         to_claim: vec![],
         cold: vec![],
     };
+    if std::env::var("BENCH_VERBOSE").is_ok() {
+        let mut pre: Vec<f64> = times
+            .iter()
+            .zip(&posts)
+            .skip(warm)
+            .map(|((s, _), (p, _))| s - p)
+            .collect();
+        let mut answered: Vec<f64> = times
+            .iter()
+            .zip(&posts)
+            .skip(warm)
+            .map(|((s, _), (_, a))| a - s)
+            .collect();
+        let mut woke_after: Vec<f64> = wakes
+            .iter()
+            .zip(&posts)
+            .skip(warm)
+            .map(|(w, (_, a))| w - a)
+            .collect();
+        eprintln!(
+            "POST sent → submit's now() p50 {:.2} ms; → answer read p50 {:.2} ms; answer read → wake-up p50 {:.2} ms",
+            percentile(&mut pre, 50.0),
+            percentile(&mut answered, 50.0),
+            percentile(&mut woke_after, 50.0)
+        );
+    }
     for (i, ((submitted, started), woke)) in times.into_iter().zip(wakes).enumerate() {
         if i < warm {
             r.cold.push(started - submitted);
