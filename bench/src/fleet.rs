@@ -677,24 +677,15 @@ pub async fn client_latency(
         cold: vec![],
     };
     if std::env::var("BENCH_VERBOSE").is_ok() {
-        let mut pre: Vec<f64> = times
-            .iter()
-            .zip(&posts)
-            .skip(warm)
-            .map(|((s, _), (p, _))| s - p)
-            .collect();
-        let mut answered: Vec<f64> = times
-            .iter()
-            .zip(&posts)
-            .skip(warm)
-            .map(|((s, _), (_, a))| a - s)
-            .collect();
-        let mut woke_after: Vec<f64> = wakes
-            .iter()
-            .zip(&posts)
-            .skip(warm)
-            .map(|(w, (_, a))| w - a)
-            .collect();
+        // per counted task: POST sent → submit's now(), → answer read, answer read → wake-up
+        let (mut pre, mut answered, mut woke_after) = (vec![], vec![], vec![]);
+        for (((submitted, _), (sent, read)), woke) in
+            times.iter().zip(&posts).zip(&wakes).skip(warm)
+        {
+            pre.push(submitted - sent);
+            answered.push(read - submitted);
+            woke_after.push(woke - read);
+        }
         eprintln!(
             "POST sent → submit's now() p50 {:.2} ms; → answer read p50 {:.2} ms; answer read → wake-up p50 {:.2} ms",
             percentile(&mut pre, 50.0),
