@@ -119,8 +119,8 @@ impl Store {
         })
     }
 
-    /// Keep a task's `max_cost`: past `warn_fraction` of it a `cost_warning` event (once); at
-    /// it, the task stops: its running steps fail with a `cost_limit_exceeded` attempt (their
+    /// Keep a task's `max_cost`: past `warn_fraction` of it a `cost_warning` event (once, and
+    /// always before a stop); at it, the task stops: its running steps fail with a `cost_limit_exceeded` attempt (their
     /// leases move on: a late result is fenced), open steps are skipped, and it ends `failed`
     /// with `error.code` `cost_limit_exceeded`. A task that has ended is left as it is.
     pub async fn keep_cost_limit(&self, task_id: Uuid, warn_fraction: f64) -> Result<CostCheck> {
@@ -137,22 +137,25 @@ impl Store {
             let check = check_cost(task.cost, task.max_cost, warned, warn_fraction);
             let max_cost = task.max_cost.unwrap_or_default();
             let mut events = Vec::new();
+            // a task whose cost went past the warning and the limit between two checks (a
+            // completion that started the next step before its own check ran) is warned
+            // before it stops: a listener for `cost_warning` never misses a stopped task
+            if check == CostCheck::Warn || (check == CostCheck::Stop && !warned) {
+                sqlx::query(sql!("cost/warn"))
+                    .bind(task_id)
+                    .execute(&mut **tx)
+                    .await?;
+                events.push(NewEvent::new(
+                    task_id,
+                    Event::CostWarning(event::CostWarning {
+                        cost: task.cost,
+                        max_cost,
+                        fraction: warn_fraction,
+                    }),
+                ));
+            }
             match check {
-                CostCheck::Within => {}
-                CostCheck::Warn => {
-                    sqlx::query(sql!("cost/warn"))
-                        .bind(task_id)
-                        .execute(&mut **tx)
-                        .await?;
-                    events.push(NewEvent::new(
-                        task_id,
-                        Event::CostWarning(event::CostWarning {
-                            cost: task.cost,
-                            max_cost,
-                            fraction: warn_fraction,
-                        }),
-                    ));
-                }
+                CostCheck::Within | CostCheck::Warn => {}
                 CostCheck::Stop => {
                     let failure = ToolFailure::new(
                         COST_LIMIT_EXCEEDED,
