@@ -55,9 +55,34 @@ pub fn check_cost(cost: f64, max_cost: Option<f64>, warned: bool, warn_fraction:
     }
 }
 
+/// Whether a check's outcome sends the task its `cost_warning`: at the fraction, and at the
+/// limit when no check saw the fraction first (a completion can start the next step before its
+/// own check runs), so a stopped task is always warned, once.
+pub fn warns(check: CostCheck, warned: bool) -> bool {
+    match check {
+        CostCheck::Within => false,
+        CostCheck::Warn => true,
+        CostCheck::Stop => !warned,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stop_is_warned_first_unless_it_was_warned_before() {
+        use CostCheck::*;
+        for (check, warned, want) in [
+            (Within, false, false),
+            (Within, true, false),
+            (Warn, false, true),
+            (Stop, false, true),
+            (Stop, true, false),
+        ] {
+            assert_eq!(warns(check, warned), want, "{check:?}, warned {warned}");
+        }
+    }
 
     #[test]
     fn a_task_is_warned_once_then_stopped_at_its_limit() {

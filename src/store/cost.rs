@@ -10,7 +10,7 @@ use super::{NewEvent, Result, Store, append_events, lock_task};
 use crate::domain::ToolFailure;
 use crate::domain::decision::LlmCallRecord;
 use crate::domain::event::{self, Event, TaskError};
-use crate::domain::limits::{CostCheck, check_cost};
+use crate::domain::limits::{CostCheck, check_cost, warns};
 use crate::store::decision_queue::DecisionFence;
 
 /// Error category and task error code of a task stopped at its `max_cost`.
@@ -120,9 +120,10 @@ impl Store {
     }
 
     /// Keep a task's `max_cost`: past `warn_fraction` of it a `cost_warning` event (once, and
-    /// always before a stop); at it, the task stops: its running steps fail with a `cost_limit_exceeded` attempt (their
-    /// leases move on: a late result is fenced), open steps are skipped, and it ends `failed`
-    /// with `error.code` `cost_limit_exceeded`. A task that has ended is left as it is.
+    /// always before a stop); at it, the task stops: its running steps fail with a
+    /// `cost_limit_exceeded` attempt (their leases move on: a late result is fenced), open
+    /// steps are skipped, and it ends `failed` with `error.code` `cost_limit_exceeded`. A task
+    /// that has ended is left as it is.
     pub async fn keep_cost_limit(&self, task_id: Uuid, warn_fraction: f64) -> Result<CostCheck> {
         in_tx!(self.pool, |tx| {
             let task = lock_task(tx, task_id).await?;
@@ -137,10 +138,7 @@ impl Store {
             let check = check_cost(task.cost, task.max_cost, warned, warn_fraction);
             let max_cost = task.max_cost.unwrap_or_default();
             let mut events = Vec::new();
-            // a task whose cost went past the warning and the limit between two checks (a
-            // completion that started the next step before its own check ran) is warned
-            // before it stops: a listener for `cost_warning` never misses a stopped task
-            if check == CostCheck::Warn || (check == CostCheck::Stop && !warned) {
+            if warns(check, warned) {
                 sqlx::query(sql!("cost/warn"))
                     .bind(task_id)
                     .execute(&mut **tx)
