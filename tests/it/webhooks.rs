@@ -159,6 +159,84 @@ async fn deliveries_are_signed_ordered_and_retried() {
     assert_eq!(no_hooks, 0);
 }
 
+/// A hook on the step events gets exactly what the events API lists: the starts and successes
+/// are read from the steps and attempts (not stored as event rows), yet each is delivered once,
+/// in order, with its number and its payload, the promoted steps included.
+#[tokio::test]
+async fn step_events_read_from_attempts_are_delivered_as_listed() {
+    let app = app().await;
+    let (addr, rx) = receiver("127.0.0.1:0").await;
+    let (_hook, secret) = subscribe(
+        &app,
+        &format!("http://{addr}/hook"),
+        json!(["step_started", "step_completed"]),
+    )
+    .await;
+    *rx.secret.lock().unwrap() = Some(secret);
+    let _w = app.worker(|_| {});
+    // a fan-out then a join: a's success promotes b and c, and the later of them promotes d
+    let task = app
+        .submit(json!({"description": "fan", "plan": {"steps": [
+            {"id": "a", "tool": "echo"},
+            {"id": "b", "tool": "echo", "dependencies": ["a"]},
+            {"id": "c", "tool": "echo", "dependencies": ["a"]},
+            {"id": "d", "tool": "echo", "dependencies": ["b", "c"]}]}}))
+        .await;
+    app.wait_done(task, LIMIT).await;
+    wait_for("8 deliveries", LIMIT, || async {
+        (rx.got.lock().unwrap().len() == 8).then_some(())
+    })
+    .await;
+    let (s, listed) = app.get(&format!("/api/v1/tasks/{task}/events")).await;
+    assert_eq!(s, StatusCode::OK, "{listed}");
+    let listed: Vec<(i64, String, Value)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "step_started" || e["kind"] == "step_completed")
+        .map(|e| {
+            (
+                e["seq"].as_i64().unwrap(),
+                e["kind"].as_str().unwrap().to_owned(),
+                e["payload"].clone(),
+            )
+        })
+        .collect();
+    let mut got: Vec<(i64, String, Value)> = rx
+        .got
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["data"]["seq"].as_i64().unwrap(),
+                b["type"].as_str().unwrap().to_owned(),
+                b["data"]["payload"].clone(),
+            )
+        })
+        .collect();
+    got.sort_by_key(|g| g.0);
+    assert_eq!(got, listed);
+    let promoted: Vec<Value> = listed
+        .iter()
+        .filter_map(|(_, _, p)| p.get("promoted").cloned())
+        .collect();
+    assert_eq!(
+        promoted,
+        vec![json!(["b", "c"]), json!(["d"])],
+        "{listed:?}"
+    );
+    // the numbers are the task's, none missing or repeated
+    let (_, all) = app.get(&format!("/api/v1/tasks/{task}/events")).await;
+    let seqs: Vec<i64> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_i64().unwrap())
+        .collect();
+    assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>());
+}
+
 /// A receiver down for good: the delivery is dead after its last try, every try listed; a
 /// redelivery sends it again. An address the outbound guard refuses is never connected to: here
 /// the API took 127.0.0.2 (its allow-list had all of loopback) and the workers' guard, tightened
