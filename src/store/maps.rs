@@ -168,7 +168,7 @@ async fn after_items(
     lease: Option<Lease>,
 ) -> Result<Option<ClaimedDecision>> {
     let mut decision = None;
-    for p in promote_and_count(tx, &[task_id], &[plan_version], &[None]).await? {
+    for p in promote_and_count(tx, &[task_id], &[plan_version]).await? {
         if !p.open {
             decision = start_evaluation(tx, task_id, lease).await?;
         }

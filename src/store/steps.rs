@@ -125,18 +125,15 @@ pub(crate) struct Promoted {
 }
 
 /// `blocked → ready` for the steps of these (task, plan version)s whose dependencies are all
-/// done; per task, what is left open. `completions`: per task, the sequence number of the
-/// `step_completed` event (read from its attempt) that lists what it promoted (none: `None`).
+/// done; per task, what is left open.
 pub(crate) async fn promote_and_count(
     tx: &mut Tx,
     task_ids: &[Uuid],
     versions: &[i32],
-    completions: &[Option<i64>],
 ) -> Result<Vec<Promoted>> {
     Ok(sqlx::query_as(sql!("step/promote"))
         .bind(task_ids)
         .bind(versions)
-        .bind(completions)
         .fetch_all(&mut **tx)
         .await?)
 }

@@ -80,16 +80,6 @@ impl Store {
         )
     }
 
-    /// Tasks whose events are not exactly the numbers 1..`tasks.event_seq`, each once: the
-    /// stored ones and those read from steps and attempts (`events` view) together. Empty at
-    /// any instant, since every start a step's attempt does not record is stored when the step
-    /// stops running.
-    pub async fn event_log_disagreements(&self) -> Result<Vec<Uuid>> {
-        Ok(sqlx::query_scalar(sql!("testing/event_log_disagreements"))
-            .fetch_all(&self.pool)
-            .await?)
-    }
-
     /// Where the claim queue differs from its definition (`queue/sync`'s, recomputed for every
     /// task): `(task, step, "missing" | "extra")`. Empty at any instant, since every move that
     /// changes what a task may have queued re-syncs it in the move's transaction.

@@ -3,7 +3,7 @@
 //! `claim_queue::sync`) holds a task's next claimable steps, so no count is taken here
 //! unless a task cap or a tool limit is in play. Statements: `sql/step/claim_plain.sql` (one
 //! statement: no cap, no limited tool), or `claim_pick.sql` then `claim_checked.sql`; both end
-//! with `_claim_lease.sql` (lease, and the `step_started` event's sequence number on the step) and `_claim_result.sql`.
+//! with `_claim_lease.sql` (lease, `step_started` events) and `_claim_result.sql`.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -283,6 +283,7 @@ fn plain_args<'q, O>(q: PgQueryAs<'q, O>, c: &Claim, async_commit: bool) -> PgQu
         .bind(async_commit)
         .bind(c.worker_id)
         .bind(c.lease_secs)
+        .bind(crate::domain::event::StepStarted::KIND)
 }
 
 /// [`CLAIM_CHECKED`]'s parameters.
@@ -291,6 +292,7 @@ fn checked_args<'q, O>(q: PgQueryAs<'q, O>, p: &'q Picked, c: &Claim) -> PgQuery
         .bind(c.limit)
         .bind(c.worker_id)
         .bind(c.lease_secs)
+        .bind(crate::domain::event::StepStarted::KIND)
         .bind(&p.tools)
         .bind(p.admit)
         .bind(&p.tasks)
@@ -377,7 +379,7 @@ pub(crate) fn probe_statements() -> Vec<(&'static str, String, &'static str)> {
         (
             "probe_claim",
             CLAIM_PLAIN.to_string(),
-            "(0, false, '00000000-0000-0000-0000-000000000000', 30)",
+            "(0, false, '00000000-0000-0000-0000-000000000000', 30, 'step_started')",
         ),
     ]
 }

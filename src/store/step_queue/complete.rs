@@ -16,7 +16,7 @@ use super::super::{claim_queue, maps};
 use super::claim::{Claim, ClaimedStep, claim_in};
 use super::{FailurePolicy, StepSuccess};
 use crate::domain::decision::{DecisionContext, DecisionInput};
-use crate::domain::event::Event;
+use crate::domain::event::{self, Event};
 use crate::domain::records::{AttemptRow, StepRow, TaskRow};
 use crate::domain::recovery::Evaluation;
 use crate::domain::status::TaskStatus;
@@ -162,8 +162,20 @@ async fn complete_batch(tx: &mut Tx, c: &Cycle<'_>) -> Result<(Vec<Completed>, b
             false,
         ));
     }
-    // each success's `step_completed` event is its attempt row (`events` view): none is stored
-    let mut events: Vec<NewEvent> = Vec::new();
+    let mut events: Vec<NewEvent> = done_items
+        .iter()
+        .map(|(s, d)| {
+            NewEvent::new(
+                d.task_id,
+                Event::StepCompleted(event::StepCompleted {
+                    step_key: d.step_key.clone(),
+                    attempt: d.attempts,
+                    tool: s.tool.clone(),
+                    promoted: vec![],
+                }),
+            )
+        })
+        .collect();
     let (decisions, any_ready) =
         advance_tasks(tx, c, &done_items, &task_state, &mut events).await?;
     append_events(tx, &events).await?;
@@ -285,13 +297,9 @@ async fn advance_tasks(
     }
     let ids: Vec<Uuid> = active.iter().map(|(t, _)| *t).collect();
     let versions: Vec<i32> = active.iter().map(|(_, v)| *v).collect();
-    let completions: Vec<Option<i64>> = ids
-        .iter()
-        .map(|t| promoting_completion(events, done, *t))
-        .collect();
     let mut any_ready = false;
     let mut finished = Vec::new();
-    for p in promote_and_count(tx, &ids, &versions, &completions).await? {
+    for p in promote_and_count(tx, &ids, &versions).await? {
         note_promoted(events, p.task_id, &p.promoted);
         any_ready |= p.ready;
         if p.ready {
@@ -432,23 +440,7 @@ async fn attempts_of(tx: &mut Tx, tasks: &[TaskRow]) -> Result<HashMap<Uuid, Vec
     Ok(by_task)
 }
 
-/// The `step_completed` event that lists what a task's promotion makes ready: a stored one
-/// (a map step joined in this transaction) takes the list itself (`None`); else the task's
-/// last success of the batch, read from its attempt.
-fn promoting_completion(events: &[NewEvent], done: &DoneItems<'_>, task_id: Uuid) -> Option<i64> {
-    let stored = events
-        .iter()
-        .any(|e| e.task_id == task_id && matches!(e.event, Event::StepCompleted(_)));
-    if stored {
-        return None;
-    }
-    done.iter()
-        .filter(|(_, d)| d.task_id == task_id)
-        .map(|(_, d)| d.completed_seq)
-        .max()
-}
-
-/// Add a task's promoted steps to the `promoted` list of its last stored `step_completed` event.
+/// Add a task's promoted steps to the `promoted` list of its last `step_completed` event.
 fn note_promoted(events: &mut [NewEvent], task_id: Uuid, promoted: &[String]) {
     if promoted.is_empty() {
         return;
@@ -491,11 +483,11 @@ fn batch_results(
 pub(crate) struct DoneStep {
     pub id: Uuid,
     pub task_id: Uuid,
+    pub step_key: String,
     pub plan_version: i32,
+    pub attempts: i32,
     /// An item's map step.
     pub map_step_id: Option<Uuid>,
-    /// The sequence number of its `step_completed` event (read from its attempt).
-    pub completed_seq: i64,
 }
 
 /// One fenced success: (step, task, lease token, output), and what its attempt records.

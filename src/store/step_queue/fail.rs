@@ -118,7 +118,6 @@ async fn insert_failed_attempt(tx: &mut Tx, a: &NewAttempt<'_>) -> Result<i64> {
         .bind(a.worker_id)
         .bind(a.step.started_at)
         .bind(a.call_key)
-        .bind(a.step.started_seq)
         .fetch_one(&mut **tx)
         .await?)
 }

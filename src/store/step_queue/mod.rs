@@ -96,8 +96,6 @@ struct LockedStep {
     rescue_count: i32,
     started_at: Option<DateTime<Utc>>,
     lease_owner: Option<Uuid>,
-    /// The `step_started` event's number (its attempt records it).
-    started_seq: Option<i64>,
     tool: String,
     parameters: Value,
     /// An item of a map with `on_item_failure: continue` (given up rather than escalated).

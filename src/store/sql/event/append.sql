@@ -10,6 +10,6 @@ WITH ev AS (
     FROM counts WHERE t.id = counts.task_id
     RETURNING t.id, t.event_seq AS last_seq, counts.n
 )
-INSERT INTO event_records (task_id, seq, kind, payload)
+INSERT INTO events (task_id, seq, kind, payload)
 SELECT ev.task_id, bump.last_seq - bump.n + ev.rn, ev.kind, ev.payload
 FROM ev JOIN bump ON bump.id = ev.task_id

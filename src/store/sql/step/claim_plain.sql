@@ -53,9 +53,7 @@ WITH me AS MATERIALIZED (
     ORDER BY priority DESC, pass, task_created_at, task_id, position
     LIMIT $1
 ), locked AS MATERIALIZED (
-    -- a locked row is its newest version: event_seq is the task's last sequence number
-    SELECT t.id, t.status = 'running' AND (t.deadline_at IS NULL OR t.deadline_at > now()) AS ok,
-           t.event_seq
+    SELECT t.id, t.status = 'running' AND (t.deadline_at IS NULL OR t.deadline_at > now()) AS ok
     FROM tasks t,
          (SELECT set_config('synchronous_commit',
                  CASE WHEN $2 THEN 'off' ELSE current_setting('synchronous_commit') END, true)) AS commit_mode
@@ -67,15 +65,12 @@ WITH me AS MATERIALIZED (
     -- every entry of a locked task leaves the queue: claimed when the task runs with time
     -- left; dropped when it no longer runs or its deadline passed (the sweep fails it), so
     -- that no later claim walks over it again
-    SELECT c.*, l.ok, l.event_seq FROM cand c JOIN locked l ON l.id = c.task_id
+    SELECT c.*, l.ok FROM cand c JOIN locked l ON l.id = c.task_id
 ), dequeued AS (
     DELETE FROM claim_queue q
     WHERE q.task_id = ANY(ARRAY(SELECT DISTINCT task_id FROM taken))
       AND q.step_id = ANY(ARRAY(SELECT step_id FROM taken))
 ), picked AS MATERIALIZED (
-    -- seq: the sequence number of the step's `step_started` event, the task's next ones in order
-    SELECT step_id AS id, task_id,
-           row_number() OVER (ORDER BY priority DESC, pass, task_created_at, task_id, position) AS ord,
-           event_seq + row_number() OVER (PARTITION BY task_id
-                                          ORDER BY priority DESC, pass, task_created_at, position) AS seq
+    SELECT step_id AS id,
+           row_number() OVER (ORDER BY priority DESC, pass, task_created_at, task_id, position) AS ord
     FROM taken WHERE ok

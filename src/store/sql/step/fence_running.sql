@@ -1,7 +1,7 @@
 -- name: step/fence_running
 -- move: StepMove::Fail
 WITH held AS (
-    SELECT id, lease_owner, started_at, started_seq FROM steps
+    SELECT id, lease_owner, started_at FROM steps
     WHERE task_id = $1 AND status IN ('running') FOR UPDATE
 ), failed AS (
     UPDATE steps s SET status = 'failed', error = $2, attempts = s.attempts + 1,
@@ -13,11 +13,9 @@ WITH held AS (
               s.parameters || s.param_overrides AS parameters
 ), recorded AS (
     INSERT INTO attempts (task_id, step_id, step_key, plan_version, attempt, tool, parameters,
-                          status, error, error_category, worker_id, started_at, finished_at,
-                          started_seq)
+                          status, error, error_category, worker_id, started_at, finished_at)
     SELECT f.task_id, f.id, f.step_key, f.plan_version, f.attempts, f.tool, f.parameters,
-           'failed', $2, $3, held.lease_owner, coalesce(held.started_at, now()), clock_timestamp(),
-           held.started_seq
+           'failed', $2, $3, held.lease_owner, coalesce(held.started_at, now()), clock_timestamp()
     FROM failed f JOIN held ON held.id = f.id
     RETURNING step_key
 )

@@ -1,6 +1,5 @@
 -- name: step/lock_running
 SELECT step_key, plan_version, attempts, retry_count, rescue_count, started_at, lease_owner,
-       started_seq,
        coalesce(tool_override, tool) AS tool, parameters || param_overrides AS parameters,
        (map_step_id IS NOT NULL AND optional) AS tolerated_item
 FROM steps

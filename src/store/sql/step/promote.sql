@@ -1,11 +1,9 @@
 -- name: step/promote
 -- move: StepMove::Promote
--- $3: per task, the `step_completed` event (read from its attempt) that lists the steps it
--- promotes (promoted_seq); null when none does
 WITH a AS (
-    SELECT * FROM unnest($1::uuid[], $2::int[], $3::bigint[]) AS a(task_id, plan_version, seq)
+    SELECT * FROM unnest($1::uuid[], $2::int[]) AS a(task_id, plan_version)
 ), promoted AS (
-    UPDATE steps d SET status = 'ready', run_after = now(), updated_at = now(), promoted_seq = a.seq
+    UPDATE steps d SET status = 'ready', run_after = now(), updated_at = now()
     FROM a
     WHERE d.task_id = a.task_id AND d.plan_version = a.plan_version AND d.status IN ('blocked')
       AND NOT EXISTS (

@@ -119,7 +119,7 @@ WITH missing AS (
     SELECT decision_id, id, 'plan', 0, $2, 'pending', coalesce(start_at, now())
     FROM new WHERE NOT has_plan
 ), events_in AS (
-    INSERT INTO event_records (task_id, seq, kind, payload)
+    INSERT INTO events (task_id, seq, kind, payload)
     SELECT id, 1, $3, submitted FROM new
     UNION ALL
     SELECT id, 2, $4, generated FROM new WHERE has_plan
