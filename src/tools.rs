@@ -7,10 +7,10 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::domain::failure;
 use crate::domain::model::ToolFailure;
 use crate::domain::nul;
 pub use crate::domain::tool::ToolDef;
+use crate::domain::{envelope, failure};
 use crate::net::{self, Outbound};
 
 /// The header that carries a call's idempotency key.
@@ -258,7 +258,7 @@ impl ToolRunner {
         // an answer that asks to be tried again (a 5xx, a 429, …) fails the call; any other
         // is the output
         if failure::http_class(status.as_u16()).1 {
-            return Err(answer_failure(status.as_u16(), &head, &text));
+            return Err(answer_failure(status.as_u16(), &head, &text, p));
         }
         let body = serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
         Ok(ToolOutput {
@@ -395,9 +395,14 @@ impl ToolRunner {
         let head = Head::of(&resp);
         let text = self.read_capped(resp, &endpoint).await?;
         if status.is_success() {
-            return success(&head, text);
+            return success(&head, text, &tool.failure_when, inv.parameters);
         }
-        Err(answer_failure(status.as_u16(), &head, &text))
+        Err(answer_failure(
+            status.as_u16(),
+            &head,
+            &text,
+            inv.parameters,
+        ))
     }
 }
 
@@ -436,8 +441,15 @@ impl Head {
 
 /// A 2xx answer's output: its JSON (its `output` key when it is an object that has one) or,
 /// for a body that is not JSON, the text. A body that says it is JSON and does not parse is a
-/// failed call (retryable), never a success.
-fn success(head: &Head, text: String) -> Result<ToolOutput, ToolFailure> {
+/// failed call (retryable), never a success; so is one that a `failure_when` rule or a
+/// well-known envelope says failed ([`envelope::failed_answer`]), held for the retry time its
+/// body or its headers give.
+fn success(
+    head: &Head,
+    text: String,
+    rules: &[envelope::FailureRule],
+    parameters: &Value,
+) -> Result<ToolOutput, ToolFailure> {
     let body = match serde_json::from_str::<Value>(&text) {
         Ok(v) => v,
         Err(e) if head.json => {
@@ -451,6 +463,11 @@ fn success(head: &Head, text: String) -> Result<ToolOutput, ToolFailure> {
         }
         Err(_) => Value::String(text),
     };
+    if let Some(mut f) = envelope::failed_answer(&body, rules, parameters) {
+        f.retry_after_ms = f.retry_after_ms.or(head.retry_after_ms);
+        f.retryable |= f.retry_after_ms.is_some_and(|ms| ms > 0);
+        return Err(f);
+    }
     let output_params = body
         .get("output_params")
         .and_then(Value::as_object)
@@ -480,8 +497,11 @@ const MAX_DETAIL_BYTES: usize = 8 * 1024;
 /// A non-2xx answer as a failure (CONTRACT.md "Recovery of real faults"): what its error body
 /// declares (`category`, `retryable`, `message`, `hints`) wins; what it leaves out follows
 /// from the status ([`failure::http_class`]). A body that is not JSON gives the message its
-/// first 200 characters and is kept, up to 8 KB, in `detail`.
-fn answer_failure(status: u16, head: &Head, text: &str) -> ToolFailure {
+/// first 200 characters and is kept, up to 8 KB, in `detail`. A parameter error whose body
+/// names the parameters it refused carries them as violations
+/// ([`envelope::named_violations`]), as a broken input schema does; a body's retry time counts
+/// when no header gives one.
+fn answer_failure(status: u16, head: &Head, text: &str, parameters: &Value) -> ToolFailure {
     let (category, retryable) = match failure::http_class(status) {
         // GitHub's rate limits answer 403 with a reset or a Retry-After: a wait, not a refusal;
         // a 409 with a Retry-After is an idempotent tool still running this call's key (the
@@ -519,7 +539,14 @@ fn answer_failure(status: u16, head: &Head, text: &str) -> ToolFailure {
         }
     };
     f.http_status = Some(status);
-    f.retry_after_ms = head.retry_after_ms;
+    f.retry_after_ms = head
+        .retry_after_ms
+        .or_else(|| parsed.as_ref().and_then(envelope::retry_hint));
+    if f.category == failure::category::PARAMETER_ERROR
+        && let Some(body) = &parsed
+    {
+        f.schema_violations = envelope::named_violations(body, parameters).into();
+    }
     f
 }
 
@@ -679,6 +706,7 @@ mod tests {
             circuit_breaker: None,
             requires_approval: false,
             cancel_url: None,
+            failure_when: Default::default(),
             mode: "sync".into(),
             headers: Default::default(),
             tenant: crate::domain::tenant::DEFAULT.into(),
@@ -761,11 +789,11 @@ mod tests {
             json: true,
         };
         let body = r#"{"error": {"message": "this key is being processed"}}"#;
-        let f = answer_failure(409, &head(Some(1000)), body);
+        let f = answer_failure(409, &head(Some(1000)), body, &json!({}));
         assert!(f.retryable, "{f:?}");
         assert_eq!(f.category, "tool_error");
         assert_eq!(f.retry_after_ms, Some(1000));
         // a bare 409 is a conflict the tool does not say will pass
-        assert!(!answer_failure(409, &head(None), body).retryable);
+        assert!(!answer_failure(409, &head(None), body, &json!({})).retryable);
     }
 }

@@ -1030,7 +1030,10 @@ fn print_recovery(run: usize, r: &recovery::Run) {
         } else {
             String::new()
         };
-        let case = format!("{} ×{}", a.case, a.at_once);
+        let case = match a.at_once == recovery::MAP_ITEMS {
+            true => format!("{} map×{}", a.case, a.at_once),
+            false => format!("{} ×{}", a.case, a.at_once),
+        };
         println!(
             "run {run}: {case:<34} {} | {}{kind}{early}",
             line(a),
@@ -1056,8 +1059,12 @@ fn print_recovery(run: usize, r: &recovery::Run) {
                 .filter(|f| f.healed < f.tasks)
                 .map(|f| format!("{} {}/{}", f.case, f.healed, f.tasks))
                 .collect();
+            let shape = match at_once == recovery::MAP_ITEMS {
+                true => format!("a {at_once}-item map"),
+                false => format!("{at_once} at once"),
+            };
             println!(
-                "run {run}: {mode}, {at_once} at once: healed {:.1}% of recoverable ({healed}/{tasks}), {:.2} calls beyond the minimum per healed task, heal p50 {:.2} s p99 {:.2} s, {early} calls before a reset, {runaway} runaway, {:.0}% of unrecoverable bounded ({bounded}/{unrec_tasks}){}",
+                "run {run}: {mode}, {shape}: healed {:.1}% of recoverable ({healed}/{tasks}), {:.2} calls beyond the minimum per healed task, heal p50 {:.2} s p99 {:.2} s, {early} calls before a reset, {runaway} runaway, {:.0}% of unrecoverable bounded ({bounded}/{unrec_tasks}){}",
                 100.0 * healed as f64 / tasks.max(1) as f64,
                 extra as f64 / healed.max(1) as f64,
                 pct(times.clone(), 50.0),

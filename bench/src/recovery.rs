@@ -21,8 +21,11 @@ use uuid::Uuid;
 
 use crate::sql::BenchSql;
 
-/// Tasks at once per case: one alone, then many on one tool.
-pub const AT_ONCE: [usize; 2] = [1, 10];
+/// Tasks at once per case: one alone, then many on one tool, then one task whose step is a
+/// map of [`MAP_ITEMS`] items on the tool.
+pub const AT_ONCE: [usize; 3] = [1, 10, MAP_ITEMS];
+/// Items of the map shape (its `at_once` in the figures).
+pub const MAP_ITEMS: usize = 40;
 /// A task not ended after this is a runaway: what the shipped defaults promise for a tool that
 /// never answers (a step waits on its open circuit at most `[worker] tool_wait_max_secs`, 300 s,
 /// then one cool-down, 5 s), with a margin.
@@ -265,7 +268,138 @@ fn cases() -> Vec<Case> {
         stops("503_forever", 1, none(), none(), |_| Reply::status(503)),
     ];
     cases.extend(generalised());
+    cases.extend(answers());
     cases
+}
+
+/// The classes of the recovery issue's fifth step: a 200 that says it failed (each envelope
+/// and a `failure_when` rule, with a retry time in its body), a 422 naming the refused
+/// parameter in each of the four shapes (repaired, or healed where the value is made), a
+/// `RateLimit` with two policies, a reset past the wait limit, items that each fail twice.
+fn answers() -> Vec<Case> {
+    let items = |fourth: Value| json!([{"qty": 1}, {"qty": 2}, {"qty": 3}, {"qty": fourth}]);
+    let mut out = vec![
+        heals("healthy", 1, json!({}), json!({}), Reply::echo),
+        heals(
+            "flaky_twice_503",
+            3,
+            json!({}),
+            json!({}),
+            first!(2, |_| Reply::status(503)),
+        ),
+    ];
+    let envelopes: [(&'static str, Value, Value); 4] = [
+        (
+            "200_ok_false_retry_after",
+            json!({"ok": false, "error": "ratelimited", "retry_after": 1}),
+            json!({}),
+        ),
+        (
+            "200_graphql_errors_retry",
+            json!({"data": null, "errors": [{"message": "Too many requests",
+                "extensions": {"code": "RATE_LIMITED", "retryAfter": 1}}]}),
+            json!({}),
+        ),
+        (
+            "200_jsonapi_errors_503",
+            json!({"errors": [{"status": "503", "title": "Service Unavailable",
+                "meta": {"retry_after": 1}}]}),
+            json!({}),
+        ),
+        (
+            "200_failure_when_rule",
+            json!({"status": "error", "retry_in": 1}),
+            json!({"failure_when": [{"pointer": "/status", "equals": "error",
+                "retry_after_pointer": "/retry_in"}]}),
+        ),
+    ];
+    for (name, body, tool) in envelopes {
+        out.push(heals(name, 2, tool, json!({}), move |s: &Seen| {
+            if s.nth <= 1 {
+                Reply::json(200, body.clone())
+            } else {
+                Reply::echo(s)
+            }
+        }));
+    }
+    let shapes: [(&'static str, &'static str, Value); 4] = [
+        (
+            "422_problem_invalid_params",
+            "422_problem_invalid_params_make",
+            json!({"title": "Unprocessable", "status": 422,
+                "invalid-params": [{"name": "items[3].qty", "reason": "must be an integer"}]}),
+        ),
+        (
+            "422_fastapi_detail_loc",
+            "422_fastapi_detail_loc_make",
+            json!({"detail": [{"loc": ["body", "parameters", "items", 3, "qty"],
+                "msg": "Input should be a valid integer", "type": "int_parsing"}]}),
+        ),
+        (
+            "422_jsonapi_source_pointer",
+            "422_jsonapi_source_pointer_make",
+            json!({"errors": [{"status": "422", "detail": "must be an integer",
+                "source": {"pointer": "/parameters/items/3/qty"}}]}),
+        ),
+        (
+            "422_openai_error_param",
+            "422_openai_error_param_make",
+            json!({"error": {"message": "expected an integer", "param": "items[3].qty"}}),
+        ),
+    ];
+    for (name, maker, body) in shapes {
+        let refuse = move |s: &Seen| match s.parameters.pointer("/items/3/qty") {
+            Some(q) if q.is_i64() => Reply::echo(s),
+            _ => Reply::json(422, body.clone()),
+        };
+        let refuse = script(refuse);
+        let r = refuse.clone();
+        out.push(heals(
+            name,
+            2,
+            json!({}),
+            json!({"items": items(json!("4"))}),
+            move |s| r(s),
+        ));
+        // the value made upstream (no coercion makes "four" an integer): the producer is
+        // run again, told why
+        let mut up = heals(
+            maker,
+            4,
+            json!({}),
+            json!({"items": "${make.output.items}"}),
+            move |s| refuse(s),
+        );
+        up.producer = Some((
+            format!("{maker}_producer"),
+            script(move |s: &Seen| {
+                let fourth = if s.feedback.is_null() {
+                    json!("four")
+                } else {
+                    json!(4)
+                };
+                Reply::json(200, json!({"output": {"items": items(fourth)}}))
+            }),
+        ));
+        out.push(up);
+    }
+    out.push(heals(
+        "429_two_policies",
+        2,
+        json!({}),
+        json!({}),
+        |s: &Seen| {
+            if s.nth <= 1 {
+                Reply::status(429).header("ratelimit", r#""burst";r=0;t=1, "day";r=4000;t=40000"#)
+            } else {
+                Reply::echo(s)
+            }
+        },
+    ));
+    out.push(stops("429_daily_quota", 1, json!({}), json!({}), |_| {
+        Reply::status(429).header("retry-after", "3600")
+    }));
+    out
 }
 
 /// The classes of the recovery issue's second part: many steps on one flaky service (the open
@@ -458,9 +592,16 @@ async fn one_mode(store: &Store, url: &str, reflect: bool, at_once: usize) -> Re
         }
     }
     let mut of_case: HashMap<Uuid, usize> = HashMap::new();
+    let map = at_once == MAP_ITEMS;
     for (i, c) in cases.iter().enumerate() {
-        for _ in 0..at_once {
-            of_case.insert(submit(store, c, reflect).await?, i);
+        // a producer's cases are one value made once: not a map's
+        let n = match (map, &c.producer) {
+            (true, Some(_)) => 0,
+            (true, None) => 1,
+            (false, _) => at_once,
+        };
+        for _ in 0..n {
+            of_case.insert(submit(store, c, reflect, map).await?, i);
         }
     }
     let workers = start_workers(url).await?;
@@ -486,17 +627,37 @@ fn tool(id: &str, endpoint: String, extra: &Value) -> NewTool {
     if let Some(a) = extra.get("alternatives") {
         t.alternatives = serde_json::from_value(a.clone()).unwrap_or_default();
     }
+    if let Some(rules) = extra.get("failure_when") {
+        t.failure_when = serde_json::from_value(rules.clone()).unwrap_or_default();
+    }
     t
 }
 
-async fn submit(store: &Store, c: &Case, reflect: bool) -> Result<Uuid> {
-    let mut task = trellis::testkit::new_task(match &c.producer {
+async fn submit(store: &Store, c: &Case, reflect: bool, map: bool) -> Result<Uuid> {
+    let mut steps = match &c.producer {
         None => json!([{"id": "call", "tool": c.name, "parameters": c.parameters}]),
         Some((route, _)) => json!([
             {"id": "make", "tool": route, "parameters": {}},
             {"id": "call", "tool": c.name, "parameters": c.parameters, "dependencies": ["make"]}
         ]),
-    });
+    };
+    if map {
+        // the case's step as a map over MAP_ITEMS items, all at once
+        let list: Vec<usize> = (0..MAP_ITEMS).collect();
+        let steps = steps.as_array_mut().expect("steps");
+        let call = steps.last_mut().expect("the case's step");
+        call["parameters"]["i"] = json!("${item}");
+        call["map"] = json!({"over": "${list.output.items}", "max_items": MAP_ITEMS,
+                             "max_parallel": MAP_ITEMS});
+        let mut deps = call["dependencies"].as_array().cloned().unwrap_or_default();
+        deps.push(json!("list"));
+        call["dependencies"] = json!(deps);
+        steps.insert(
+            0,
+            json!({"id": "list", "tool": "echo", "parameters": {"items": list}}),
+        );
+    }
+    let mut task = trellis::testkit::new_task(steps);
     task.description = format!("fault case {}", c.name);
     task.limits.step_reflection = reflect;
     Ok(store.submit_task(&task).await?.task_id)
@@ -574,23 +735,29 @@ async fn figures(
         let Some(&i) = of_case.get(&id) else { continue };
         let (c, f) = (&cases[i], &mut out[i]);
         let n = calls.get(&id).copied().unwrap_or(0);
+        // a map task calls its tool once per item at the least
+        let (min_calls, max_calls) = match at_once == MAP_ITEMS {
+            true => (c.min_calls * MAP_ITEMS as i64, MAX_CALLS * MAP_ITEMS as i64),
+            false => (c.min_calls, MAX_CALLS),
+        };
         let ended = matches!(
             status.as_str(),
             "succeeded" | "failed" | "cancelled" | "needs_intervention"
         );
         f.tasks += 1;
-        if !ended || n > MAX_CALLS {
+        if !ended || n > max_calls {
             f.runaway += 1;
             continue;
         }
         f.bounded += 1;
         if status == "succeeded" {
             f.healed += 1;
-            f.extra_calls += (n - c.min_calls).max(0);
+            f.extra_calls += (n - min_calls).max(0);
         }
         if status == "succeeded" || !c.recoverable {
             f.times_ms.push(ms);
         }
     }
+    out.retain(|f| f.tasks > 0);
     Ok(out)
 }

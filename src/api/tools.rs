@@ -104,6 +104,12 @@ pub(super) struct ToolInput {
     #[serde(default)]
     #[schema(format = "uri")]
     cancel_url: Option<String>,
+    /// Rules by which a 2xx answer's body says the call failed (at most 16): a rule matches
+    /// when the value at its `pointer` equals `equals`, or is there (`present`, the default) or
+    /// not (`present: false`). The well-known envelopes (`{"ok": false}`, a top-level `errors`
+    /// list) are read without rules.
+    #[serde(default)]
+    failure_when: Vec<crate::domain::envelope::FailureRule>,
 }
 
 /// An absolute http(s) URL that the outbound policy does not refuse as a literal address (a
@@ -236,6 +242,9 @@ pub(super) async fn create(
     if let Some(p) = t.circuit_breaker.as_ref().and_then(BreakerSpec::problem) {
         return Err(ApiError::validation(p));
     }
+    if let Some(p) = crate::domain::envelope::rules_problem(&t.failure_when) {
+        return Err(ApiError::validation(p));
+    }
     let row = st
         .store
         .create_tool(&NewTool {
@@ -259,6 +268,7 @@ pub(super) async fn create(
             headers: t.headers,
             tenant: tenancy.home,
             cancel_url: t.cancel_url,
+            failure_when: t.failure_when,
         })
         .await?;
     Ok((StatusCode::CREATED, Json(views::tool(&row, None))).into_response())

@@ -537,6 +537,8 @@ pub struct ToolView {
     pub headers: std::collections::BTreeMap<String, String>,
     /// Where a cancellation of a call in flight is POSTed (null: none).
     pub cancel_url: Option<String>,
+    /// Rules by which a 2xx answer's body says the call failed.
+    pub failure_when: Vec<crate::domain::envelope::FailureRule>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// The tenant whose plans may name it (a built-in: every tenant's; shown as `default`).
@@ -604,6 +606,7 @@ pub fn tool(t: &ToolDef, c: Option<(&Circuit, DateTime<Utc>)>) -> ToolView {
         mode: t.mode.clone(),
         headers: crate::secretbox::shown_headers(&t.headers.0),
         cancel_url: t.cancel_url.clone(),
+        failure_when: t.failure_when.0.clone(),
         created_at: t.created_at,
         updated_at: t.updated_at,
         tenant: t.tenant.clone(),

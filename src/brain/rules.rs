@@ -3,7 +3,10 @@
 //! - step reflection: an error with `hints` is a `parameter_error` → retry with those parameters;
 //!   parameters that broke the tool's `input_schema` → the schema repair
 //!   ([`crate::domain::schema_repair`]: lossless coercions, defaults, single values), each
-//!   change named, or not recoverable when it would have to guess; a `tool_unavailable` tool
+//!   change named, or not recoverable when it would have to guess; parameters the tool's own
+//!   4xx (or failed 2xx) answer named → each made the type its message asks for, by the same
+//!   lossless coercions ([`crate::domain::schema_repair::repair_named`]); either refused →
+//!   the step that produced the value, when a placeholder brought it; a `tool_unavailable` tool
 //!   (404, 405, 410, 501) → an untried alternative, else not recoverable;
 //!   a retryable error (timeout, connection, 5xx, `retryable: true`) is a `tool_error` → retry
 //!   with an untried registered alternative tool (the best recent success rate first: the
@@ -129,6 +132,10 @@ impl RulesBrain {
             .and_then(|a| ctx.tools.get(&a.tool))
             .map(|t| &t.input_schema);
         let outcome = match (attempt, schema) {
+            // the tool's own answer named them (a call was made): what it asked for, by name
+            (Some(a), _) if f.http_status.is_some() => {
+                schema_repair::repair_named(&a.parameters, &f.schema_violations)
+            }
             (Some(a), Some(schema)) => schema_repair::repair(schema, &a.parameters),
             _ => schema_repair::Outcome::Refused {
                 reasons: vec!["the failed call's parameters or its tool's schema are gone".into()],
@@ -146,10 +153,11 @@ impl RulesBrain {
         match outcome {
             schema_repair::Outcome::Repaired { params, changes } => {
                 let named: Vec<String> = changes.iter().map(|c| c.to_string()).collect();
-                r.analysis = format!(
-                    "schema repair: the tool's input_schema settles every violation; {}",
-                    named.join("; ")
-                );
+                let by = match f.http_status {
+                    Some(s) => format!("the tool's HTTP {s} answer names every refused value"),
+                    None => "the tool's input_schema settles every violation".into(),
+                };
+                r.analysis = format!("schema repair: {by}; {}", named.join("; "));
                 let fixed = schema_repair::changed_top_level(&params, &changes);
                 r.suggested_action = StepAction::RetryWithParams(fixed.into_iter().collect());
             }

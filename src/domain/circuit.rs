@@ -115,6 +115,12 @@ pub enum Gate {
     Wait(DateTime<Utc>, Why),
 }
 
+/// The longest a tool is held for a `Retry-After` or a rate limit's reset: a day (a daily
+/// quota). A hold is the time the service announced, not the workers' cap on a step's own
+/// retry delay: a step whose wait limit ends before the hold does stops at once
+/// ([`after_wait`]), and none calls before the reset.
+pub const MAX_HOLD_MS: u64 = 24 * 3600 * 1000;
+
 /// Why a step waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Why {
@@ -180,12 +186,12 @@ impl Circuit {
         c
     }
 
-    /// No call before `ms` from `now` (a `Retry-After`, a rate limit's reset); a longer hold
-    /// already in place stays.
+    /// No call before `ms` from `now` (a `Retry-After`, a rate limit's reset), at most
+    /// [`MAX_HOLD_MS`]; a longer hold already in place stays.
     pub fn hold(&self, ms: u64, now: DateTime<Utc>) -> Circuit {
         let mut c = self.clone();
         if ms > 0 {
-            let until = now + Duration::milliseconds(ms.min(i64::MAX as u64) as i64);
+            let until = now + Duration::milliseconds(ms.min(MAX_HOLD_MS) as i64);
             c.held_until = Some(c.held_until.map_or(until, |h| h.max(until)));
         }
         c
@@ -252,8 +258,20 @@ pub enum AfterWait {
 /// A step told to wait for `tool` (`why`) has waited `waited_ms` since its first failure or its
 /// first wait, whichever came first; `limit_ms` is the tool's `retry.max_elapsed_secs`, or the
 /// workers' default. It defers while under the limit (so a dead tool ends its tasks within the
-/// limit and one cool-down), and stops at it.
-pub fn after_wait(tool: &str, why: Why, waited_ms: u64, limit_ms: u64) -> AfterWait {
+/// limit and one cool-down), and stops at it. A rate limit's hold is a known end (`left_ms`
+/// from now): one that ends past the step's limit stops the step at once, since waiting could
+/// only end in the same stop (a daily quota used up, a `Retry-After` of hours).
+pub fn after_wait(tool: &str, why: Why, waited_ms: u64, limit_ms: u64, left_ms: u64) -> AfterWait {
+    if why == Why::Held && waited_ms.saturating_add(left_ms) > limit_ms {
+        return AfterWait::Stop {
+            reason: format!(
+                "tool {tool:?} is held by the rate limit it answered for {:.1} s more, past this step's wait limit ({:.1} s, {:.1} s used): no call was made",
+                left_ms as f64 / 1000.0,
+                limit_ms as f64 / 1000.0,
+                waited_ms as f64 / 1000.0
+            ),
+        };
+    }
     if waited_ms < limit_ms {
         return AfterWait::Defer;
     }
@@ -388,14 +406,39 @@ mod tests {
     fn a_step_waits_until_its_limit_then_stops() {
         for why in [Why::Held, Why::Open, Why::Probing] {
             for (waited, limit) in [(0, 1), (999, 1_000), (0, 300_000)] {
-                assert_eq!(after_wait("t", why, waited, limit), AfterWait::Defer);
+                assert_eq!(after_wait("t", why, waited, limit, 1), AfterWait::Defer);
             }
             for (waited, limit) in [(1_000, 1_000), (5_000, 1_000), (0, 0)] {
-                let AfterWait::Stop { reason } = after_wait("t", why, waited, limit) else {
+                let AfterWait::Stop { reason } = after_wait("t", why, waited, limit, 0) else {
                     panic!("{waited} of {limit} ms must stop");
                 };
                 assert!(reason.contains("\"t\"") && reason.contains("no call was made"));
             }
+        }
+    }
+
+    #[test]
+    fn a_hold_that_ends_past_the_limit_stops_at_once() {
+        // a daily quota: the hold ends in an hour, the step may wait five minutes
+        let AfterWait::Stop { reason } = after_wait("t", Why::Held, 0, 300_000, 3_600_000) else {
+            panic!("must stop at once");
+        };
+        assert!(reason.contains("3600.0 s more"), "{reason}");
+        // within the limit it waits, counting what it has waited already
+        assert_eq!(
+            after_wait("t", Why::Held, 100_000, 300_000, 200_000),
+            AfterWait::Defer
+        );
+        assert!(matches!(
+            after_wait("t", Why::Held, 100_001, 300_000, 200_000),
+            AfterWait::Stop { .. }
+        ));
+        // an open circuit's end is a probe, not a promise: it waits up to its limit
+        for why in [Why::Open, Why::Probing] {
+            assert_eq!(
+                after_wait("t", why, 0, 300_000, 3_600_000),
+                AfterWait::Defer
+            );
         }
     }
 

@@ -126,6 +126,41 @@ pub struct StepFailed {
     pub retry_count: i32,
     pub rescue_count: i32,
     pub consecutive_failures: i32,
+    /// The parameters refused, by the input schema (no call was made) or by the tool's own
+    /// answer: where each is and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<Violation>,
+}
+
+/// A refused parameter: a JSON pointer into the call's parameters and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Violation {
+    pub path: String,
+    pub message: String,
+}
+
+impl Violation {
+    /// The violations of a failure as stored (`error.schema_violations`, each `at <pointer>:
+    /// <message>`; one that names no place has an empty path).
+    pub fn of(error: &Value) -> Vec<Violation> {
+        let Some(list) = error.get("schema_violations").and_then(Value::as_array) else {
+            return Vec::new();
+        };
+        list.iter()
+            .filter_map(Value::as_str)
+            .map(|v| match super::envelope::split_violation(v) {
+                Some((path, message)) => Violation {
+                    path: path.into(),
+                    message: message.into(),
+                },
+                None => Violation {
+                    path: String::new(),
+                    message: v.into(),
+                },
+            })
+            .collect()
+    }
 }
 
 /// The step runs again (tier 1; `tier` 0 for a lost worker's step), after `delay_ms`.
@@ -621,6 +656,10 @@ fn examples_a() -> Vec<Event> {
             retry_count: 1,
             rescue_count: 0,
             consecutive_failures: 1,
+            violations: vec![Violation {
+                path: "/items/3/qty".into(),
+                message: "must be an integer".into(),
+            }],
         }),
         Event::RetryScheduled(RetryScheduled {
             step_key: key(),

@@ -158,7 +158,9 @@ fn reset_ms(s: f64, now: SystemTime) -> u64 {
 
 /// The IETF `RateLimit` field: a list of policies (`"default";r=0;t=30`, the current draft), or
 /// a dictionary (`limit=10, remaining=0, reset=30`, an earlier one). The resets of the policies
-/// with nothing remaining (all of them when `limited`), in ms.
+/// with nothing remaining, in ms, each read on its own: a burst policy that is used up beside a
+/// daily one with requests left holds for the burst's reset only. When `limited` and no policy
+/// says it is used up, every policy's reset counts.
 fn structured_reset_ms(field: &str, limited: bool) -> Vec<u64> {
     use sfv::{BareItem, ListEntry, Parser};
     let int = |b: Option<&BareItem>| match b {
@@ -173,13 +175,26 @@ fn structured_reset_ms(field: &str, limited: bool) -> Vec<u64> {
         _ => None,
     };
     if let Ok(list) = Parser::new(field).parse::<sfv::List>() {
-        let found: Vec<u64> = list
+        let policies: Vec<(Option<i64>, Option<i64>)> = list
             .iter()
-            .filter_map(|e| match e {
-                ListEntry::Item(i) => pick(int(i.params.get("r")), int(i.params.get("t"))),
-                ListEntry::InnerList(l) => pick(int(l.params.get("r")), int(l.params.get("t"))),
+            .map(|e| {
+                let params = match e {
+                    ListEntry::Item(i) => &i.params,
+                    ListEntry::InnerList(l) => &l.params,
+                };
+                (int(params.get("r")), int(params.get("t")))
             })
             .collect();
+        let used_up: Vec<u64> = policies
+            .iter()
+            .filter(|(r, _)| r.is_some_and(|r| r <= 0))
+            .filter_map(|(_, t)| t.filter(|t| *t >= 0).map(|t| t as u64 * 1000))
+            .collect();
+        if !used_up.is_empty() {
+            return used_up;
+        }
+        // limited, and no policy says it is used up: every reset counts
+        let found: Vec<u64> = policies.iter().filter_map(|(r, t)| pick(*r, *t)).collect();
         if !found.is_empty() {
             return found;
         }
@@ -270,6 +285,14 @@ mod tests {
             Some(60_000)
         );
         assert_eq!(at(&[("ratelimit", r#""default";r=3;t=30"#)], false), None);
+        // a 429 under two policies, one used up: its reset alone, not the daily one's
+        assert_eq!(
+            at(
+                &[("ratelimit", r#""burst";r=0;t=2, "day";r=900;t=40000"#)],
+                true
+            ),
+            Some(2_000)
+        );
         assert_eq!(
             at(&[("ratelimit", r#""default";r=3;t=30"#)], true),
             Some(30_000)

@@ -12,7 +12,8 @@
 //! - [`event`]: the events clients read, one typed variant per kind;
 //! - [`plan`] / [`params`]: plan validation and placeholder resolution;
 //! - [`recovery`]: the three-tier recovery as pure functions; [`failure`]: what a failed call
-//!   means (HTTP semantics, `Retry-After`, outages); [`schema_repair`]: parameters the tool's
+//!   means (HTTP semantics, `Retry-After`, outages); [`envelope`]: what an answer's body says
+//!   (a 2xx that failed, the parameters a tool refused); [`schema_repair`]: parameters the tool's
 //!   schema makes unambiguous; [`circuit`]: the fleet-wide circuit breaker's states;
 //! - [`limits`], [`tool`], [`template`]: a task's limits, the tool registry's record, workflow
 //!   templates and their `${input.key}` placeholders;
@@ -27,6 +28,7 @@ pub mod call_key;
 pub mod child;
 pub mod circuit;
 pub mod decision;
+pub mod envelope;
 pub mod event;
 pub mod failure;
 pub mod limits;

@@ -147,6 +147,26 @@ impl RetryPolicy {
         backoff.max(asked)
     }
 
+    /// The failure as recovery must read it when the time it asks to wait (`Retry-After`, a
+    /// reset, a body's retry time) ends past the step's wait limit (`limit_ms`, counted from
+    /// its streak's first failure): not retryable, the reason said at once, instead of a wait
+    /// that could only end in the same failure. None: it can wait.
+    pub fn past_wait_limit(streak: &Streak, f: &ToolFailure, limit_ms: u64) -> Option<ToolFailure> {
+        let asked = u64::from(f.retry_after_ms?);
+        if !f.retryable || streak.elapsed_ms.saturating_add(asked) <= limit_ms {
+            return None;
+        }
+        let mut past = f.clone();
+        past.retryable = false;
+        past.message = format!(
+            "{} (the tool asks to come back in {:.1} s, past this step's wait limit of {:.1} s)",
+            f.message,
+            asked as f64 / 1000.0,
+            limit_ms as f64 / 1000.0
+        );
+        Some(past)
+    }
+
     /// Whether tier 1 may run the step again after `delay_ms`.
     pub fn retries_left(&self, c: &Counters, streak: &Streak, delay_ms: u64) -> bool {
         let in_time = self
@@ -859,6 +879,27 @@ mod tests {
         assert_eq!(P.delay_ms(&streak(1), &asked), 5000);
         asked.retry_after_ms = Some(10);
         assert_eq!(P.delay_ms(&streak(4), &asked), 800);
+    }
+
+    #[test]
+    fn a_wait_past_the_limit_is_said_at_once() {
+        let mut f = ToolFailure::new("tool_error", "HTTP 429", true);
+        let streak = Streak {
+            failures: 1,
+            elapsed_ms: 1_000,
+        };
+        assert_eq!(RetryPolicy::past_wait_limit(&streak, &f, 300_000), None);
+        f.retry_after_ms = Some(299_000);
+        assert_eq!(RetryPolicy::past_wait_limit(&streak, &f, 300_000), None);
+        f.retry_after_ms = Some(3_600_000);
+        let past = RetryPolicy::past_wait_limit(&streak, &f, 300_000).expect("past the limit");
+        assert!(!past.retryable);
+        assert!(past.message.contains("3600.0 s"), "{}", past.message);
+        // a tool that allows long waits parks the step instead
+        assert_eq!(RetryPolicy::past_wait_limit(&streak, &f, 86_400_000), None);
+        // what is not retryable anyway stays as it is
+        f.retryable = false;
+        assert_eq!(RetryPolicy::past_wait_limit(&streak, &f, 300_000), None);
     }
 
     #[test]

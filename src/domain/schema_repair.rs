@@ -78,6 +78,72 @@ pub fn repair(schema: &Value, params: &Value) -> Outcome {
     }
 }
 
+/// Repair `params` from the violations a tool's own answer named (`at <pointer>: <message>`,
+/// [`super::envelope::named_violations`]), when the tool has no schema that says more: each
+/// named value becomes the type its message asks for ([`super::envelope::expected_type`]), by
+/// the same lossless coercions. A violation that names no type, no value the call sent, a
+/// value that already has that type, or a coercion that would lose something refuses the
+/// whole repair.
+pub fn repair_named(params: &Value, violations: &[String]) -> Outcome {
+    let mut fixed = params.clone();
+    let mut changes = Vec::new();
+    let mut refused = Vec::new();
+    for v in violations {
+        let Some((at, msg)) = super::envelope::split_violation(v) else {
+            refused.push(format!("{v:?} names no parameter"));
+            continue;
+        };
+        let Some(ty) = super::envelope::expected_type(msg) else {
+            refused.push(format!(
+                "the tool's message for {at} names no type ({msg:?})"
+            ));
+            continue;
+        };
+        let Some(value) = fixed.pointer_mut(at) else {
+            refused.push(format!("the call sent nothing at {at}"));
+            continue;
+        };
+        if has_type(value, ty) {
+            refused.push(format!("{at} is already a{} {ty}", article(ty)));
+            continue;
+        }
+        match coerce(ty, value, None) {
+            Coerced::To(to) => {
+                changes.push(Change {
+                    path: at.to_string(),
+                    from: Some(value.clone()),
+                    to: to.clone(),
+                    why: "the tool asked for this type; lossless",
+                });
+                *value = to;
+            }
+            Coerced::Lossy(why) => refused.push(format!("{at}: {why}")),
+            Coerced::None => refused.push(format!(
+                "{at}: no lossless rule makes it a{} {ty}",
+                article(ty)
+            )),
+        }
+    }
+    if !refused.is_empty() || changes.is_empty() {
+        if refused.is_empty() {
+            refused.push("the tool named no parameter".into());
+        }
+        return Outcome::Refused { reasons: refused };
+    }
+    Outcome::Repaired {
+        params: fixed,
+        changes,
+    }
+}
+
+fn article(ty: &str) -> &'static str {
+    if ty.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "n"
+    } else {
+        ""
+    }
+}
+
 /// The top-level parameters a repair changed, with their new values (what a retry merges
 /// over the step's own parameters).
 pub fn changed_top_level(params: &Value, changes: &[Change]) -> Map<String, Value> {
@@ -588,6 +654,45 @@ mod tests {
             p["on"] = json!(s);
             let (p, _) = repaired(p);
             assert_eq!(p["on"], json!(b), "{s}");
+        }
+    }
+
+    #[test]
+    fn a_tools_named_violations_repair_what_they_name() {
+        let params = json!({"items": [{"qty": 1}, {"qty": "x"}, {}, {"qty": "5"}], "on": "TRUE"});
+        let named = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        match repair_named(
+            &params,
+            &named(&[
+                "at /items/3/qty: must be an integer",
+                "at /on: Input should be a valid boolean (bool_parsing)",
+            ]),
+        ) {
+            Outcome::Repaired { params: p, changes } => {
+                // only what the tool named: items[1] stays as it was
+                assert_eq!(
+                    p,
+                    json!({"items": [{"qty": 1}, {"qty": "x"}, {}, {"qty": 5}], "on": true})
+                );
+                assert_eq!(changes.len(), 2);
+                assert_eq!(changed_top_level(&p, &changes).len(), 2);
+            }
+            other => panic!("{other:?}"),
+        }
+        for refused in [
+            "at /items/1/qty: must be an integer",
+            "at /items/3/qty: is wrong",
+            "at /items/2/qty: must be an integer",
+            "at /items/0/qty: must be an integer",
+            "the body is wrong",
+        ] {
+            assert!(
+                matches!(
+                    repair_named(&params, &named(&[refused])),
+                    Outcome::Refused { .. }
+                ),
+                "{refused}"
+            );
         }
     }
 }

@@ -88,6 +88,9 @@ pub struct ToolDef {
     /// POSTed `{tool, task_id, step_id, attempt}` when a call in flight is cancelled.
     #[sqlx(default)]
     pub cancel_url: Option<String>,
+    /// Rules by which a 2xx answer's body says the call failed ([`super::envelope`]).
+    #[sqlx(default)]
+    pub failure_when: sqlx::types::Json<Vec<super::envelope::FailureRule>>,
     /// Held: the claim starts none of its steps.
     #[sqlx(default)]
     pub paused: bool,

@@ -121,7 +121,8 @@ async fn write(tx: &mut Tx, tool: &str, c: &Circuit) -> Result<()> {
 }
 
 /// Count a failed call of an HTTP tool on its circuit: an outage (toward opening it), a
-/// `Retry-After` (capped by the policy: a hold on the whole tool). Nothing else touches the row.
+/// `Retry-After` (a hold on the whole tool until then, at most [`crate::domain::circuit::MAX_HOLD_MS`]). Nothing
+/// else touches the row.
 pub(crate) async fn record_failure(
     tx: &mut Tx,
     tool: &str,
@@ -132,10 +133,7 @@ pub(crate) async fn record_failure(
         return Ok(());
     }
     let outage = failure::is_outage(f) && ctx.breaker.failure_threshold > 0;
-    let asked = f
-        .retry_after_ms
-        .map(|ms| u64::from(ms).min(ctx.policy.max_retry_after_ms))
-        .filter(|ms| *ms > 0);
+    let asked = f.retry_after_ms.map(u64::from).filter(|ms| *ms > 0);
     if !outage && asked.is_none() {
         return Ok(());
     }

@@ -36,6 +36,8 @@ pub struct NewTool {
     pub tenant: String,
     /// Told when a call in flight is cancelled.
     pub cancel_url: Option<String>,
+    /// How a 2xx answer's body says the call failed.
+    pub failure_when: Vec<crate::domain::envelope::FailureRule>,
 }
 
 /// A tool is visible to a tenant when it is the tenant's, or built in (every tenant's).
@@ -101,6 +103,7 @@ impl Store {
                 .bind(Json(&t.headers))
                 .bind(&t.tenant)
                 .bind(&t.cancel_url)
+                .bind(Json(&t.failure_when))
                 .fetch_optional(&mut **tx)
                 .await?;
             let row =

@@ -446,6 +446,7 @@ pub fn http_tool(id: &str, endpoint: String) -> crate::store::tools::NewTool {
         circuit_breaker: None,
         requires_approval: false,
         cancel_url: None,
+        failure_when: vec![],
         mode: "sync".into(),
         headers: Default::default(),
         tenant: crate::domain::tenant::DEFAULT.into(),

@@ -152,7 +152,7 @@ async fn hold_tool(rt: &Runtime, tool: &str, hold_ms: Option<u32>) {
     let Some(ms) = hold_ms else {
         return;
     };
-    let ms = u64::from(ms).min(rt.cfg.policy.retry.max_retry_after_ms);
+    let ms = u64::from(ms);
     if let Err(e) = with_retries(|| Box::pin(rt.store.hold_tool(tool, ms))).await {
         tracing::warn!(tool = %tool, error = %e, "could not hold the rate-limited tool");
     }

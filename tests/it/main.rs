@@ -23,6 +23,7 @@ mod metrics;
 mod operations;
 mod protocol_model;
 mod queue;
+mod recovery_answers;
 mod recovery_faults;
 mod reporting;
 mod retention;

@@ -1439,6 +1439,40 @@ export interface components {
         EventsResolved: {
             resolved: number;
         };
+        /**
+         * @description One rule of a tool's `failure_when`: a 2xx answer whose body matches it is a failed call.
+         * @example {
+         *       "category": "tool_error",
+         *       "equals": "error",
+         *       "pointer": "/status",
+         *       "retry_after_pointer": "/retry_in"
+         *     }
+         */
+        FailureRule: {
+            /** @description The failure's category (default `tool_error`). */
+            category?: string | null;
+            /** @description The rule matches when the value there equals this. */
+            equals?: unknown;
+            /** @description JSON pointer to the failure's message (default: the value the rule matched). */
+            message_pointer?: string | null;
+            /** @description JSON pointer into the answer's body (`/status`, `/result/ok`; empty: the whole body). */
+            pointer: string;
+            /**
+             * @description `true` (the default without `equals`): the rule matches when a value other than null is
+             *     there; `false`: when nothing is.
+             */
+            present?: boolean | null;
+            /**
+             * @description JSON pointer to a retry time in seconds (a number, or a string holding one): the tool is
+             *     held until then, as by `Retry-After`.
+             */
+            retry_after_pointer?: string | null;
+            /**
+             * @description Whether the call may be retried (default: true for `tool_error` or when a retry time is
+             *     given, else false).
+             */
+            retryable?: boolean | null;
+        };
         /** @description `GET /health` and `GET /ready`. */
         Health: {
             /** @description `ok` (alive) or `ready`. */
@@ -2482,6 +2516,8 @@ export interface components {
             description: string;
             /** @description Credentials in the URL are redacted; null for a built-in. */
             endpoint?: string | null;
+            /** @description Rules by which a 2xx answer's body says the call failed. */
+            failure_when: components["schemas"]["FailureRule"][];
             /**
              * @description Call headers: `${secret.NAME}` references as given; a literal credential-like value is
              *     redacted.
@@ -2601,6 +2637,13 @@ export interface components {
              * @description An absolute http(s) URL the workers POST the call to.
              */
             endpoint: string;
+            /**
+             * @description Rules by which a 2xx answer's body says the call failed (at most 16): a rule matches
+             *     when the value at its `pointer` equals `equals`, or is there (`present`, the default) or
+             *     not (`present: false`). The well-known envelopes (`{"ok": false}`, a top-level `errors`
+             *     list) are read without rules.
+             */
+            failure_when?: components["schemas"]["FailureRule"][];
             /**
              * @description Headers of every call: `{"X-Api-Key": "${secret.search_key}"}` — a value is literal
              *     text, or names secrets (`PUT /secrets/{name}`) that the worker fills in at call time.

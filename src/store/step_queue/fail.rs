@@ -20,7 +20,9 @@ use crate::domain::decision::DecisionInput;
 use crate::domain::event::{self, Event, TaskError};
 use crate::domain::model::{CANCELLED, ToolFailure, WORKER_LOST};
 use crate::domain::records::TaskRow;
-use crate::domain::recovery::{self, AfterFailure, Counted, Counters, Failed, RecoveryAction};
+use crate::domain::recovery::{
+    self, AfterFailure, Counted, Counters, Failed, RecoveryAction, RetryPolicy,
+};
 use crate::domain::status::{DecisionKind, TaskStatus};
 use crate::domain::transitions::StepMove;
 
@@ -144,6 +146,13 @@ async fn fail_locked(
     let step = lock_running_step(tx, f.fence, f.require_expired).await?;
     let tool = f.tool.unwrap_or(&step.tool);
     let retry = circuits::retry_context(tx, task.id, &step.step_key, tool, &policy, true).await?;
+    // a wait that ends past the step's limit is said now, not after waiting the limit out
+    let limit = retry.policy.max_elapsed_ms.unwrap_or(policy.max_wait_ms);
+    let past = RetryPolicy::past_wait_limit(&retry.streak, f.failure, limit);
+    let f = FailureInput {
+        failure: past.as_ref().unwrap_or(f.failure),
+        ..f
+    };
     // neither a lost worker nor a cancelled call is the tool's failure
     if f.failure.category != WORKER_LOST && f.failure.category != CANCELLED {
         circuits::record_failure(tx, tool, &retry, f.failure).await?;
@@ -245,6 +254,7 @@ async fn follow_failure(
             retry_count: c.retry_count,
             rescue_count: c.rescue_count,
             consecutive_failures: c.consecutive_failures,
+            violations: event::Violation::of(error),
         }),
     )];
     if lost {
@@ -401,6 +411,7 @@ pub(super) async fn stop_waiting(
             retry_count: step.retry_count,
             rescue_count: step.rescue_count,
             consecutive_failures: task.consecutive_failures,
+            violations: event::Violation::of(&error),
         }),
     )];
     if task.status == TaskStatus::Running && step.plan_version == task.plan_version {

@@ -210,7 +210,8 @@ impl Store {
             let step = lock_running_step(tx, fence, false).await?;
             let at = (fence.task_id, fence.step_id, step.step_key.as_str());
             let (waited, limit, now) = waited(tx, at, &wait.tool, policy, true).await?;
-            let next = circuit::after_wait(&wait.tool, wait.why, waited, limit);
+            let left = (wait.until - now).num_milliseconds().max(0) as u64;
+            let next = circuit::after_wait(&wait.tool, wait.why, waited, limit, left);
             match &next {
                 AfterWait::Defer => {
                     // back at the end of the wait, or at the step's limit if that comes first

@@ -38,6 +38,7 @@ from .evaluation import Evaluation
 from .event import Event
 from .event_payload import EventPayload
 from .events_resolved import EventsResolved
+from .failure_rule import FailureRule
 from .health import Health
 from .item_failure import ItemFailure
 from .key import Key
@@ -220,6 +221,7 @@ __all__ = (
     "Event",
     "EventPayload",
     "EventsResolved",
+    "FailureRule",
     "Health",
     "ItemFailure",
     "Key",

@@ -15,6 +15,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.circuit import Circuit
     from ..models.circuit_breaker import CircuitBreaker
+    from ..models.failure_rule import FailureRule
     from ..models.retry_policy import RetryPolicy
     from ..models.tool_headers import ToolHeaders
     from ..models.tool_input_schema import ToolInputSchema
@@ -33,6 +34,7 @@ class Tool:
         circuit (Circuit): A tool's circuit breaker as the fleet sees it now.
         created_at (datetime.datetime):
         description (str):
+        failure_when (list[FailureRule]): Rules by which a 2xx answer's body says the call failed.
         headers (ToolHeaders): Call headers: `${secret.NAME}` references as given; a literal credential-like value is
             redacted.
         id (str):
@@ -62,6 +64,7 @@ class Tool:
     circuit: Circuit
     created_at: datetime.datetime
     description: str
+    failure_when: list[FailureRule]
     headers: ToolHeaders
     id: str
     input_schema: ToolInputSchema
@@ -97,6 +100,11 @@ class Tool:
         created_at = self.created_at.isoformat()
 
         description = self.description
+
+        failure_when = []
+        for failure_when_item_data in self.failure_when:
+            failure_when_item = failure_when_item_data.to_dict()
+            failure_when.append(failure_when_item)
 
         headers = self.headers.to_dict()
 
@@ -182,6 +190,7 @@ class Tool:
                 "circuit": circuit,
                 "created_at": created_at,
                 "description": description,
+                "failure_when": failure_when,
                 "headers": headers,
                 "id": id,
                 "input_schema": input_schema,
@@ -219,6 +228,7 @@ class Tool:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.circuit import Circuit
         from ..models.circuit_breaker import CircuitBreaker
+        from ..models.failure_rule import FailureRule
         from ..models.retry_policy import RetryPolicy
         from ..models.tool_headers import ToolHeaders
         from ..models.tool_input_schema import ToolInputSchema
@@ -232,6 +242,13 @@ class Tool:
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
 
         description = d.pop("description")
+
+        failure_when = []
+        _failure_when = d.pop("failure_when")
+        for failure_when_item_data in _failure_when:
+            failure_when_item = FailureRule.from_dict(failure_when_item_data)
+
+            failure_when.append(failure_when_item)
 
         headers = ToolHeaders.from_dict(d.pop("headers"))
 
@@ -357,6 +374,7 @@ class Tool:
             circuit=circuit,
             created_at=created_at,
             description=description,
+            failure_when=failure_when,
             headers=headers,
             id=id,
             input_schema=input_schema,

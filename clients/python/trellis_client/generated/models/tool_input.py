@@ -11,6 +11,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.circuit_breaker import CircuitBreaker
+    from ..models.failure_rule import FailureRule
     from ..models.retry_policy import RetryPolicy
     from ..models.tool_input_headers import ToolInputHeaders
     from ..models.tool_input_input_schema_type_0 import ToolInputInputSchemaType0
@@ -33,6 +34,11 @@ class ToolInput:
             call in flight is cancelled (its task was cancelled); the call itself is aborted.
         circuit_breaker (CircuitBreaker | None | Unset):
         description (str | Unset):
+        failure_when (list[FailureRule] | Unset): Rules by which a 2xx answer's body says the call failed (at most 16):
+            a rule matches
+            when the value at its `pointer` equals `equals`, or is there (`present`, the default) or
+            not (`present: false`). The well-known envelopes (`{"ok": false}`, a top-level `errors`
+            list) are read without rules.
         headers (ToolInputHeaders | Unset): Headers of every call: `{"X-Api-Key": "${secret.search_key}"}` — a value is
             literal
             text, or names secrets (`PUT /secrets/{name}`) that the worker fills in at call time.
@@ -60,6 +66,7 @@ class ToolInput:
     cancel_url: None | str | Unset = UNSET
     circuit_breaker: CircuitBreaker | None | Unset = UNSET
     description: str | Unset = UNSET
+    failure_when: list[FailureRule] | Unset = UNSET
     headers: ToolInputHeaders | Unset = UNSET
     input_schema: None | ToolInputInputSchemaType0 | Unset = UNSET
     max_concurrency: int | None | Unset = UNSET
@@ -103,6 +110,13 @@ class ToolInput:
             circuit_breaker = self.circuit_breaker
 
         description = self.description
+
+        failure_when: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.failure_when, Unset):
+            failure_when = []
+            for failure_when_item_data in self.failure_when:
+                failure_when_item = failure_when_item_data.to_dict()
+                failure_when.append(failure_when_item)
 
         headers: dict[str, Any] | Unset = UNSET
         if not isinstance(self.headers, Unset):
@@ -192,6 +206,8 @@ class ToolInput:
             field_dict["circuit_breaker"] = circuit_breaker
         if description is not UNSET:
             field_dict["description"] = description
+        if failure_when is not UNSET:
+            field_dict["failure_when"] = failure_when
         if headers is not UNSET:
             field_dict["headers"] = headers
         if input_schema is not UNSET:
@@ -224,6 +240,7 @@ class ToolInput:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.circuit_breaker import CircuitBreaker
+        from ..models.failure_rule import FailureRule
         from ..models.retry_policy import RetryPolicy
         from ..models.tool_input_headers import ToolInputHeaders
         from ..models.tool_input_input_schema_type_0 import ToolInputInputSchemaType0
@@ -263,6 +280,15 @@ class ToolInput:
         circuit_breaker = _parse_circuit_breaker(d.pop("circuit_breaker", UNSET))
 
         description = d.pop("description", UNSET)
+
+        _failure_when = d.pop("failure_when", UNSET)
+        failure_when: list[FailureRule] | Unset = UNSET
+        if _failure_when is not UNSET:
+            failure_when = []
+            for failure_when_item_data in _failure_when:
+                failure_when_item = FailureRule.from_dict(failure_when_item_data)
+
+                failure_when.append(failure_when_item)
 
         _headers = d.pop("headers", UNSET)
         headers: ToolInputHeaders | Unset
@@ -393,6 +419,7 @@ class ToolInput:
             cancel_url=cancel_url,
             circuit_breaker=circuit_breaker,
             description=description,
+            failure_when=failure_when,
             headers=headers,
             input_schema=input_schema,
             max_concurrency=max_concurrency,
