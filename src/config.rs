@@ -517,7 +517,8 @@ pub struct WorkerSettings {
     pub retry_backoff_coefficient: f64,
     /// No retry starts later than this after the first failure of its streak; 0: no limit.
     pub retry_max_elapsed_secs: f64,
-    /// A tool's `Retry-After` longer than this is cut to it.
+    /// A step's own retry delay after a `Retry-After` longer than this is cut to it (the tool
+    /// is held for the whole time announced; a wait past the step's limit ends it at once).
     pub max_retry_after_secs: u64,
     /// Outages in a row, fleet-wide, that open a tool's circuit; 0 turns the breaker off (a
     /// tool's `circuit_breaker` overrides it).

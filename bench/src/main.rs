@@ -1019,7 +1019,9 @@ fn print_recovery(run: usize, r: &recovery::Run) {
             f.runaway
         )
     };
-    for (a, b) in r.rules.iter().zip(&r.plain) {
+    let none = recovery::Figures::default();
+    for (i, a) in r.rules.iter().enumerate() {
+        let b = r.plain.get(i).unwrap_or(&none);
         let kind = if a.recoverable {
             ""
         } else {
@@ -1516,7 +1518,8 @@ async fn main() -> Result<()> {
     if args.iter().any(|a| a == "--recovery") {
         // scenario 12: every fault class with the three tiers and with plain retries
         for run in 1..=env_usize("BENCH_RECOVERY_RUNS", 1) {
-            let r = recovery::run(async |name: &str| b.fresh(name).await).await?;
+            let plain = env_usize("BENCH_RECOVERY_PLAIN", 1) != 0;
+            let r = recovery::run(async |name: &str| b.fresh(name).await, plain).await?;
             print_recovery(run, &r);
         }
         return Ok(());

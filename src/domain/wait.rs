@@ -403,12 +403,50 @@ pub fn after_wait(
                     .and_then(Value::as_str)
                     .filter(|c| super::failure::stops_task(c))
                     .unwrap_or(CHILD_TASK_FAILED);
+                // the child's failing step and its last error, in the parent's context: a
+                // transient one (the child spent its retries on a service that was down) is
+                // worth a new child; anything else is for the parent's reflection to weigh
+                let at = error
+                    .get("step_id")
+                    .and_then(Value::as_str)
+                    .map(|s| format!(" at its step {s}"))
+                    .unwrap_or_default();
+                let last = error.get("last_error").filter(|l| l.is_object());
+                let last_said = last
+                    .and_then(|l| l.get("message"))
+                    .and_then(Value::as_str)
+                    .filter(|m| !why.contains(*m))
+                    .map(|m| {
+                        let cat = last
+                            .and_then(|l| l.get("category"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("error");
+                        let m: String = m.chars().take(300).collect();
+                        format!("; its last error: {cat}: {m}")
+                    })
+                    .unwrap_or_default();
                 let message = if status == "needs_intervention" {
-                    format!("child task {task_id} stopped in needs_intervention: {why}")
+                    format!(
+                        "child task {task_id} stopped in needs_intervention{at}: {why}{last_said}"
+                    )
                 } else {
-                    format!("child task {task_id} ended {status}: {why}")
+                    format!("child task {task_id} ended {status}{at}: {why}{last_said}")
                 };
-                AfterWait::Fail(ToolFailure::new(category, message, false))
+                let transient = last
+                    .and_then(|l| l.get("retryable"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+                    && category == CHILD_TASK_FAILED;
+                let mut f = ToolFailure::new(category, message, transient);
+                let shown = error.to_string();
+                if shown.len() > 2 {
+                    let mut end = shown.len().min(8 * 1024);
+                    while !shown.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    f.detail = Some(shown[..end].into());
+                }
+                AfterWait::Fail(f)
             }
         },
         Resolution::Timeout => AfterWait::Fail(ToolFailure::new(
@@ -432,6 +470,58 @@ pub fn expiry(spec: &WaitSpec, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_child_is_named_with_its_step_and_last_error() {
+        let task_id = uuid::Uuid::nil();
+        let ended = |status: &str, error: Value| {
+            let r = Resolution::ChildEnded {
+                task_id,
+                status: status.into(),
+                outputs: json!({}),
+                error,
+            };
+            match after_wait(WaitKind::Child, false, &r, None) {
+                AfterWait::Fail(f) => f,
+                other => panic!("{other:?}"),
+            }
+        };
+        let f = ended(
+            "failed",
+            json!({"step_id": "fetch", "reason": "retries exhausted (3 of 3)",
+                   "last_error": {"message": "HTTP 503", "category": "tool_error", "retryable": true}}),
+        );
+        assert_eq!(f.category, CHILD_TASK_FAILED);
+        assert!(f.retryable, "a transient failure is worth a new child");
+        assert!(f.message.contains("at its step fetch"), "{}", f.message);
+        assert!(
+            f.message.contains("its last error: tool_error: HTTP 503"),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.detail
+                .as_deref()
+                .is_some_and(|d| d.contains("last_error"))
+        );
+        let f = ended(
+            "needs_intervention",
+            json!({"step_id": "f", "reason": "forbidden by policy",
+                   "last_error": {"message": "forbidden by policy", "category": "external_error", "retryable": false}}),
+        );
+        assert!(!f.retryable);
+        assert!(
+            !f.message.contains("its last error"),
+            "said once: {}",
+            f.message
+        );
+        let f = ended(
+            "failed",
+            json!({"code": "descendants_exceeded", "message": "too many"}),
+        );
+        assert_eq!(f.category, "descendants_exceeded");
+        assert!(!f.retryable);
+    }
 
     #[test]
     fn every_kind_is_named_in_order() {

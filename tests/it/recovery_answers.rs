@@ -433,3 +433,51 @@ async fn a_bad_failure_when_rule_is_refused() {
         json!([{"pointer": "/ok", "equals": false}])
     );
 }
+
+/// Class 7: a child task that failed on a transient error (its tool was down and it had no
+/// retries left) fails its parent's step as retryable, naming the child, its step and its last
+/// error; the parent's retry starts a new child, which heals once the service is back.
+#[tokio::test]
+async fn a_child_that_failed_on_a_transient_error_is_retried_by_its_parent() {
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    // down for the first second of calls, then up
+    faults.route("wobbly", |s: &Seen| {
+        if s.since_route < Duration::from_millis(1000) {
+            Reply::status(503)
+        } else {
+            Reply::echo(s)
+        }
+    });
+    register_tool(
+        &app,
+        "wobbly",
+        &faults.endpoint("wobbly"),
+        json!({"retry": {"max_attempts": 1}}),
+    )
+    .await;
+    // plain retries: the child inherits them and fails for good on its first 503
+    let mut t = common::new_task(json!([
+        {"id": "k", "tool": "task", "parameters": {"plan": {"steps": [
+            {"id": "fetch", "tool": "wobbly", "parameters": {"q": 1}}
+        ]}}}
+    ]));
+    t.limits.step_reflection = false;
+    let w = app.worker(|_| {});
+    let id = app.store().submit_task(&t).await.unwrap().task_id;
+    let done = app.wait_done(id, LIMIT).await;
+    w.stop().await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let failed = events(&app, id, "step_failed").await;
+    assert!(!failed.is_empty(), "the first child failed");
+    let e = &failed[0]["payload"]["error"];
+    assert_eq!(e["category"], "child_task_failed", "{e}");
+    assert_eq!(e["retryable"], true, "{e}");
+    let m = e["message"].as_str().unwrap_or_default();
+    assert!(
+        m.contains("at its step fetch") && m.contains("HTTP 503"),
+        "{m}"
+    );
+    let children = events(&app, id, "child_task_started").await;
+    assert_eq!(children.len(), failed.len() + 1, "one new child per retry");
+}
