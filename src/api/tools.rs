@@ -109,6 +109,7 @@ pub(super) struct ToolInput {
     /// not (`present: false`). The well-known envelopes (`{"ok": false}`, a top-level `errors`
     /// list) are read without rules.
     #[serde(default)]
+    #[schema(max_items = 16)]
     failure_when: Vec<crate::domain::envelope::FailureRule>,
 }
 

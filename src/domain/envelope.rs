@@ -38,6 +38,7 @@ const MAX_MESSAGE: usize = 300;
     "retry_after_pointer": "/retry_in"})))]
 pub struct FailureRule {
     /// JSON pointer into the answer's body (`/status`, `/result/ok`; empty: the whole body).
+    #[schema(pattern = "^(/.*)?$", max_length = 512)]
     pub pointer: String,
     /// The rule matches when the value there equals this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -58,16 +59,19 @@ pub struct FailureRule {
     /// JSON pointer to a retry time in seconds (a number, or a string holding one): the tool is
     /// held until then, as by `Retry-After`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^(/.*)?$", max_length = 512)]
     pub retry_after_pointer: Option<String>,
     /// JSON pointer to the failure's message (default: the value the rule matched).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^(/.*)?$", max_length = 512)]
     pub message_pointer: Option<String>,
 }
 
 impl FailureRule {
     /// Why the rule cannot be used, for a 422 (None: it can).
     pub fn problem(&self) -> Option<String> {
-        let pointer_ok = |p: &str| p.len() <= MAX_POINTER && (p.is_empty() || p.starts_with('/'));
+        let pointer_ok =
+            |p: &str| p.chars().count() <= MAX_POINTER && (p.is_empty() || p.starts_with('/'));
         for (field, p) in [
             ("pointer", Some(&self.pointer)),
             ("retry_after_pointer", self.retry_after_pointer.as_ref()),
@@ -77,7 +81,7 @@ impl FailureRule {
                 && !pointer_ok(p)
             {
                 return Some(format!(
-                    "failure_when {field} must be a JSON pointer (empty or starting with '/', at most {MAX_POINTER} bytes), not {p:?}"
+                    "failure_when {field} must be a JSON pointer (empty or starting with '/', at most {MAX_POINTER} characters), not {p:?}"
                 ));
             }
         }
