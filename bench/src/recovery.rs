@@ -287,6 +287,13 @@ fn answers() -> Vec<Case> {
             json!({}),
             first!(2, |_| Reply::status(503)),
         ),
+        heals(
+            "flaky_twice_503_confirm_3",
+            3,
+            json!({"circuit_breaker": {"confirm_failures": 3}}),
+            json!({}),
+            first!(2, |_| Reply::status(503)),
+        ),
     ];
     let envelopes: [(&'static str, Value, Value); 4] = [
         (
@@ -631,6 +638,9 @@ fn tool(id: &str, endpoint: String, extra: &Value) -> NewTool {
     }
     if let Some(a) = extra.get("alternatives") {
         t.alternatives = serde_json::from_value(a.clone()).unwrap_or_default();
+    }
+    if let Some(b) = extra.get("circuit_breaker") {
+        t.circuit_breaker = serde_json::from_value(b.clone()).ok();
     }
     if let Some(rules) = extra.get("failure_when") {
         t.failure_when = serde_json::from_value(rules.clone()).unwrap_or_default();

@@ -31,6 +31,13 @@ pub struct BreakerSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(exclusive_minimum = 0, maximum = 86400)]
     pub cool_down_secs: Option<f64>,
+    /// A step's own outages in a row that confirm the service is down (default 1: every
+    /// outage counts toward the threshold at once). 3 keeps the circuit closed for a service
+    /// whose calls fail once or twice and then pass on their own retry (per-call flakiness),
+    /// which many callers at once would otherwise add up to an open circuit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 100)]
+    pub confirm_failures: Option<i32>,
 }
 
 impl BreakerSpec {
@@ -48,6 +55,12 @@ impl BreakerSpec {
         {
             return Some("circuit_breaker.cool_down_secs must be above 0 and at most 86400".into());
         }
+        if self
+            .confirm_failures
+            .is_some_and(|n| !(1..=100).contains(&n))
+        {
+            return Some("circuit_breaker.confirm_failures must be between 1 and 100".into());
+        }
         None
     }
 }
@@ -58,6 +71,8 @@ pub struct Breaker {
     /// 0: off.
     pub failure_threshold: i32,
     pub cool_down_ms: i64,
+    /// A step's own outages in a row that confirm one (1: each counts at once).
+    pub confirm_failures: i32,
 }
 
 impl Breaker {
@@ -66,6 +81,7 @@ impl Breaker {
         let Some(s) = spec else { return self };
         Breaker {
             failure_threshold: s.failure_threshold.unwrap_or(self.failure_threshold),
+            confirm_failures: s.confirm_failures.unwrap_or(self.confirm_failures),
             cool_down_ms: s
                 .cool_down_secs
                 .map(|s| (s * 1000.0) as i64)
@@ -162,11 +178,16 @@ impl Circuit {
     }
 
     /// After a failed call: an outage counts (and opens the circuit at the threshold, or again
-    /// after a failed probe); a `Retry-After` holds the tool until then.
+    /// after a failed probe); a `Retry-After` holds the tool until then. `streak`: the failing
+    /// step's own failures in a row, this one included. The threshold opens the circuit only
+    /// once some step has failed `confirm_failures` times in a row (1 by default: at once):
+    /// with 3, outages of different calls that each heal on their own retry (a flaky service)
+    /// add up without opening it.
     pub fn after_failure(
         &self,
         b: Breaker,
         outage: bool,
+        streak: i32,
         retry_after_ms: Option<u64>,
         now: DateTime<Utc>,
     ) -> Circuit {
@@ -174,7 +195,9 @@ impl Circuit {
         if outage {
             c.consecutive_failures = c.consecutive_failures.saturating_add(1);
             let probe_failed = c.state(now) == State::HalfOpen;
-            let tripped = b.failure_threshold > 0 && c.consecutive_failures >= b.failure_threshold;
+            let tripped = b.failure_threshold > 0
+                && c.consecutive_failures >= b.failure_threshold
+                && streak >= b.confirm_failures;
             if (tripped && c.open_until.is_none()) || probe_failed {
                 c.open_until = Some(now + Duration::milliseconds(b.cool_down_ms));
                 c.probe_until = None;
@@ -296,6 +319,7 @@ mod tests {
     const B: Breaker = Breaker {
         failure_threshold: 3,
         cool_down_ms: 10_000,
+        confirm_failures: 1,
     };
 
     fn at(ms: i64) -> DateTime<Utc> {
@@ -306,16 +330,16 @@ mod tests {
     fn the_threshold_opens_a_cool_down_then_one_probe() {
         let mut c = Circuit::default();
         for i in 1..=2 {
-            c = c.after_failure(B, true, None, at(i));
+            c = c.after_failure(B, true, 9, None, at(i));
             assert_eq!(c.state(at(i)), State::Closed);
             assert!(!c.gated());
         }
-        c = c.after_failure(B, true, None, at(3));
+        c = c.after_failure(B, true, 9, None, at(3));
         assert_eq!(c.state(at(3)), State::Open);
         assert!(c.gated());
         assert_eq!(c.gate(at(5), 500).0, Gate::Wait(at(10_003), Why::Open));
         // calls in flight when it opened fail too: the cool-down does not move
-        c = c.after_failure(B, true, None, at(6));
+        c = c.after_failure(B, true, 9, None, at(6));
         assert_eq!(c.open_until, Some(at(10_003)));
         // half open: one probe, the others wait a little
         let (g, c2) = c.gate(at(10_003), 500);
@@ -327,7 +351,7 @@ mod tests {
         // a lost probe is replaced once its lease is over
         assert_eq!(c2.gate(at(10_503), 500).0, Gate::Probe);
         // the probe fails: open again for a whole cool-down
-        let c4 = c2.after_failure(B, true, None, at(10_200));
+        let c4 = c2.after_failure(B, true, 9, None, at(10_200));
         assert_eq!(c4.state(at(10_200)), State::Open);
         assert_eq!(c4.open_until, Some(at(20_200)));
         assert_eq!(c4.probe_until, None);
@@ -341,19 +365,43 @@ mod tests {
     #[test]
     fn a_success_resets_the_count() {
         let c = Circuit::default()
-            .after_failure(B, true, None, at(1))
-            .after_failure(B, true, None, at(2))
+            .after_failure(B, true, 9, None, at(1))
+            .after_failure(B, true, 9, None, at(2))
             .after_success()
-            .after_failure(B, true, None, at(3))
-            .after_failure(B, true, None, at(4));
+            .after_failure(B, true, 9, None, at(3))
+            .after_failure(B, true, 9, None, at(4));
         assert_eq!(c.state(at(4)), State::Closed);
+    }
+
+    #[test]
+    fn outages_of_calls_that_each_heal_on_a_retry_do_not_open_it() {
+        // forty calls fail once, then again (each its second failure): a flaky service
+        let b = Breaker {
+            confirm_failures: 3,
+            ..B
+        };
+        let mut c = Circuit::default();
+        for streak in [1, 2] {
+            for i in 0..40 {
+                c = c.after_failure(b, true, streak, None, at(i));
+                assert_eq!(c.state(at(i)), State::Closed, "{streak} {i}");
+            }
+        }
+        // a call that fails a third time in a row confirms an outage
+        c = c.after_failure(b, true, 3, None, at(50));
+        assert_eq!(c.state(at(50)), State::Open);
+        // and a success of any call resets the count
+        let healed = Circuit::default()
+            .after_failure(b, true, 2, None, at(1))
+            .after_success();
+        assert_eq!(healed.consecutive_failures, 0);
     }
 
     #[test]
     fn only_outages_count_and_zero_turns_it_off() {
         let mut c = Circuit::default();
         for i in 0..10 {
-            c = c.after_failure(B, false, None, at(i));
+            c = c.after_failure(B, false, 9, None, at(i));
         }
         assert_eq!(c.state(at(10)), State::Closed);
         let off = Breaker {
@@ -361,7 +409,7 @@ mod tests {
             ..B
         };
         for i in 0..10 {
-            c = c.after_failure(off, true, None, at(i));
+            c = c.after_failure(off, true, 9, None, at(i));
         }
         assert_eq!(c.state(at(10)), State::Closed);
         assert!(!c.gated());
@@ -369,12 +417,12 @@ mod tests {
 
     #[test]
     fn retry_after_holds_the_tool_and_then_clears() {
-        let c = Circuit::default().after_failure(B, false, Some(5_000), at(0));
+        let c = Circuit::default().after_failure(B, false, 1, Some(5_000), at(0));
         assert!(c.gated());
         assert_eq!(c.state(at(0)), State::Closed);
         assert_eq!(c.gate(at(1_000), 500).0, Gate::Wait(at(5_000), Why::Held));
         // a shorter Retry-After does not shorten the hold
-        let c = c.after_failure(B, false, Some(1_000), at(1_000));
+        let c = c.after_failure(B, false, 1, Some(1_000), at(1_000));
         assert_eq!(c.held_until, Some(at(5_000)));
         let (g, after) = c.gate(at(5_000), 500);
         assert_eq!(g, Gate::Call);
@@ -386,9 +434,9 @@ mod tests {
     #[test]
     fn a_step_that_may_not_probe_leaves_the_probe_to_another() {
         let c = Circuit::default()
-            .after_failure(B, true, None, at(0))
-            .after_failure(B, true, None, at(1))
-            .after_failure(B, true, None, at(2));
+            .after_failure(B, true, 9, None, at(0))
+            .after_failure(B, true, 9, None, at(1))
+            .after_failure(B, true, 9, None, at(2));
         let half_open = at(10_002);
         let (g, same) = c.gate_for(half_open, 500, false);
         assert_eq!(g, Gate::Wait(half_open, Why::Probing));
@@ -447,12 +495,14 @@ mod tests {
         let spec = BreakerSpec {
             failure_threshold: Some(0),
             cool_down_secs: None,
+            confirm_failures: Some(3),
         };
         assert_eq!(
             B.with(Some(&spec)),
             Breaker {
                 failure_threshold: 0,
-                cool_down_ms: 10_000
+                cool_down_ms: 10_000,
+                confirm_failures: 3,
             }
         );
         assert_eq!(B.with(None), B);

@@ -223,6 +223,7 @@ impl FailurePolicy {
             breaker: super::circuit::Breaker {
                 failure_threshold: 0,
                 cool_down_ms: 30_000,
+                confirm_failures: 1,
             },
             max_rescues,
             lease_secs,

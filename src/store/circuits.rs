@@ -138,7 +138,7 @@ pub(crate) async fn record_failure(
         return Ok(());
     }
     change(tx, tool, |c, now| {
-        c.after_failure(ctx.breaker, outage, asked, now)
+        c.after_failure(ctx.breaker, outage, ctx.streak.failures, asked, now)
     })
     .await
 }

@@ -1365,6 +1365,14 @@ export interface components {
          */
         CircuitBreaker: {
             /**
+             * Format: int32
+             * @description A step's own outages in a row that confirm the service is down (default 1: every
+             *     outage counts toward the threshold at once). 3 keeps the circuit closed for a service
+             *     whose calls fail once or twice and then pass on their own retry (per-call flakiness),
+             *     which many callers at once would otherwise add up to an open circuit.
+             */
+            confirm_failures?: number | null;
+            /**
              * Format: double
              * @description How long the circuit stays open before one probe (default `[worker]
              *     circuit_cool_down_secs`, 5).
