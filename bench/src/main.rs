@@ -1043,6 +1043,9 @@ fn print_recovery(run: usize, r: &recovery::Run) {
         );
     }
     for (mode, figs) in [("rules brain", &r.rules), ("plain retry", &r.plain)] {
+        if figs.is_empty() {
+            continue;
+        }
         for at_once in recovery::AT_ONCE {
             let sized: Vec<&recovery::Figures> =
                 figs.iter().filter(|f| f.at_once == at_once).collect();
