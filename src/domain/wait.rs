@@ -389,65 +389,7 @@ pub fn after_wait(
             error,
         } => match status.as_str() {
             "succeeded" => AfterWait::Output(json!({"task_id": task_id, "outputs": outputs})),
-            _ => {
-                let why = error
-                    .get("message")
-                    .or_else(|| error.get("reason"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("no reason given");
-                // a tree at its limit stops every ancestor with the same reason; anything else
-                // would end the same way with the same child: recovery decides (a repair runs
-                // a new child)
-                let category = error
-                    .get("code")
-                    .and_then(Value::as_str)
-                    .filter(|c| super::failure::stops_task(c))
-                    .unwrap_or(CHILD_TASK_FAILED);
-                // the child's failing step and its last error, in the parent's context: a
-                // transient one (the child spent its retries on a service that was down) is
-                // worth a new child; anything else is for the parent's reflection to weigh
-                let at = error
-                    .get("step_id")
-                    .and_then(Value::as_str)
-                    .map(|s| format!(" at its step {s}"))
-                    .unwrap_or_default();
-                let last = error.get("last_error").filter(|l| l.is_object());
-                let last_said = last
-                    .and_then(|l| l.get("message"))
-                    .and_then(Value::as_str)
-                    .filter(|m| !why.contains(*m))
-                    .map(|m| {
-                        let cat = last
-                            .and_then(|l| l.get("category"))
-                            .and_then(Value::as_str)
-                            .unwrap_or("error");
-                        let m: String = m.chars().take(300).collect();
-                        format!("; its last error: {cat}: {m}")
-                    })
-                    .unwrap_or_default();
-                let message = if status == "needs_intervention" {
-                    format!(
-                        "child task {task_id} stopped in needs_intervention{at}: {why}{last_said}"
-                    )
-                } else {
-                    format!("child task {task_id} ended {status}{at}: {why}{last_said}")
-                };
-                let transient = last
-                    .and_then(|l| l.get("retryable"))
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false)
-                    && category == CHILD_TASK_FAILED;
-                let mut f = ToolFailure::new(category, message, transient);
-                let shown = error.to_string();
-                if shown.len() > 2 {
-                    let mut end = shown.len().min(8 * 1024);
-                    while !shown.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    f.detail = Some(shown[..end].into());
-                }
-                AfterWait::Fail(f)
-            }
+            _ => AfterWait::Fail(child_failed(*task_id, status, error)),
         },
         Resolution::Timeout => AfterWait::Fail(ToolFailure::new(
             WAIT_TIMEOUT,
@@ -457,6 +399,66 @@ pub fn after_wait(
             kind == WaitKind::Callback,
         )),
     }
+}
+
+/// A child task that did not succeed, as its parent's step failure: the child named, with its
+/// failing step and last error.
+fn child_failed(task_id: uuid::Uuid, status: &str, error: &Value) -> ToolFailure {
+    let why = error
+        .get("message")
+        .or_else(|| error.get("reason"))
+        .and_then(Value::as_str)
+        .unwrap_or("no reason given");
+    // a tree at its limit stops every ancestor with the same reason; anything else
+    // would end the same way with the same child: recovery decides (a repair runs
+    // a new child)
+    let category = error
+        .get("code")
+        .and_then(Value::as_str)
+        .filter(|c| super::failure::stops_task(c))
+        .unwrap_or(CHILD_TASK_FAILED);
+    // the child's failing step and its last error, in the parent's context: a
+    // transient one (the child spent its retries on a service that was down) is
+    // worth a new child; anything else is for the parent's reflection to weigh
+    let at = error
+        .get("step_id")
+        .and_then(Value::as_str)
+        .map(|s| format!(" at its step {s}"))
+        .unwrap_or_default();
+    let last = error.get("last_error").filter(|l| l.is_object());
+    let last_said = last
+        .and_then(|l| l.get("message"))
+        .and_then(Value::as_str)
+        .filter(|m| !why.contains(*m))
+        .map(|m| {
+            let cat = last
+                .and_then(|l| l.get("category"))
+                .and_then(Value::as_str)
+                .unwrap_or("error");
+            let m: String = m.chars().take(300).collect();
+            format!("; its last error: {cat}: {m}")
+        })
+        .unwrap_or_default();
+    let message = if status == "needs_intervention" {
+        format!("child task {task_id} stopped in needs_intervention{at}: {why}{last_said}")
+    } else {
+        format!("child task {task_id} ended {status}{at}: {why}{last_said}")
+    };
+    let transient = last
+        .and_then(|l| l.get("retryable"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+        && category == CHILD_TASK_FAILED;
+    let mut f = ToolFailure::new(category, message, transient);
+    let shown = error.to_string();
+    if shown.len() > 2 {
+        let mut end = shown.len().min(8 * 1024);
+        while !shown.is_char_boundary(end) {
+            end -= 1;
+        }
+        f.detail = Some(shown[..end].into());
+    }
+    f
 }
 
 /// `expires_in_secs` from now, or the absolute time, whichever the spec names.
