@@ -272,7 +272,8 @@ pub fn retry_hint(body: &Value) -> Option<u32> {
     ];
     places.into_iter().flatten().find_map(|o| {
         o.get("retry_after_ms")
-            .and_then(|v| seconds_ms(v).map(|ms| ms / 1000))
+            .and_then(|v| number(v))
+            .map(|ms| ms.ceil().min(f64::from(u32::MAX)) as u32)
             .or_else(|| {
                 ["retry_after", "retryAfter"]
                     .iter()
@@ -281,14 +282,19 @@ pub fn retry_hint(body: &Value) -> Option<u32> {
     })
 }
 
-/// A number of seconds (a number or a string holding one, not negative) in ms.
-fn seconds_ms(v: &Value) -> Option<u32> {
-    let s = match v {
+/// A number, or a string holding one, finite and not negative.
+fn number(v: &Value) -> Option<f64> {
+    let n = match v {
         Value::Number(n) => n.as_f64()?,
         Value::String(s) => s.trim().parse::<f64>().ok()?,
         _ => return None,
     };
-    (s.is_finite() && s >= 0.0).then(|| (s * 1000.0).ceil().min(f64::from(u32::MAX)) as u32)
+    (n.is_finite() && n >= 0.0).then_some(n)
+}
+
+/// A number of seconds ([`number`]) in ms.
+fn seconds_ms(v: &Value) -> Option<u32> {
+    number(v).map(|s| (s * 1000.0).ceil().min(f64::from(u32::MAX)) as u32)
 }
 
 fn text(v: &Value) -> String {

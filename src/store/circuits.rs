@@ -28,6 +28,14 @@ pub(crate) struct RetryContext {
     pub http: bool,
 }
 
+impl RetryContext {
+    /// How long the step may wait on its tool: the tool's `retry.max_elapsed_secs`, else the
+    /// workers' `max_wait_ms`.
+    pub fn wait_limit_ms(&self, defaults: &FailurePolicy) -> u64 {
+        self.policy.max_elapsed_ms.unwrap_or(defaults.max_wait_ms)
+    }
+}
+
 /// The step key's failed attempts since its last success (a lost worker's excepted), and the
 /// tool's `retry` and `circuit_breaker`, in one statement (`attempts_task_step_idx`).
 const CONTEXT: &str = sql!("circuit/retry_context");
@@ -121,8 +129,8 @@ async fn write(tx: &mut Tx, tool: &str, c: &Circuit) -> Result<()> {
 }
 
 /// Count a failed call of an HTTP tool on its circuit: an outage (toward opening it), a
-/// `Retry-After` (a hold on the whole tool until then, at most [`crate::domain::circuit::MAX_HOLD_MS`]). Nothing
-/// else touches the row.
+/// `Retry-After` (a hold on the whole tool until then, at most
+/// [`crate::domain::circuit::MAX_HOLD_MS`]). Nothing else touches the row.
 pub(crate) async fn record_failure(
     tx: &mut Tx,
     tool: &str,

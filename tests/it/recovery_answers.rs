@@ -17,14 +17,15 @@ use uuid::Uuid;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-fn one_step(tool: &str, parameters: Value) -> Value {
-    json!({"description": format!("call {tool}"),
-           "plan": {"steps": [{"id": "step_1", "tool": tool, "parameters": parameters}]}})
-}
+use crate::recovery_faults::{attempts, one_step};
 
-async fn attempts(app: &TestApp, id: Uuid) -> Vec<Value> {
-    let (_, v) = app.get(&format!("/api/v1/tasks/{id}/attempts")).await;
-    v.as_array().expect("attempts").clone()
+/// The calls of `route` that task `id` made.
+fn calls_of(faults: &FaultServer, route: &str, id: Uuid) -> Vec<Call> {
+    faults
+        .calls(route)
+        .into_iter()
+        .filter(|c| c.task_id == id.to_string())
+        .collect()
 }
 
 async fn events(app: &TestApp, id: Uuid, kind: &str) -> Vec<Value> {
@@ -300,11 +301,7 @@ async fn a_422_naming_a_value_made_upstream_heals_where_it_is_made() {
     let done = run_all(&app, tasks).await;
     for (name, id, t) in done {
         assert_eq!(t["status"], "succeeded", "{name}: {t}");
-        let made: Vec<Call> = faults
-            .calls("maker")
-            .into_iter()
-            .filter(|c| c.task_id == id.to_string())
-            .collect();
+        let made = calls_of(&faults, "maker", id);
         assert_eq!(made.len(), 2, "{name}: the producer ran again");
         assert!(
             made[1].feedback["reason"]
@@ -314,11 +311,7 @@ async fn a_422_naming_a_value_made_upstream_heals_where_it_is_made() {
             "{name}: {}",
             made[1].feedback
         );
-        let used: Vec<Call> = faults
-            .calls(&name)
-            .into_iter()
-            .filter(|c| c.task_id == id.to_string())
-            .collect();
+        let used = calls_of(&faults, &name, id);
         assert_eq!(used.len(), 2, "{name}: {used:?}");
         assert_eq!(
             used[1].parameters,

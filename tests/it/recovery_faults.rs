@@ -17,12 +17,12 @@ use uuid::Uuid;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-fn one_step(tool: &str, parameters: Value) -> Value {
+pub(crate) fn one_step(tool: &str, parameters: Value) -> Value {
     json!({"description": format!("call {tool}"),
            "plan": {"steps": [{"id": "step_1", "tool": tool, "parameters": parameters}]}})
 }
 
-async fn attempts(app: &TestApp, id: Uuid) -> Vec<Value> {
+pub(crate) async fn attempts(app: &TestApp, id: Uuid) -> Vec<Value> {
     let (_, v) = app.get(&format!("/api/v1/tasks/{id}/attempts")).await;
     v.as_array().expect("attempts").clone()
 }

@@ -147,7 +147,7 @@ async fn fail_locked(
     let tool = f.tool.unwrap_or(&step.tool);
     let retry = circuits::retry_context(tx, task.id, &step.step_key, tool, &policy, true).await?;
     // a wait that ends past the step's limit is said now, not after waiting the limit out
-    let limit = retry.policy.max_elapsed_ms.unwrap_or(policy.max_wait_ms);
+    let limit = retry.wait_limit_ms(&policy);
     let past = RetryPolicy::past_wait_limit(&retry.streak, f.failure, limit);
     let f = FailureInput {
         failure: past.as_ref().unwrap_or(f.failure),

@@ -265,7 +265,7 @@ async fn waited(
     .bind(since_failure as f64)
     .fetch_one(&mut **tx)
     .await?;
-    let limit = retry.policy.max_elapsed_ms.unwrap_or(policy.max_wait_ms);
+    let limit = retry.wait_limit_ms(policy);
     Ok((waited.unwrap_or(0).max(0) as u64, limit, now))
 }
 
