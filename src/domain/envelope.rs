@@ -272,7 +272,7 @@ pub fn retry_hint(body: &Value) -> Option<u32> {
     ];
     places.into_iter().flatten().find_map(|o| {
         o.get("retry_after_ms")
-            .and_then(|v| number(v))
+            .and_then(number)
             .map(|ms| ms.ceil().min(f64::from(u32::MAX)) as u32)
             .or_else(|| {
                 ["retry_after", "retryAfter"]
