@@ -525,6 +525,10 @@ pub struct WorkerSettings {
     pub circuit_failure_threshold: u32,
     /// How long an open circuit waits before its probe.
     pub circuit_cool_down_secs: f64,
+    /// A step's own outages in a row that confirm the tool is down before the fleet-wide count
+    /// may open its circuit (1: every outage at once). A tool with an alternative counts each
+    /// outage at once unless its `circuit_breaker.confirm_failures` says otherwise.
+    pub circuit_confirm_failures: u32,
     /// How long a step may wait on its tool's open circuit or rate-limit hold, from its first
     /// failure or first wait, when the tool's `retry.max_elapsed_secs` does not say; then it
     /// fails without a call.
@@ -807,6 +811,9 @@ impl WorkerSettings {
         if !(w.circuit_cool_down_secs.is_finite() && w.circuit_cool_down_secs > 0.0) {
             return bad("worker.circuit_cool_down_secs must be above 0");
         }
+        if !(1..=100).contains(&w.circuit_confirm_failures) {
+            return bad("worker.circuit_confirm_failures must be between 1 and 100");
+        }
         if !(w.tool_wait_max_secs.is_finite() && w.tool_wait_max_secs > 0.0) {
             return bad("worker.tool_wait_max_secs must be above 0");
         }
@@ -833,6 +840,7 @@ impl Default for WorkerSettings {
             max_retry_after_secs: 300,
             circuit_failure_threshold: 5,
             circuit_cool_down_secs: 5.0,
+            circuit_confirm_failures: 3,
             tool_wait_max_secs: 300.0,
             rescue_interval_ms: 2000,
             max_rescues: 3,

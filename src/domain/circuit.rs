@@ -31,10 +31,11 @@ pub struct BreakerSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(exclusive_minimum = 0, maximum = 86400)]
     pub cool_down_secs: Option<f64>,
-    /// A step's own outages in a row that confirm the service is down (default 1: every
-    /// outage counts toward the threshold at once). 3 keeps the circuit closed for a service
-    /// whose calls fail once or twice and then pass on their own retry (per-call flakiness),
-    /// which many callers at once would otherwise add up to an open circuit.
+    /// A step's own outages in a row that confirm the service is down before the threshold
+    /// may open the circuit (default `[worker] circuit_confirm_failures`, 3; 1 for a tool with
+    /// an alternative). 3 keeps the circuit closed for a service whose calls fail once or
+    /// twice and then pass on their own retry (per-call flakiness), which many callers at once
+    /// would otherwise add up to an open circuit; 1 counts every outage at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 1, maximum = 100)]
     pub confirm_failures: Option<i32>,
@@ -76,12 +77,24 @@ pub struct Breaker {
 }
 
 impl Breaker {
-    /// `spec` over these defaults.
-    pub fn with(self, spec: Option<&BreakerSpec>) -> Breaker {
-        let Some(s) = spec else { return self };
+    /// `spec` over these defaults, for a tool with or without an alternative. A tool with one
+    /// confirms each outage at once unless its spec says otherwise: its callers leave it for the
+    /// alternative after one outage (their own streak never grows), and an open circuit costs
+    /// them nothing but sends the next ones there at once.
+    pub fn with(self, spec: Option<&BreakerSpec>, has_alternative: bool) -> Breaker {
+        let confirm = match has_alternative {
+            true => 1,
+            false => self.confirm_failures,
+        };
+        let Some(s) = spec else {
+            return Breaker {
+                confirm_failures: confirm,
+                ..self
+            };
+        };
         Breaker {
             failure_threshold: s.failure_threshold.unwrap_or(self.failure_threshold),
-            confirm_failures: s.confirm_failures.unwrap_or(self.confirm_failures),
+            confirm_failures: s.confirm_failures.unwrap_or(confirm),
             cool_down_ms: s
                 .cool_down_secs
                 .map(|s| (s * 1000.0) as i64)
@@ -180,7 +193,7 @@ impl Circuit {
     /// After a failed call: an outage counts (and opens the circuit at the threshold, or again
     /// after a failed probe); a `Retry-After` holds the tool until then. `streak`: the failing
     /// step's own failures in a row, this one included. The threshold opens the circuit only
-    /// once some step has failed `confirm_failures` times in a row (1 by default: at once):
+    /// once some step has failed `confirm_failures` times in a row (3 by default; 1: at once):
     /// with 3, outages of different calls that each heal on their own retry (a flaky service)
     /// add up without opening it.
     pub fn after_failure(
@@ -498,13 +511,28 @@ mod tests {
             confirm_failures: Some(3),
         };
         assert_eq!(
-            B.with(Some(&spec)),
+            B.with(Some(&spec), true),
             Breaker {
                 failure_threshold: 0,
                 cool_down_ms: 10_000,
                 confirm_failures: 3,
             }
         );
-        assert_eq!(B.with(None), B);
+        assert_eq!(B.with(None, false), B);
+        // a tool with an alternative confirms each outage at once, unless its spec says
+        let confirming = Breaker {
+            confirm_failures: 3,
+            ..B
+        };
+        assert_eq!(confirming.with(None, false), confirming);
+        assert_eq!(confirming.with(None, true), B);
+        let threshold = BreakerSpec {
+            failure_threshold: Some(2),
+            cool_down_secs: None,
+            confirm_failures: None,
+        };
+        assert_eq!(confirming.with(Some(&threshold), true).confirm_failures, 1);
+        assert_eq!(confirming.with(Some(&threshold), false).confirm_failures, 3);
+        assert_eq!(confirming.with(Some(&spec), true).confirm_failures, 3);
     }
 }

@@ -76,7 +76,12 @@ impl TaskRow {
         Counters {
             retry_count: step.map(|s| s.retry_count).unwrap_or(0),
             max_step_retries: self.max_step_retries,
-            single_step_repair_count: self.single_step_repair_count,
+            // a map's item has its own repairs (forty items failing alike each need theirs;
+            // the map's `max_items` bounds them), a step of the plan spends the task's
+            single_step_repair_count: match step {
+                Some(s) if s.is_item() => s.repair_count,
+                _ => self.single_step_repair_count,
+            },
             max_single_step_repairs: self.max_single_step_repairs,
             task_replan_count: self.task_replan_count,
             max_task_replans: self.max_task_replans,
@@ -116,6 +121,9 @@ pub struct StepRow {
     pub retry_count: i32,
     pub attempts: i32,
     pub rescue_count: i32,
+    /// A map item's repairs so far (its own budget); 0 for a step of the plan.
+    #[sqlx(default)]
+    pub repair_count: i32,
     pub lease_owner: Option<Uuid>,
     pub lease_token: i64,
     pub lease_expires_at: Option<DateTime<Utc>>,

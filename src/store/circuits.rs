@@ -56,8 +56,9 @@ pub(crate) async fn retry_context(
         Option<Json<RetrySpec>>,
         Option<Json<BreakerSpec>>,
         Option<bool>,
+        Option<bool>,
     );
-    let (failures, elapsed_ms, retry, breaker, http): Row = sqlx::query_as(CONTEXT)
+    let (failures, elapsed_ms, retry, breaker, http, alternative): Row = sqlx::query_as(CONTEXT)
         .bind(task_id)
         .bind(step_key)
         .bind(tool)
@@ -65,7 +66,9 @@ pub(crate) async fn retry_context(
         .await?;
     Ok(RetryContext {
         policy: defaults.retry.with(retry.as_ref().map(|j| &j.0)),
-        breaker: defaults.breaker.with(breaker.as_ref().map(|j| &j.0)),
+        breaker: defaults
+            .breaker
+            .with(breaker.as_ref().map(|j| &j.0), alternative == Some(true)),
         streak: Streak {
             failures: failures + i32::from(pending),
             elapsed_ms: elapsed_ms.max(0) as u64,

@@ -142,7 +142,7 @@ impl WorkerConfig {
                 breaker: Breaker {
                     failure_threshold: w.circuit_failure_threshold.min(i32::MAX as u32) as i32,
                     cool_down_ms: (w.circuit_cool_down_secs * 1000.0) as i64,
-                    confirm_failures: 1,
+                    confirm_failures: w.circuit_confirm_failures as i32,
                 },
                 max_rescues: w.max_rescues as i32,
                 lease_secs: w.lease_secs as f64,

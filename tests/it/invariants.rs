@@ -662,6 +662,16 @@ async fn check(store: &trellis::store::Store, when: &str) {
         0,
         "after {when}, running_steps differs from the running steps"
     );
+    // a map's item is repaired on its own budget, never past it; a plan step spends the task's
+    let over: Vec<(String, i32)> = sqlx::query_as(
+        "SELECT s.step_key, s.repair_count FROM steps s JOIN tasks t ON t.id = s.task_id
+         WHERE s.repair_count > t.max_single_step_repairs
+            OR (s.repair_count > 0 AND s.map_step_id IS NULL)",
+    )
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    assert!(over.is_empty(), "after {when}, repairs past an item's budget: {over:?}");
 }
 
 /// A path too rare for the random operations to take reliably, walked first: a map whose items

@@ -489,3 +489,48 @@ async fn items_failing_together_are_each_retried_before_they_are_given_up() {
     }
     w.stop().await;
 }
+
+/// Items failing alike each get their own repair: a map of 8 items whose first five calls each
+/// answer 503 (one call past the retries and the repair's first call) heals, every item
+/// repaired once on its own budget (before, the first item spent the task's one repair and the
+/// rest went to the task's reflection, and the map ended in `needs_intervention`). The circuit
+/// is off so the test reads the budgets alone.
+#[tokio::test]
+async fn each_item_is_repaired_on_its_own_budget() {
+    use trellis::testkit::faults::{FaultServer, Reply, Seen};
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    faults.route("svc", |s: &Seen| match s.nth <= 5 {
+        true => Reply::status(503),
+        false => Reply::echo(s),
+    });
+    let breaker = json!({"circuit_breaker": {"failure_threshold": 0}});
+    common::register_tool(&app, "svc", &faults.endpoint("svc"), breaker).await;
+    let w = app.worker(|c| c.policy.retry.initial_interval_ms = 20);
+    let id = app
+        .submit(mapped(
+            json!((0..8).collect::<Vec<_>>()),
+            json!({"over": "${a.output.items}", "max_items": 8, "max_parallel": 8}),
+            "svc",
+            json!({"i": "${item}"}),
+        ))
+        .await;
+    let done = app.wait_done(id, LIMIT).await;
+    w.stop().await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let calls = faults.calls("svc");
+    assert_eq!(calls.len(), 8 * 6, "five failures and one success per item");
+    let repaired: Vec<String> = events(&app, id)
+        .await
+        .iter()
+        .filter(|e| e["kind"] == "step_repaired" && e["payload"]["ok"] == true)
+        .map(|e| e["payload"]["step_id"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let mut keys = repaired.clone();
+    keys.sort();
+    keys.dedup();
+    assert_eq!((repaired.len(), keys.len()), (8, 8), "{repaired:?}");
+    let (_, steps) = app.get(&format!("/api/v1/tasks/{id}/steps")).await;
+    let replans = done["counters"]["task_replan_count"].clone();
+    assert_eq!(replans, 0, "no item needed the task's reflection: {steps}");
+}

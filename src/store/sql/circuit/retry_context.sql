@@ -8,5 +8,6 @@ WITH streak AS (
       AND a.id > coalesce((SELECT max(s.id) FROM attempts s
                            WHERE s.task_id = $1 AND s.step_key = $2 AND s.status = 'succeeded'), 0)
 )
-SELECT streak.failures, streak.elapsed_ms, t.retry, t.circuit_breaker, t.kind = 'http' AS http
+SELECT streak.failures, streak.elapsed_ms, t.retry, t.circuit_breaker, t.kind = 'http' AS http,
+       cardinality(t.alternatives) > 0 AS alternative
 FROM streak LEFT JOIN tools t ON t.id = $3
