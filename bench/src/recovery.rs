@@ -572,7 +572,10 @@ pub async fn run(fresh: impl AsyncFn(&str) -> Result<(Store, String)>, plain: bo
     let modes: &[bool] = if plain { &[true, false] } else { &[true] };
     for &reflect in modes {
         let mut figs = Vec::new();
-        for at_once in AT_ONCE.into_iter().filter(|n| wanted("BENCH_RECOVERY_SHAPES", &n.to_string())) {
+        for at_once in AT_ONCE
+            .into_iter()
+            .filter(|n| wanted("BENCH_RECOVERY_SHAPES", &n.to_string()))
+        {
             let mode = if reflect { "rules" } else { "plain" };
             let (store, url) = fresh(&format!("recovery_{mode}_{at_once}")).await?;
             figs.extend(one_mode(&store, &url, reflect, at_once).await?);

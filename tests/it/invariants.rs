@@ -671,7 +671,10 @@ async fn check(store: &trellis::store::Store, when: &str) {
     .fetch_all(store.pool())
     .await
     .unwrap();
-    assert!(over.is_empty(), "after {when}, repairs past an item's budget: {over:?}");
+    assert!(
+        over.is_empty(),
+        "after {when}, repairs past an item's budget: {over:?}"
+    );
 }
 
 /// A path too rare for the random operations to take reliably, walked first: a map whose items

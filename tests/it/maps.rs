@@ -524,7 +524,12 @@ async fn each_item_is_repaired_on_its_own_budget() {
         .await
         .iter()
         .filter(|e| e["kind"] == "step_repaired" && e["payload"]["ok"] == true)
-        .map(|e| e["payload"]["step_id"].as_str().unwrap_or_default().to_string())
+        .map(|e| {
+            e["payload"]["step_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
         .collect();
     let mut keys = repaired.clone();
     keys.sort();

@@ -1366,10 +1366,11 @@ export interface components {
         CircuitBreaker: {
             /**
              * Format: int32
-             * @description A step's own outages in a row that confirm the service is down (default 1: every
-             *     outage counts toward the threshold at once). 3 keeps the circuit closed for a service
-             *     whose calls fail once or twice and then pass on their own retry (per-call flakiness),
-             *     which many callers at once would otherwise add up to an open circuit.
+             * @description A step's own outages in a row that confirm the service is down before the threshold
+             *     may open the circuit (default `[worker] circuit_confirm_failures`, 3; 1 for a tool with
+             *     an alternative). 3 keeps the circuit closed for a service whose calls fail once or
+             *     twice and then pass on their own retry (per-call flakiness), which many callers at once
+             *     would otherwise add up to an open circuit; 1 counts every outage at once.
              */
             confirm_failures?: number | null;
             /**

@@ -17,11 +17,12 @@ class CircuitBreaker:
     workers' `[worker]` defaults apply to the rest.
 
         Attributes:
-            confirm_failures (int | None | Unset): A step's own outages in a row that confirm the service is down (default
-                1: every
-                outage counts toward the threshold at once). 3 keeps the circuit closed for a service
-                whose calls fail once or twice and then pass on their own retry (per-call flakiness),
-                which many callers at once would otherwise add up to an open circuit.
+            confirm_failures (int | None | Unset): A step's own outages in a row that confirm the service is down before the
+                threshold
+                may open the circuit (default `[worker] circuit_confirm_failures`, 3; 1 for a tool with
+                an alternative). 3 keeps the circuit closed for a service whose calls fail once or
+                twice and then pass on their own retry (per-call flakiness), which many callers at once
+                would otherwise add up to an open circuit; 1 counts every outage at once.
             cool_down_secs (float | None | Unset): How long the circuit stays open before one probe (default `[worker]
                 circuit_cool_down_secs`, 5).
             failure_threshold (int | None | Unset): Outages in a row, fleet-wide, that open the circuit (timeouts, refused
