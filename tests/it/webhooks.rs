@@ -143,9 +143,13 @@ async fn deliveries_are_signed_ordered_and_retried() {
             .collect();
         assert_eq!(kinds.last(), Some(&"task_succeeded"));
     }
-    let log = deliveries(&app, &hook).await;
-    assert_eq!(log.len(), 12);
-    assert!(log.iter().all(|d| d["status"] == "delivered"));
+    // the receiver has a body before its sender records the answer: wait for the records
+    let log = wait_for("12 deliveries recorded as delivered", LIMIT, || async {
+        let log = deliveries(&app, &hook).await;
+        let done = log.len() == 12 && log.iter().all(|d| d["status"] == "delivered");
+        done.then_some(log)
+    })
+    .await;
     // the three failures landed on the first task's first delivery (the others of the task
     // wait behind it): tried four times, the first three 500s
     let retried: Vec<&Value> = log.iter().filter(|d| d["attempts"] != 1).collect();
