@@ -37,7 +37,10 @@ async fn two_workers_send_a_down_tool_only_probes_while_its_circuit_is_open() {
         "down",
         &faults.endpoint("down"),
         json!({
-            "circuit_breaker": {"failure_threshold": THRESHOLD, "cool_down_secs": COOL_DOWN.as_secs_f64()},
+            // every outage counts at once (`confirm_failures` 1), so the circuit opens at the
+            // THRESHOLD-th outage, which is where the test reads its opening
+            "circuit_breaker": {"failure_threshold": THRESHOLD, "cool_down_secs": COOL_DOWN.as_secs_f64(),
+                                "confirm_failures": 1},
             // enough attempts that no step gives up while the tool is down
             "retry": {"max_attempts": 100, "initial_interval_ms": 100, "max_interval_ms": 400}
         }),
