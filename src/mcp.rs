@@ -143,6 +143,7 @@ pub async fn call(
         output,
         output_params: Map::new(),
         hold_ms: None,
+        pace_ms: None,
         cost: None,
     })
 }

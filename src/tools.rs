@@ -60,6 +60,8 @@ pub struct ToolOutput {
     /// A successful answer that also says nothing is left of the caller's rate limit: no call
     /// of the tool, fleet-wide, for this long (ms).
     pub hold_ms: Option<u32>,
+    /// After that hold, one call per this many ms (the rate the answer announced).
+    pub pace_ms: Option<u32>,
     /// What the call cost, as the tool reported it (`"usage": {"cost": …}` beside `output`).
     pub cost: Option<f64>,
 }
@@ -169,6 +171,7 @@ impl ToolRunner {
                 output,
                 output_params: Map::new(),
                 hold_ms: None,
+                pace_ms: None,
                 cost: None,
             })
         };
@@ -265,6 +268,7 @@ impl ToolRunner {
             output: json!({"status": status.as_u16(), "body": body}),
             output_params: Map::new(),
             hold_ms: None,
+            pace_ms: None,
             cost: None,
         })
     }
@@ -411,6 +415,8 @@ struct Head {
     /// When to come back, in milliseconds from the answer: `Retry-After` or a rate limit's
     /// reset, by any convention ([`failure::come_back_ms`]).
     retry_after_ms: Option<u32>,
+    /// The rate it announced for after that ([`failure::announced_pace_ms`]).
+    pace_ms: Option<u32>,
     /// `Content-Type` says JSON (`application/json` or `…+json`).
     json: bool,
 }
@@ -431,9 +437,13 @@ impl Head {
                 .to_ascii_lowercase();
             essence == "application/json" || essence.ends_with("+json")
         });
+        let retry_after_ms = failure::come_back_ms(lookup, limited, SystemTime::now())
+            .map(|ms| ms.min(u64::from(u32::MAX)) as u32);
+        let pace_ms = failure::announced_pace_ms(lookup, retry_after_ms.map_or(0, u64::from))
+            .map(|ms| ms.min(u64::from(u32::MAX)) as u32);
         Head {
-            retry_after_ms: failure::come_back_ms(lookup, limited, SystemTime::now())
-                .map(|ms| ms.min(u64::from(u32::MAX)) as u32),
+            retry_after_ms,
+            pace_ms,
             json,
         }
     }
@@ -465,6 +475,7 @@ fn success(
     };
     if let Some(mut f) = envelope::failed_answer(&body, rules, parameters) {
         f.retry_after_ms = f.retry_after_ms.or(head.retry_after_ms);
+        f.pace_ms = head.pace_ms;
         f.retryable |= f.retry_after_ms.is_some_and(|ms| ms > 0);
         return Err(f);
     }
@@ -487,6 +498,7 @@ fn success(
         output,
         output_params,
         hold_ms: head.retry_after_ms.filter(|ms| *ms > 0),
+        pace_ms: head.pace_ms,
         cost,
     })
 }
@@ -539,6 +551,7 @@ fn answer_failure(status: u16, head: &Head, text: &str, parameters: &Value) -> T
         }
     };
     f.http_status = Some(status);
+    f.pace_ms = head.pace_ms;
     f.retry_after_ms = head
         .retry_after_ms
         .or_else(|| parsed.as_ref().and_then(envelope::retry_hint));
@@ -786,6 +799,7 @@ mod tests {
     fn a_409_with_retry_after_is_a_key_still_in_flight_and_is_waited_for() {
         let head = |after: Option<u32>| Head {
             retry_after_ms: after,
+            pace_ms: None,
             json: true,
         };
         let body = r#"{"error": {"message": "this key is being processed"}}"#;

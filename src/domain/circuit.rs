@@ -11,6 +11,10 @@
 //!   tool's timeout, so a lost probe is replaced); the others wait. The probe's success closes
 //!   the circuit, its outage opens it again.
 //! - **held**: independently of the above, a `Retry-After` holds the whole tool until then.
+//! - **paced**: a hold's end, and a probe's success that closes the circuit, release the steps
+//!   that waited one per `pace_ms` (the rate the service announced, else [`DEFAULT_PACE_MS`]),
+//!   never as one burst: each waiting step is given its own release slot, and a step that calls
+//!   in its slot and is refused with a 429 again is held, not charged an attempt.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
@@ -111,9 +115,27 @@ pub struct Circuit {
     pub open_until: Option<DateTime<Utc>>,
     /// A probe's lease while half open.
     pub probe_until: Option<DateTime<Utc>>,
-    /// `Retry-After`: no call before this time, whatever the breaker says.
+    /// `Retry-After`: no call before this time, whatever the breaker says; after it, while
+    /// steps are released at `pace_ms`, the time their slots count from.
     pub held_until: Option<DateTime<Utc>>,
+    /// After the hold, one call per this many ms (0: all at once).
+    pub pace_ms: i32,
+    /// The next release slot not yet given to a step (none: `held_until`'s).
+    pub next_slot: Option<DateTime<Utc>>,
 }
+
+/// A hold a service asked for: no call for `ms`, then one per `pace_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hold {
+    pub ms: u64,
+    pub pace_ms: u64,
+}
+
+/// The pace of a release when the service announced no rate: 20 calls a second.
+pub const DEFAULT_PACE_MS: u64 = 50;
+
+/// The slowest pace a service's announced rate may set: a call a minute.
+pub const MAX_PACE_MS: u64 = 60_000;
 
 /// What clients see (`GET /tools/{id}` `circuit.state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +160,9 @@ impl State {
 pub enum Gate {
     /// Call it.
     Call,
+    /// Call it: released in its slot after a hold (a 429 now is the service still recovering,
+    /// so the step is held again, not charged an attempt).
+    Paced,
     /// Call it as the half-open circuit's probe.
     Probe,
     /// Do not call it before this time.
@@ -201,7 +226,7 @@ impl Circuit {
         b: Breaker,
         outage: bool,
         streak: i32,
-        retry_after_ms: Option<u64>,
+        hold: Option<Hold>,
         now: DateTime<Utc>,
     ) -> Circuit {
         let mut c = self.clone();
@@ -216,55 +241,94 @@ impl Circuit {
                 c.probe_until = None;
             }
         }
-        if let Some(ms) = retry_after_ms {
-            c = c.hold(ms, now);
+        if let Some(h) = hold {
+            c = c.hold(h.ms, h.pace_ms, now);
         }
         c
     }
 
     /// No call before `ms` from `now` (a `Retry-After`, a rate limit's reset), at most
-    /// [`MAX_HOLD_MS`]; a longer hold already in place stays.
-    pub fn hold(&self, ms: u64, now: DateTime<Utc>) -> Circuit {
+    /// [`MAX_HOLD_MS`]; a longer hold already in place stays. After it, the waiting steps go one
+    /// per `pace_ms` (the slower of this and a pace already set; at most [`MAX_PACE_MS`]).
+    pub fn hold(&self, ms: u64, pace_ms: u64, now: DateTime<Utc>) -> Circuit {
         let mut c = self.clone();
         if ms > 0 {
             let until = now + Duration::milliseconds(ms.min(MAX_HOLD_MS) as i64);
-            c.held_until = Some(c.held_until.map_or(until, |h| h.max(until)));
+            let held = c.held_until.map_or(until, |h| h.max(until));
+            if c.held_until != Some(held) {
+                // a new end: the slots count from it again
+                c.held_until = Some(held);
+                c.next_slot = None;
+            }
+            c.pace_ms = c.pace_ms.max(pace_ms.min(MAX_PACE_MS) as i32);
         }
         c
     }
 
-    /// After a successful call: closed, nothing counted. A hold stays until it ends.
-    pub fn after_success(&self) -> Circuit {
-        Circuit {
+    /// After a successful call: closed, nothing counted. A hold stays until it ends. A success
+    /// that closes an open circuit (its probe's) releases the steps that waited at `pace_ms`.
+    pub fn after_success(&self, pace_ms: u64, now: DateTime<Utc>) -> Circuit {
+        let mut c = Circuit {
             consecutive_failures: 0,
             open_until: None,
             probe_until: None,
-            held_until: self.held_until,
+            ..self.clone()
+        };
+        if self.open_until.is_some() && c.held_until.is_none_or(|h| h < now) && pace_ms > 0 {
+            c.held_until = Some(now);
+            c.next_slot = None;
+            c.pace_ms = pace_ms.min(MAX_PACE_MS) as i32;
         }
+        c
     }
 
     /// May a step call the tool now? A half-open circuit lets one probe through for
     /// `probe_lease_ms`; a hold that has passed is cleared.
     pub fn gate(&self, now: DateTime<Utc>, probe_lease_ms: i64) -> (Gate, Circuit) {
-        self.gate_for(now, probe_lease_ms, true)
+        self.gate_for(now, probe_lease_ms, true, None)
     }
 
     /// [`Circuit::gate`] for a step that may or may not be the probe (`may_probe`: a step
-    /// that has waited as long as its tool allows may not: its call would come too late).
+    /// that has waited as long as its tool allows may not: its call would come too late), and
+    /// that woke at `woke_at` (its `run_after`: a release slot this gate gave it, or not).
     pub fn gate_for(
         &self,
         now: DateTime<Utc>,
         probe_lease_ms: i64,
         may_probe: bool,
+        woke_at: Option<DateTime<Utc>>,
     ) -> (Gate, Circuit) {
         let mut c = self.clone();
+        let mut paced = false;
         if let Some(h) = c.held_until {
+            let pace = Duration::milliseconds(i64::from(c.pace_ms.max(0)));
+            let slot = c.next_slot.unwrap_or(h).max(h);
             if h > now {
+                // held: a slot of its own after the end (every waiter the same end unpaced)
+                if c.pace_ms > 0 {
+                    c.next_slot = Some(slot + pace);
+                    return (Gate::Wait(slot, Why::Held), c);
+                }
                 return (Gate::Wait(h, Why::Held), c);
             }
-            c.held_until = None;
+            if c.pace_ms > 0 && woke_at.is_some_and(|w| c.is_slot(w, now)) {
+                paced = true;
+            } else if c.pace_ms > 0 && slot + pace > now {
+                // the release goes on: the next free slot, now or later
+                c.next_slot = Some(slot + pace);
+                if slot > now {
+                    return (Gate::Wait(slot, Why::Held), c);
+                }
+                paced = true;
+            } else {
+                // passed, and no one waited for a whole pace: over
+                c.held_until = None;
+                c.pace_ms = 0;
+                c.next_slot = None;
+            }
         }
         match c.state(now) {
+            State::Closed if paced => (Gate::Paced, c),
             State::Closed => (Gate::Call, c),
             State::Open => (Gate::Wait(c.open_until.expect("open"), Why::Open), c),
             State::HalfOpen => match c.probe_until {
@@ -279,6 +343,20 @@ impl Circuit {
                 }
             },
         }
+    }
+
+    /// Is `woke_at` a release slot this hold gave out (the hold's end plus whole paces, up to
+    /// the next free one) that has come?
+    fn is_slot(&self, woke_at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+        let (Some(h), pace) = (self.held_until, i64::from(self.pace_ms)) else {
+            return false;
+        };
+        let next = self.next_slot.unwrap_or(h);
+        let from_end = (woke_at - h).num_microseconds();
+        pace > 0
+            && woke_at <= now
+            && woke_at < next
+            && from_end.is_some_and(|us| us >= 0 && us % (pace * 1000) == 0)
     }
 }
 
@@ -369,7 +447,7 @@ mod tests {
         assert_eq!(c4.open_until, Some(at(20_200)));
         assert_eq!(c4.probe_until, None);
         // the next probe succeeds: closed
-        let c5 = c4.after_success();
+        let c5 = c4.after_success(0, at(20_300));
         assert_eq!(c5.state(at(20_300)), State::Closed);
         assert_eq!(c5.consecutive_failures, 0);
         assert!(!c5.gated());
@@ -380,7 +458,7 @@ mod tests {
         let c = Circuit::default()
             .after_failure(B, true, 9, None, at(1))
             .after_failure(B, true, 9, None, at(2))
-            .after_success()
+            .after_success(0, at(2))
             .after_failure(B, true, 9, None, at(3))
             .after_failure(B, true, 9, None, at(4));
         assert_eq!(c.state(at(4)), State::Closed);
@@ -406,7 +484,7 @@ mod tests {
         // and a success of any call resets the count
         let healed = Circuit::default()
             .after_failure(b, true, 2, None, at(1))
-            .after_success();
+            .after_success(0, at(2));
         assert_eq!(healed.consecutive_failures, 0);
     }
 
@@ -430,18 +508,166 @@ mod tests {
 
     #[test]
     fn retry_after_holds_the_tool_and_then_clears() {
-        let c = Circuit::default().after_failure(B, false, 1, Some(5_000), at(0));
+        let c = Circuit::default().after_failure(
+            B,
+            false,
+            1,
+            Some(Hold {
+                ms: 5_000,
+                pace_ms: 0,
+            }),
+            at(0),
+        );
         assert!(c.gated());
         assert_eq!(c.state(at(0)), State::Closed);
         assert_eq!(c.gate(at(1_000), 500).0, Gate::Wait(at(5_000), Why::Held));
         // a shorter Retry-After does not shorten the hold
-        let c = c.after_failure(B, false, 1, Some(1_000), at(1_000));
+        let c = c.after_failure(
+            B,
+            false,
+            1,
+            Some(Hold {
+                ms: 1_000,
+                pace_ms: 0,
+            }),
+            at(1_000),
+        );
         assert_eq!(c.held_until, Some(at(5_000)));
         let (g, after) = c.gate(at(5_000), 500);
         assert_eq!(g, Gate::Call);
         assert!(!after.gated(), "a passed hold is cleared");
         // a success keeps a hold that has not passed
-        assert_eq!(c.after_success().held_until, Some(at(5_000)));
+        assert_eq!(c.after_success(0, at(1_000)).held_until, Some(at(5_000)));
+    }
+
+    /// Ask the gate as a step that woke at `woke` (None: a fresh one).
+    fn ask(c: &mut Circuit, now: i64, woke: Option<i64>) -> Gate {
+        let (g, next) = c.gate_for(at(now), 500, true, woke.map(at));
+        *c = next;
+        g
+    }
+
+    #[test]
+    fn a_hold_releases_its_waiters_one_per_pace() {
+        let hold = Hold {
+            ms: 1_000,
+            pace_ms: 100,
+        };
+        let mut c = Circuit::default().after_failure(B, false, 1, Some(hold), at(0));
+        // four steps arrive during the hold: each its own slot after the end
+        let slots: Vec<Gate> = (0..4).map(|i| ask(&mut c, 10 + i, None)).collect();
+        let want: Vec<Gate> = [1_000, 1_100, 1_200, 1_300]
+            .map(|t| Gate::Wait(at(t), Why::Held))
+            .to_vec();
+        assert_eq!(slots, want);
+        // each calls in its slot, late or not; a step that did not wait queues behind them
+        assert_eq!(ask(&mut c, 1_000, Some(1_000)), Gate::Paced);
+        assert_eq!(ask(&mut c, 1_150, Some(1_100)), Gate::Paced);
+        assert_eq!(
+            ask(&mut c, 1_150, Some(900)),
+            Gate::Wait(at(1_400), Why::Held)
+        );
+        // a wake time off the slots, or a slot not yet come, is no slot
+        assert_eq!(
+            ask(&mut c, 1_160, Some(1_150)),
+            Gate::Wait(at(1_500), Why::Held)
+        );
+        assert_eq!(
+            ask(&mut c, 1_160, Some(1_300)),
+            Gate::Wait(at(1_600), Why::Held)
+        );
+        assert_eq!(ask(&mut c, 1_600, Some(1_600)), Gate::Paced);
+        assert!(c.gated());
+        // no one waited for a whole pace after the last slot: over, and cleared
+        assert_eq!(ask(&mut c, 1_800, None), Gate::Call);
+        assert!(!c.gated());
+        assert_eq!(c.pace_ms, 0);
+    }
+
+    #[test]
+    fn a_fresh_step_just_after_the_end_takes_the_next_slot() {
+        let hold = Hold {
+            ms: 1_000,
+            pace_ms: 100,
+        };
+        let mut c = Circuit::default().after_failure(B, false, 1, Some(hold), at(0));
+        assert_eq!(ask(&mut c, 1_020, None), Gate::Paced);
+        assert_eq!(ask(&mut c, 1_030, None), Gate::Wait(at(1_100), Why::Held));
+        assert_eq!(ask(&mut c, 1_100, Some(1_100)), Gate::Paced);
+        // unpaced (a service that asked for nothing but a wait, at pace 0): all at the end
+        let mut burst = Circuit::default().hold(1_000, 0, at(0));
+        for i in 0..3 {
+            assert_eq!(ask(&mut burst, i, None), Gate::Wait(at(1_000), Why::Held));
+        }
+        assert_eq!(ask(&mut burst, 1_000, None), Gate::Call);
+        assert!(!burst.gated());
+    }
+
+    #[test]
+    fn a_new_hold_during_the_release_starts_the_slots_again() {
+        let mut c = Circuit::default().hold(1_000, 100, at(0));
+        for i in 0..3 {
+            ask(&mut c, i, None);
+        }
+        assert_eq!(ask(&mut c, 1_000, Some(1_000)), Gate::Paced);
+        // the released call is refused again: held for two seconds more, at the slower pace
+        c = c.hold(2_000, 200, at(1_050));
+        assert_eq!(c.held_until, Some(at(3_050)));
+        assert_eq!(c.pace_ms, 200);
+        // the old slots are no slots now: their steps wait for new ones
+        assert_eq!(
+            ask(&mut c, 1_100, Some(1_100)),
+            Gate::Wait(at(3_050), Why::Held)
+        );
+        assert_eq!(
+            ask(&mut c, 1_200, Some(1_200)),
+            Gate::Wait(at(3_250), Why::Held)
+        );
+        assert_eq!(ask(&mut c, 3_250, Some(3_250)), Gate::Paced);
+        // a shorter hold neither moves the end nor the slots
+        let same = c.hold(10, 50, at(2_000));
+        assert_eq!(
+            (same.held_until, same.next_slot),
+            (c.held_until, c.next_slot)
+        );
+        // the pace has a ceiling
+        assert_eq!(
+            Circuit::default().hold(1, u64::MAX, at(0)).pace_ms as u64,
+            MAX_PACE_MS
+        );
+    }
+
+    #[test]
+    fn a_probe_that_closes_the_circuit_releases_the_waiters_at_the_pace() {
+        let mut c = Circuit::default();
+        for i in 0..3 {
+            c = c.after_failure(B, true, 9, None, at(i));
+        }
+        let (g, probing) = c.gate(at(10_002), 500);
+        assert_eq!(g, Gate::Probe);
+        let mut c = probing.after_success(100, at(10_100));
+        assert_eq!(c.state(at(10_100)), State::Closed);
+        assert!(c.gated());
+        // the steps that waited on the probe come back together: one per pace
+        assert_eq!(ask(&mut c, 10_150, Some(10_050)), Gate::Paced);
+        assert_eq!(
+            ask(&mut c, 10_150, Some(10_050)),
+            Gate::Wait(at(10_200), Why::Held)
+        );
+        assert_eq!(
+            ask(&mut c, 10_150, Some(10_050)),
+            Gate::Wait(at(10_300), Why::Held)
+        );
+        // a success of a closed circuit starts no release; nor does pace 0
+        let closed = Circuit::default().after_success(100, at(0));
+        assert!(!closed.gated());
+        assert!(!probing.after_success(0, at(10_100)).gated());
+        // a hold still running is kept as it is
+        let held = probing.hold(5_000, 100, at(10_050));
+        assert_eq!(
+            held.after_success(100, at(10_100)).held_until,
+            held.held_until
+        );
     }
 
     #[test]
@@ -451,16 +677,19 @@ mod tests {
             .after_failure(B, true, 9, None, at(1))
             .after_failure(B, true, 9, None, at(2));
         let half_open = at(10_002);
-        let (g, same) = c.gate_for(half_open, 500, false);
+        let (g, same) = c.gate_for(half_open, 500, false, None);
         assert_eq!(g, Gate::Wait(half_open, Why::Probing));
         assert_eq!(same, c, "no probe was granted");
-        assert_eq!(c.gate_for(half_open, 500, true).0, Gate::Probe);
+        assert_eq!(c.gate_for(half_open, 500, true, None).0, Gate::Probe);
         // open, or closed: the same answer either way
         for now in [at(5), at(3)] {
-            assert_eq!(c.gate_for(now, 500, false), c.gate_for(now, 500, true));
+            assert_eq!(
+                c.gate_for(now, 500, false, None),
+                c.gate_for(now, 500, true, None)
+            );
         }
         let closed = Circuit::default();
-        assert_eq!(closed.gate_for(at(0), 500, false).0, Gate::Call);
+        assert_eq!(closed.gate_for(at(0), 500, false, None).0, Gate::Call);
     }
 
     #[test]

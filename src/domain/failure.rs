@@ -136,6 +136,39 @@ pub fn come_back_ms<'a>(
     waits.into_iter().max()
 }
 
+/// The pace at which calls may come back after a hold, in ms between calls, as the answer
+/// announced its rate: the IETF `RateLimit-Policy` (`"default";q=100;w=60`: the window over the
+/// quota, the slowest policy's), else a limit per window (`RateLimit-Limit`,
+/// `X-RateLimit-Limit`) spread over the `hold_ms` until its reset. None: no rate announced.
+pub fn announced_pace_ms<'a>(get: impl Fn(&str) -> Option<&'a str>, hold_ms: u64) -> Option<u64> {
+    use sfv::{BareItem, ListEntry, Parser};
+    let num = |b: Option<&BareItem>| match b {
+        Some(BareItem::Integer(i)) => Some(i64::from(*i) as f64),
+        Some(BareItem::Decimal(d)) => Some(f64::from(*d)),
+        _ => None,
+    };
+    let policies = get("ratelimit-policy")
+        .and_then(|v| Parser::new(v).parse::<sfv::List>().ok())
+        .unwrap_or_default();
+    let paces = policies.iter().filter_map(|e| {
+        let params = match e {
+            ListEntry::Item(i) => &i.params,
+            ListEntry::InnerList(l) => &l.params,
+        };
+        let (q, w) = (num(params.get("q"))?, num(params.get("w"))?);
+        (q > 0.0 && w > 0.0).then(|| (w * 1000.0 / q).ceil() as u64)
+    });
+    if let Some(p) = paces.max() {
+        return Some(p);
+    }
+    let limit = get("ratelimit-limit")
+        .or_else(|| get("x-ratelimit-limit"))
+        .and_then(|v| v.split([',', ';']).next())
+        .and_then(seconds)
+        .filter(|n| *n >= 1.0)?;
+    (hold_ms > 0).then(|| (hold_ms as f64 / limit).ceil() as u64)
+}
+
 /// A non-negative number of seconds (fractions allowed).
 fn seconds(v: &str) -> Option<f64> {
     v.trim()
@@ -326,6 +359,34 @@ mod tests {
         }
         assert_eq!(at(&[("ratelimit", "((((")], true), None);
         assert_eq!(at(&[], true), None);
+    }
+
+    #[test]
+    fn the_announced_rate_paces_the_release() {
+        let at = |h: &[(&str, &str)], hold: u64| {
+            let map: std::collections::HashMap<String, String> = h
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            announced_pace_ms(|k| map.get(k).map(String::as_str), hold)
+        };
+        assert_eq!(
+            at(&[("ratelimit-policy", r#""default";q=100;w=60"#)], 0),
+            Some(600)
+        );
+        // the slowest of several policies
+        let two = r#""burst";q=10;w=1, "day";q=86400;w=86400"#;
+        assert_eq!(at(&[("ratelimit-policy", two)], 0), Some(1000));
+        assert_eq!(at(&[("ratelimit-policy", r#""x";q=3;w=1"#)], 0), Some(334));
+        // a limit per window, spread over the wait until its reset
+        assert_eq!(at(&[("x-ratelimit-limit", "5000")], 1_800_000), Some(360));
+        assert_eq!(at(&[("ratelimit-limit", "10, 10;w=1")], 2_000), Some(200));
+        // nothing, nonsense, or no wait: no pace announced
+        assert_eq!(at(&[], 1000), None);
+        assert_eq!(at(&[("ratelimit-policy", "((")], 1000), None);
+        assert_eq!(at(&[("ratelimit-policy", r#""x";q=0;w=1"#)], 1000), None);
+        assert_eq!(at(&[("x-ratelimit-limit", "0")], 1000), None);
+        assert_eq!(at(&[("x-ratelimit-limit", "10")], 0), None);
     }
 
     #[test]

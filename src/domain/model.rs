@@ -126,6 +126,10 @@ pub struct ToolFailure {
     /// `u32::MAX`, 49 days; the workers cap it far lower).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u32>,
+    /// After that wait, one call per this many ms: the rate the answer announced
+    /// ([`super::failure::announced_pace_ms`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace_ms: Option<u32>,
     /// An answer's body that was not JSON (a proxy's HTML page), at most 8 KB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<Box<str>>,
@@ -144,6 +148,7 @@ impl ToolFailure {
             hints: BTreeMap::new(),
             http_status: None,
             retry_after_ms: None,
+            pace_ms: None,
             detail: None,
             schema_violations: Box::default(),
         }

@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::{Result, Store, Tx};
 use crate::domain::ToolFailure;
-use crate::domain::circuit::{Breaker, BreakerSpec, Circuit, Gate};
+use crate::domain::circuit::{Breaker, BreakerSpec, Circuit, DEFAULT_PACE_MS, Gate, Hold};
 use crate::domain::failure;
 use crate::domain::recovery::{FailurePolicy, RetryPolicy, RetrySpec, Streak};
 
@@ -86,6 +86,8 @@ struct Row {
     open_until: Time,
     probe_until: Time,
     held_until: Time,
+    pace_ms: i32,
+    next_slot: Time,
     now: DateTime<Utc>,
 }
 
@@ -96,6 +98,8 @@ impl Row {
             open_until: self.open_until,
             probe_until: self.probe_until,
             held_until: self.held_until,
+            pace_ms: self.pace_ms,
+            next_slot: self.next_slot,
         };
         (c, self.now)
     }
@@ -103,7 +107,8 @@ impl Row {
 
 macro_rules! read_circuit {
     () => {
-        "SELECT consecutive_failures, open_until, probe_until, held_until, now() AS now
+        "SELECT consecutive_failures, open_until, probe_until, held_until, pace_ms, next_slot,
+                now() AS now
          FROM tool_circuits WHERE tool_id = $1"
     };
 }
@@ -126,6 +131,8 @@ async fn write(tx: &mut Tx, tool: &str, c: &Circuit) -> Result<()> {
         .bind(c.open_until)
         .bind(c.probe_until)
         .bind(c.held_until)
+        .bind(c.pace_ms)
+        .bind(c.next_slot)
         .execute(&mut **tx)
         .await?;
     Ok(())
@@ -148,10 +155,19 @@ pub(crate) async fn record_failure(
     if !outage && asked.is_none() {
         return Ok(());
     }
+    let hold = asked.map(|ms| Hold {
+        ms,
+        pace_ms: pace(f.pace_ms),
+    });
     change(tx, tool, |c, now| {
-        c.after_failure(ctx.breaker, outage, ctx.streak.failures, asked, now)
+        c.after_failure(ctx.breaker, outage, ctx.streak.failures, hold, now)
     })
     .await
+}
+
+/// The pace of a release after a hold: the announced one, else the default.
+fn pace(announced: Option<u32>) -> u64 {
+    announced.map_or(DEFAULT_PACE_MS, u64::from)
 }
 
 /// Make `tool`'s circuit row if it has none, lock it, and write what `next` makes of it (with
@@ -179,19 +195,30 @@ impl Store {
     /// May a step call `tool` now? Only asked for a tool whose circuit is not closed or that a
     /// `Retry-After` holds (the worker's tool cache knows which): a half-open circuit grants
     /// one probe (for `probe_lease_ms`; not to a step that `may_probe` no longer), a passed
-    /// hold is cleared. Returns the gate and the database's `now()`.
+    /// hold is cleared; after a hold, `step` (its `run_after`) calls in the release slot it
+    /// was given, or is given the next one. Returns the gate and the database's `now()`.
     pub async fn gate_tool(
         &self,
         tool: &str,
         probe_lease_ms: i64,
         may_probe: bool,
+        step: Uuid,
     ) -> Result<(Gate, DateTime<Utc>)> {
         in_tx!(self.pool, |tx| {
             let Some((c, now)) = lock(tx, tool).await? else {
                 // no row: closed (the time goes with a call and is never compared)
                 return Ok((Gate::Call, DateTime::<Utc>::MIN_UTC));
             };
-            let (gate, next) = c.gate_for(now, probe_lease_ms, may_probe);
+            let woke_at = match c.held_until {
+                Some(_) => {
+                    sqlx::query_scalar("SELECT run_after FROM steps WHERE id = $1")
+                        .bind(step)
+                        .fetch_optional(&mut **tx)
+                        .await?
+                }
+                None => None,
+            };
+            let (gate, next) = c.gate_for(now, probe_lease_ms, may_probe, woke_at);
             if next != c {
                 write(tx, tool, &next).await?;
             }
@@ -199,9 +226,11 @@ impl Store {
         })
     }
 
-    /// Hold `tool` fleet-wide for `ms` (a successful answer that used up its rate limit): no
-    /// step calls it before then. Only HTTP tools have a circuit; for others nothing changes.
-    pub async fn hold_tool(&self, tool: &str, ms: u64) -> Result<()> {
+    /// Hold `tool` fleet-wide for `ms` (a successful answer that used up its rate limit, or a
+    /// call released after a hold that was refused again): no step calls it before then, and
+    /// after it they go one per the `pace_ms` announced (else the default). Only HTTP tools
+    /// have a circuit; for others nothing changes.
+    pub async fn hold_tool(&self, tool: &str, ms: u64, pace_ms: Option<u32>) -> Result<()> {
         in_tx!(self.pool, |tx| {
             let http: Option<bool> =
                 sqlx::query_scalar("SELECT kind = 'http' FROM tools WHERE id = $1")
@@ -211,7 +240,7 @@ impl Store {
             if http != Some(true) {
                 return Ok(());
             }
-            change(tx, tool, |c, now| c.hold(ms, now)).await
+            change(tx, tool, |c, now| c.hold(ms, pace(pace_ms), now)).await
         })
     }
 
@@ -235,7 +264,8 @@ impl Store {
             row: Row,
         }
         let rows: Vec<Named> = sqlx::query_as(
-            "SELECT tool_id, consecutive_failures, open_until, probe_until, held_until, now() AS now
+            "SELECT tool_id, consecutive_failures, open_until, probe_until, held_until, pace_ms,
+                    next_slot, now() AS now
              FROM tool_circuits ORDER BY tool_id",
         )
         .fetch_all(&self.pool)
@@ -247,5 +277,16 @@ impl Store {
                 (n.tool_id, c, now)
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_closing_success_paces_at_the_default() {
+        // step/complete closes a circuit in SQL: its pace is the domain's default
+        let sql = sql!("step/complete");
+        let want = format!("THEN {} ELSE c.pace_ms END", super::DEFAULT_PACE_MS);
+        assert!(sql.contains(&want), "{want}");
     }
 }

@@ -371,3 +371,80 @@ impl RateWindow {
         }
     }
 }
+
+/// A service whose limit shrank while its callers waited (the crowd after a hold): the first
+/// call is refused with a hold of `hold`; after it, at most `quota` calls are answered in any
+/// `window`, and every other call is refused with a 429 whose `Retry-After` says when a place
+/// frees (and, when `announce`, a `RateLimit-Policy` that gives the rate). Counts the calls
+/// refused after the hold ended: each is a call the crowd's release made too soon.
+pub struct Crowded {
+    hold: Duration,
+    quota: usize,
+    window: Duration,
+    announce: bool,
+    state: Mutex<CrowdState>,
+}
+
+#[derive(Default)]
+struct CrowdState {
+    /// The hold's end, once the first call set it.
+    until: Option<Instant>,
+    /// When the answered calls came (the last `quota`).
+    answered: std::collections::VecDeque<Instant>,
+    refused_after: usize,
+}
+
+impl Crowded {
+    pub fn new(hold: Duration, quota: usize, window: Duration, announce: bool) -> Arc<Crowded> {
+        Arc::new(Crowded {
+            hold,
+            quota: quota.max(1),
+            window,
+            announce,
+            state: Mutex::default(),
+        })
+    }
+
+    /// Calls refused after the first hold ended.
+    pub fn refused_after_hold(&self) -> usize {
+        self.state.lock().expect("crowd").refused_after
+    }
+
+    pub fn answer(&self, s: &Seen) -> Reply {
+        let now = Instant::now();
+        let mut st = self.state.lock().expect("crowd");
+        let until = *st.until.get_or_insert(now + self.hold);
+        let wait = if now < until {
+            Some(until - now)
+        } else {
+            while st
+                .answered
+                .front()
+                .is_some_and(|t| now.duration_since(*t) >= self.window)
+            {
+                st.answered.pop_front();
+            }
+            if st.answered.len() < self.quota {
+                st.answered.push_back(now);
+                return Reply::echo(s);
+            }
+            st.refused_after += 1;
+            let oldest = *st.answered.front().expect("full");
+            Some(self.window.saturating_sub(now.duration_since(oldest)))
+        };
+        let secs = wait.unwrap_or_default().as_secs_f64().ceil().max(1.0) as u64;
+        let mut r = Reply::json(429, json!({"message": "rate limit exceeded"}))
+            .header("retry-after", secs.to_string());
+        if self.announce {
+            r = r.header(
+                "ratelimit-policy",
+                format!(
+                    "\"default\";q={};w={}",
+                    self.quota,
+                    self.window.as_secs().max(1)
+                ),
+            );
+        }
+        r
+    }
+}

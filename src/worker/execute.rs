@@ -86,7 +86,7 @@ pub(super) async fn execute(
     let mut permit = Some(permit);
     let outcome = match ran.result {
         Ok(out) => {
-            hold_tool(rt, &ran.tool, out.hold_ms).await;
+            hold_tool(rt, &ran.tool, out.hold_ms, out.pace_ms).await;
             let paid = out.cost.is_some_and(|c| c > 0.0);
             let s = StepSuccess {
                 fence,
@@ -148,12 +148,12 @@ pub(super) async fn execute(
 }
 
 /// The answer used up the tool's rate limit: no call before its reset, fleet-wide.
-async fn hold_tool(rt: &Runtime, tool: &str, hold_ms: Option<u32>) {
+async fn hold_tool(rt: &Runtime, tool: &str, hold_ms: Option<u32>, pace_ms: Option<u32>) {
     let Some(ms) = hold_ms else {
         return;
     };
     let ms = u64::from(ms);
-    if let Err(e) = with_retries(|| Box::pin(rt.store.hold_tool(tool, ms))).await {
+    if let Err(e) = with_retries(|| Box::pin(rt.store.hold_tool(tool, ms, pace_ms))).await {
         tracing::warn!(tool = %tool, error = %e, "could not hold the rate-limited tool");
     }
 }
@@ -218,8 +218,8 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Hold> {
         Ok(c) => c,
         Err(f) => return Ok(Ran::failed(&step.tool, parameters, f)),
     };
-    let instead = gate(rt, step, &mut ctx).await?;
-    let main_tool = instead.as_deref().unwrap_or(&step.tool);
+    let gated = gate(rt, step, &mut ctx).await?;
+    let main_tool = gated.instead.as_deref().unwrap_or(&step.tool);
     let env = Env {
         runner: &rt.runner,
         step,
@@ -245,6 +245,7 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Hold> {
                     output: Value::Object(done.outputs.into_iter().collect()),
                     output_params,
                     hold_ms: None,
+                    pace_ms: None,
                     cost: None,
                 }),
             ));
@@ -265,6 +266,9 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Hold> {
         parameters: &parameters,
     };
     let mut ran = run_main(rt, env, call, &scope).await?;
+    if gated.paced {
+        refused_again(rt, step, &ran).await?;
+    }
     if let Ok(out) = &mut ran.result {
         output_params.extend(std::mem::take(&mut out.output_params));
         out.output_params = output_params;
@@ -272,31 +276,41 @@ async fn run_step(rt: &Runtime, step: &ClaimedStep) -> Result<Ran, Hold> {
     Ok(ran)
 }
 
+/// What the gate let a step do.
+struct Gated {
+    /// The step's tool is open: call this alternative instead.
+    instead: Option<String>,
+    /// The step's own tool let it through in a release slot after a hold.
+    paced: bool,
+}
+
 /// Before any call: ask the database about each of the step's tools whose circuit is not
 /// closed or that a rate limit holds (the tool cache knows which; the others cost nothing).
-/// A half-open circuit lets this step through as its probe. Otherwise the step waits
-/// ([`ToolWait`]): no call, no attempt, no retry spent, no tier escalated; only real calls
-/// count. When the step's own tool is open and it has a registered alternative that may be
-/// called now, the step takes it at once: the alternative's id is returned (and its
-/// definition added to `ctx`).
-async fn gate(
-    rt: &Runtime,
-    step: &ClaimedStep,
-    ctx: &mut StepContext,
-) -> Result<Option<String>, ToolWait> {
+/// A half-open circuit lets this step through as its probe; after a hold, the step calls in
+/// its release slot or is given one. Otherwise the step waits ([`ToolWait`]): no call, no
+/// attempt, no retry spent, no tier escalated; only real calls count. When the step's own tool
+/// is open and it has a registered alternative that may be called now, the step takes it at
+/// once: the alternative's id is returned (and its definition added to `ctx`).
+async fn gate(rt: &Runtime, step: &ClaimedStep, ctx: &mut StepContext) -> Result<Gated, ToolWait> {
     let gated: Vec<(String, i64)> = ctx
         .tools
         .values()
         .filter(|d| d.gated)
         .map(|d| (d.id.clone(), probe_lease_ms(d)))
         .collect();
+    let mut paced = false;
     for (tool, lease_ms) in gated {
         // a step that has waited as long as its tool allows is not the probe: it stops
         let may_probe = match rt.store.wait_used_up(step, &tool, &rt.cfg.policy).await {
             Ok(used_up) => !used_up,
             Err(_) => true,
         };
-        let (until, why) = match rt.store.gate_tool(&tool, lease_ms, may_probe).await {
+        let asked = rt.store.gate_tool(&tool, lease_ms, may_probe, step.id);
+        let (until, why) = match asked.await {
+            Ok((Gate::Paced, _)) => {
+                paced |= tool == step.tool;
+                continue;
+            }
             Ok((Gate::Call | Gate::Probe, _)) => continue,
             Ok((Gate::Wait(until, why), _)) => (until, why),
             Err(e) => {
@@ -311,11 +325,44 @@ async fn gate(
         {
             tracing::debug!(step = %step.step_key, task = %step.task_id, %tool, alternative = %alt,
                 "the tool's circuit is open: calling its alternative");
-            return Ok(Some(alt));
+            return Ok(Gated {
+                instead: Some(alt),
+                paced: false,
+            });
         }
         return Err(ToolWait { tool, until, why });
     }
-    Ok(None)
+    Ok(Gated {
+        instead: None,
+        paced,
+    })
+}
+
+/// A step released in its slot after a hold whose call is refused with a 429 again (the
+/// service's limit shrank meanwhile): that is Trellis's release coming too soon, not the
+/// step's failure. The tool is held again for the time the answer asks and the step waits
+/// for a new slot, with no attempt spent (its wait limit still bounds it).
+async fn refused_again(rt: &Runtime, step: &ClaimedStep, ran: &Ran) -> Result<(), Hold> {
+    let Err(f) = &ran.result else {
+        return Ok(());
+    };
+    let Some(ms) = f.retry_after_ms.filter(|ms| *ms > 0) else {
+        return Ok(());
+    };
+    if f.http_status != Some(429) || ran.tool != step.tool {
+        return Ok(());
+    }
+    hold_tool(rt, &ran.tool, Some(ms), f.pace_ms).await;
+    // not a probe (a hold, not an open circuit): no lease to give
+    match rt.store.gate_tool(&ran.tool, 0, false, step.id).await {
+        Ok((Gate::Wait(until, why), _)) => Err(Hold::Defer(ToolWait {
+            tool: ran.tool.clone(),
+            until,
+            why,
+        })),
+        // the hold could not be read back: the failure is recorded as any other
+        _ => Ok(()),
+    }
 }
 
 /// The first registered alternative of the step's tool that may be called now (its circuit
@@ -334,7 +381,11 @@ async fn open_alternative(
             continue;
         };
         if def.gated {
-            match rt.store.gate_tool(&alt, probe_lease_ms(&def), true).await {
+            match rt
+                .store
+                .gate_tool(&alt, probe_lease_ms(&def), true, step.id)
+                .await
+            {
                 Ok((Gate::Call | Gate::Probe, _)) => {}
                 _ => continue,
             }

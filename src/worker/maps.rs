@@ -35,6 +35,7 @@ pub(super) async fn expand(rt: &Runtime, step: &ClaimedStep, map: &MapSpec) -> O
                 output: json!([]),
                 output_params: Default::default(),
                 hold_ms: None,
+                pace_ms: None,
                 cost: None,
             }),
         ));

@@ -42,6 +42,7 @@ fn output(v: Value) -> Result<ToolOutput, ToolFailure> {
         output: v,
         output_params: Default::default(),
         hold_ms: None,
+        pace_ms: None,
         cost: None,
     })
 }

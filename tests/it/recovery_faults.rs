@@ -988,3 +988,68 @@ async fn a_wait_ends_at_its_limit_and_a_rerun_starts_the_clock_again() {
         "the open tool was called"
     );
 }
+
+/// Ten tasks at once on a `Crowded` service; each ends, and what each step's attempts were.
+async fn crowd(announce: bool) -> (Vec<Vec<Value>>, usize, usize) {
+    use trellis::testkit::faults::Crowded;
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    let svc = Crowded::new(Duration::from_secs(1), 3, Duration::from_secs(1), announce);
+    let answering = svc.clone();
+    faults.route("crowded", move |s| answering.answer(s));
+    register_tool(&app, "crowded", &faults.endpoint("crowded"), json!({})).await;
+    let w = app.worker(|_| {});
+    let mut ids = Vec::new();
+    for i in 0..10 {
+        ids.push(app.submit(one_step("crowded", json!({"i": i}))).await);
+    }
+    let mut all = Vec::new();
+    for id in ids {
+        let t = app.wait_done(id, LIMIT).await;
+        assert_eq!(t["status"], "succeeded", "{t}");
+        all.push(attempts(&app, id).await);
+    }
+    w.stop().await;
+    let calls = faults.calls("crowded").len();
+    (all, svc.refused_after_hold(), calls)
+}
+
+/// The crowd after a hold (recovery, fifth step, class 3): ten steps meet a hold, and after it
+/// the service answers three calls a second and says so (`RateLimit-Policy`). The steps that
+/// waited go out at that rate, not as one burst: (almost) no call is refused after the hold,
+/// and none that is spends an attempt. Released all at once, half of them were refused and
+/// each of those spent one.
+#[tokio::test]
+async fn the_crowd_after_a_hold_goes_out_at_the_announced_rate() {
+    let (attempts, refused, calls) = crowd(true).await;
+    for a in &attempts {
+        let failed = a.iter().filter(|a| a["status"] == "failed").count();
+        // the first call of each met the hold before anyone knew of it
+        assert!(failed <= 1, "a refused release spent an attempt: {a:?}");
+    }
+    assert!(
+        refused <= 2,
+        "{refused} calls refused after the hold ({calls} calls)"
+    );
+    let recorded: usize = attempts.iter().map(Vec::len).sum();
+    assert_eq!(calls, recorded + refused, "{attempts:?}");
+}
+
+/// The same service saying only `Retry-After`: the release goes at the default pace, faster
+/// than the service allows, so some released calls are refused again. Each of those holds
+/// the tool again and waits for a new slot: no attempt spent, every task heals.
+#[tokio::test]
+async fn a_release_refused_again_is_held_not_charged() {
+    let (attempts, refused, calls) = crowd(false).await;
+    for a in &attempts {
+        let failed = a.iter().filter(|a| a["status"] == "failed").count();
+        assert!(failed <= 1, "a refused release spent an attempt: {a:?}");
+    }
+    assert!(
+        refused > 0,
+        "the default pace met the shrunk limit ({calls} calls)"
+    );
+    // every call is a recorded attempt or a refused release, never both
+    let recorded: usize = attempts.iter().map(Vec::len).sum();
+    assert_eq!(calls, recorded + refused, "{attempts:?}");
+}
