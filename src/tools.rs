@@ -422,6 +422,12 @@ struct Head {
 }
 
 impl Head {
+    /// The announced pace as a failure carries it (0: none; capped, so it fits).
+    fn failure_pace(&self) -> u16 {
+        self.pace_ms
+            .map_or(0, |ms| ms.min(u32::from(u16::MAX)) as u16)
+    }
+
     fn of(resp: &reqwest::Response) -> Head {
         let h = resp.headers();
         let text = |name| h.get(name).and_then(|v| v.to_str().ok());
@@ -440,7 +446,7 @@ impl Head {
         let retry_after_ms = failure::come_back_ms(lookup, limited, SystemTime::now())
             .map(|ms| ms.min(u64::from(u32::MAX)) as u32);
         let pace_ms = failure::announced_pace_ms(lookup, retry_after_ms.map_or(0, u64::from))
-            .map(|ms| ms.min(u64::from(u32::MAX)) as u32);
+            .map(|ms| ms.min(crate::domain::circuit::MAX_PACE_MS) as u32);
         Head {
             retry_after_ms,
             pace_ms,
@@ -475,7 +481,7 @@ fn success(
     };
     if let Some(mut f) = envelope::failed_answer(&body, rules, parameters) {
         f.retry_after_ms = f.retry_after_ms.or(head.retry_after_ms);
-        f.pace_ms = head.pace_ms;
+        f.pace_ms = head.failure_pace();
         f.retryable |= f.retry_after_ms.is_some_and(|ms| ms > 0);
         return Err(f);
     }
@@ -551,7 +557,7 @@ fn answer_failure(status: u16, head: &Head, text: &str, parameters: &Value) -> T
         }
     };
     f.http_status = Some(status);
-    f.pace_ms = head.pace_ms;
+    f.pace_ms = head.failure_pace();
     f.retry_after_ms = head
         .retry_after_ms
         .or_else(|| parsed.as_ref().and_then(envelope::retry_hint));

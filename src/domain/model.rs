@@ -111,6 +111,10 @@ pub fn empty_object() -> Value {
     Value::Object(Default::default())
 }
 
+fn is_zero(n: &u16) -> bool {
+    *n == 0
+}
+
 /// A failed tool call as tools report it (CONTRACT.md "HTTP tools").
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolFailure {
@@ -127,9 +131,10 @@ pub struct ToolFailure {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u32>,
     /// After that wait, one call per this many ms: the rate the answer announced
-    /// ([`super::failure::announced_pace_ms`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pace_ms: Option<u32>,
+    /// ([`super::failure::announced_pace_ms`]; 0: none, at most
+    /// [`super::circuit::MAX_PACE_MS`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pace_ms: u16,
     /// An answer's body that was not JSON (a proxy's HTML page), at most 8 KB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<Box<str>>,
@@ -148,7 +153,7 @@ impl ToolFailure {
             hints: BTreeMap::new(),
             http_status: None,
             retry_after_ms: None,
-            pace_ms: None,
+            pace_ms: 0,
             detail: None,
             schema_violations: Box::default(),
         }

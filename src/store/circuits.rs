@@ -157,7 +157,7 @@ pub(crate) async fn record_failure(
     }
     let hold = asked.map(|ms| Hold {
         ms,
-        pace_ms: pace(f.pace_ms),
+        pace_ms: pace((f.pace_ms > 0).then_some(u32::from(f.pace_ms))),
     });
     change(tx, tool, |c, now| {
         c.after_failure(ctx.breaker, outage, ctx.streak.failures, hold, now)

@@ -352,7 +352,8 @@ async fn refused_again(rt: &Runtime, step: &ClaimedStep, ran: &Ran) -> Result<()
     if f.http_status != Some(429) || ran.tool != step.tool {
         return Ok(());
     }
-    hold_tool(rt, &ran.tool, Some(ms), f.pace_ms).await;
+    let pace = (f.pace_ms > 0).then_some(u32::from(f.pace_ms));
+    hold_tool(rt, &ran.tool, Some(ms), pace).await;
     // not a probe (a hold, not an open circuit): no lease to give
     match rt.store.gate_tool(&ran.tool, 0, false, step.id).await {
         Ok((Gate::Wait(until, why), _)) => Err(Hold::Defer(ToolWait {
