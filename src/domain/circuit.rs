@@ -160,8 +160,9 @@ impl State {
 pub enum Gate {
     /// Call it.
     Call,
-    /// Call it: released in its slot after a hold (a 429 now is the service still recovering,
-    /// so the step is held again, not charged an attempt).
+    /// Call it: released in its slot after a hold, not the first (a 429 now is the release
+    /// coming faster than the service takes, so the step is held again, not charged an
+    /// attempt; the first slot's call is the service's first after the hold, and charged).
     Paced,
     /// Call it as the half-open circuit's probe.
     Probe,
@@ -311,15 +312,16 @@ impl Circuit {
                 }
                 return (Gate::Wait(h, Why::Held), c);
             }
-            if c.pace_ms > 0 && woke_at.is_some_and(|w| c.is_slot(w, now)) {
-                paced = true;
+            if let Some(w) = woke_at.filter(|w| c.is_slot(*w, now)) {
+                // its slot: the first one's call is the service's first after the hold (its
+                // 429 is the service's own); a later one's 429 is the release coming too soon
+                paced = w > h;
             } else if c.pace_ms > 0 && slot + pace > now {
                 // the release goes on: the next free slot, now or later
                 c.next_slot = Some(slot + pace);
                 if slot > now {
                     return (Gate::Wait(slot, Why::Held), c);
                 }
-                paced = true;
             } else {
                 // passed, and no one waited for a whole pace: over
                 c.held_until = None;
@@ -561,7 +563,7 @@ mod tests {
             .to_vec();
         assert_eq!(slots, want);
         // each calls in its slot, late or not; a step that did not wait queues behind them
-        assert_eq!(ask(&mut c, 1_000, Some(1_000)), Gate::Paced);
+        assert_eq!(ask(&mut c, 1_000, Some(1_000)), Gate::Call);
         assert_eq!(ask(&mut c, 1_150, Some(1_100)), Gate::Paced);
         assert_eq!(
             ask(&mut c, 1_150, Some(900)),
@@ -591,7 +593,8 @@ mod tests {
             pace_ms: 100,
         };
         let mut c = Circuit::default().after_failure(B, false, 1, Some(hold), at(0));
-        assert_eq!(ask(&mut c, 1_020, None), Gate::Paced);
+        // it did not wait for a slot: its call is charged as any
+        assert_eq!(ask(&mut c, 1_020, None), Gate::Call);
         assert_eq!(ask(&mut c, 1_030, None), Gate::Wait(at(1_100), Why::Held));
         assert_eq!(ask(&mut c, 1_100, Some(1_100)), Gate::Paced);
         // unpaced (a service that asked for nothing but a wait, at pace 0): all at the end
@@ -609,14 +612,14 @@ mod tests {
         for i in 0..3 {
             ask(&mut c, i, None);
         }
-        assert_eq!(ask(&mut c, 1_000, Some(1_000)), Gate::Paced);
+        assert_eq!(ask(&mut c, 1_100, Some(1_100)), Gate::Paced);
         // the released call is refused again: held for two seconds more, at the slower pace
         c = c.hold(2_000, 200, at(1_050));
         assert_eq!(c.held_until, Some(at(3_050)));
         assert_eq!(c.pace_ms, 200);
         // the old slots are no slots now: their steps wait for new ones
         assert_eq!(
-            ask(&mut c, 1_100, Some(1_100)),
+            ask(&mut c, 1_100, Some(1_000)),
             Gate::Wait(at(3_050), Why::Held)
         );
         assert_eq!(
@@ -649,7 +652,7 @@ mod tests {
         assert_eq!(c.state(at(10_100)), State::Closed);
         assert!(c.gated());
         // the steps that waited on the probe come back together: one per pace
-        assert_eq!(ask(&mut c, 10_150, Some(10_050)), Gate::Paced);
+        assert_eq!(ask(&mut c, 10_150, Some(10_050)), Gate::Call);
         assert_eq!(
             ask(&mut c, 10_150, Some(10_050)),
             Gate::Wait(at(10_200), Why::Held)
