@@ -15,7 +15,7 @@ use trellis::config::Settings;
 
 use trellis::store::Store;
 use trellis::store::tools::NewTool;
-use trellis::testkit::faults::{FaultServer, RateForm, RateWindow, Reply, Seen};
+use trellis::testkit::faults::{Crowded, FaultServer, RateForm, RateWindow, Reply, Seen};
 use trellis::worker::{self, WorkerConfig};
 use uuid::Uuid;
 
@@ -50,6 +50,9 @@ struct Case {
     producer: Option<(String, Script)>,
     /// A rate limit's window: the calls before its announced reset are counted.
     window: Option<Arc<RateWindow>>,
+    /// A crowd after a hold: the calls before a reset it announced are counted, and the first
+    /// wave's refusals (in flight before its first answer) are no extra calls.
+    crowd: Option<Arc<Crowded>>,
 }
 
 fn http_date(t: SystemTime) -> String {
@@ -84,6 +87,7 @@ fn heals(
         script,
         producer: None,
         window: None,
+        crowd: None,
     }
 }
 
@@ -119,6 +123,20 @@ macro_rules! first {
             }
         }
     };
+}
+
+/// The crowd after a hold (class 3): the first call holds the service for a second, after
+/// which it takes three calls a second, saying so (`RateLimit-Policy`) or not (only
+/// `Retry-After`). A perfect client calls once per task, beside the first wave's refusals.
+fn crowd(name: &'static str, announce: bool) -> Case {
+    let svc = Crowded::new(Duration::from_secs(1), 3, Duration::from_secs(1), announce);
+    let answering = svc.clone();
+    Case {
+        crowd: Some(svc),
+        ..heals(name, 1, json!({}), json!({}), move |s: &Seen| {
+            answering.answer(s)
+        })
+    }
 }
 
 fn retry_after_date(_: &Seen) -> Reply {
@@ -295,6 +313,8 @@ fn answers() -> Vec<Case> {
             json!({}),
             first!(2, |_| Reply::status(503)),
         ),
+        crowd("crowd_after_hold_announced", true),
+        crowd("crowd_after_hold_retry_after_only", false),
         // the same with a tool whose first retry comes after 50 ms (not the shipped 500 ms)
         heals(
             "flaky_twice_503_backoff_50ms",
@@ -737,7 +757,8 @@ async fn figures(
             case: c.name,
             at_once,
             recoverable: c.recoverable,
-            early_calls: c.window.as_ref().map_or(0, |w| w.early()),
+            early_calls: c.window.as_ref().map_or(0, |w| w.early())
+                + c.crowd.as_ref().map_or(0, |w| w.early()),
             ..Default::default()
         })
         .collect();
@@ -792,6 +813,12 @@ async fn figures(
         }
         if status == "succeeded" || !c.recoverable {
             f.times_ms.push(ms);
+        }
+    }
+    // the first wave's refusals were on their way before the service said a word
+    for (c, f) in cases.iter().zip(out.iter_mut()) {
+        if let Some(w) = &c.crowd {
+            f.extra_calls = (f.extra_calls - w.first_wave() as i64).max(0);
         }
     }
     out.retain(|f| f.tasks > 0);

@@ -376,7 +376,9 @@ impl RateWindow {
 /// call is refused with a hold of `hold`; after it, at most `quota` calls are answered in any
 /// `window`, and every other call is refused with a 429 whose `Retry-After` says when a place
 /// frees (and, when `announce`, a `RateLimit-Policy` that gives the rate). Counts the calls
-/// refused after the hold ended: each is a call the crowd's release made too soon.
+/// refused in the first [`RateWindow::GRACE`] (the first wave, in flight before anyone knew),
+/// the calls **early** (before a reset it announced, past the grace), and the calls refused
+/// after every reset it announced (a release that came faster than it takes).
 pub struct Crowded {
     hold: Duration,
     quota: usize,
@@ -387,10 +389,14 @@ pub struct Crowded {
 
 #[derive(Default)]
 struct CrowdState {
-    /// The hold's end, once the first call set it.
-    until: Option<Instant>,
+    /// When the first call came (and the hold began).
+    first: Option<Instant>,
+    /// The latest reset it announced, and when it announced it.
+    announced: Option<(Instant, Instant)>,
     /// When the answered calls came (the last `quota`).
     answered: std::collections::VecDeque<Instant>,
+    first_wave: usize,
+    early: usize,
     refused_after: usize,
 }
 
@@ -405,17 +411,28 @@ impl Crowded {
         })
     }
 
-    /// Calls refused after the first hold ended.
+    /// Calls refused after every reset announced before them had passed.
     pub fn refused_after_hold(&self) -> usize {
         self.state.lock().expect("crowd").refused_after
+    }
+
+    /// Calls that came before a reset it announced (past the grace of their announcement).
+    pub fn early(&self) -> usize {
+        self.state.lock().expect("crowd").early
+    }
+
+    /// Calls refused in the first wave: on their way before the first answer said to wait.
+    pub fn first_wave(&self) -> usize {
+        self.state.lock().expect("crowd").first_wave
     }
 
     pub fn answer(&self, s: &Seen) -> Reply {
         let now = Instant::now();
         let mut st = self.state.lock().expect("crowd");
-        let until = *st.until.get_or_insert(now + self.hold);
-        let wait = if now < until {
-            Some(until - now)
+        let first = *st.first.get_or_insert(now);
+        let held_until = first + self.hold;
+        let wait = if now < held_until {
+            held_until - now
         } else {
             while st
                 .answered
@@ -428,11 +445,22 @@ impl Crowded {
                 st.answered.push_back(now);
                 return Reply::echo(s);
             }
-            st.refused_after += 1;
             let oldest = *st.answered.front().expect("full");
-            Some(self.window.saturating_sub(now.duration_since(oldest)))
+            self.window.saturating_sub(now.duration_since(oldest))
         };
-        let secs = wait.unwrap_or_default().as_secs_f64().ceil().max(1.0) as u64;
+        match st.announced {
+            _ if now.duration_since(first) <= RateWindow::GRACE => st.first_wave += 1,
+            Some((at, until)) if now < until && now.duration_since(at) > RateWindow::GRACE => {
+                st.early += 1
+            }
+            _ => st.refused_after += usize::from(now >= held_until),
+        }
+        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        let until = now + Duration::from_secs(secs);
+        st.announced = Some(match st.announced {
+            Some((at, u)) if u >= until => (at, u),
+            _ => (now, until),
+        });
         let mut r = Reply::json(429, json!({"message": "rate limit exceeded"}))
             .header("retry-after", secs.to_string());
         if self.announce {
