@@ -139,7 +139,9 @@ pub fn come_back_ms<'a>(
 /// The pace at which calls may come back after a hold, in ms between calls, as the answer
 /// announced its rate: the IETF `RateLimit-Policy` (`"default";q=100;w=60`: the window over the
 /// quota, the slowest policy's), else a limit per window (`RateLimit-Limit`,
-/// `X-RateLimit-Limit`) spread over the `hold_ms` until its reset. None: no rate announced.
+/// `X-RateLimit-Limit`) spread over the `hold_ms` until its reset; a tenth slower than that
+/// ([`PACE_MARGIN`]), so that calls a little late on their way do not bunch into one window.
+/// None: no rate announced.
 pub fn announced_pace_ms<'a>(get: impl Fn(&str) -> Option<&'a str>, hold_ms: u64) -> Option<u64> {
     use sfv::{BareItem, ListEntry, Parser};
     let num = |b: Option<&BareItem>| match b {
@@ -156,7 +158,7 @@ pub fn announced_pace_ms<'a>(get: impl Fn(&str) -> Option<&'a str>, hold_ms: u64
             ListEntry::InnerList(l) => &l.params,
         };
         let (q, w) = (num(params.get("q"))?, num(params.get("w"))?);
-        (q > 0.0 && w > 0.0).then(|| (w * 1000.0 / q).ceil() as u64)
+        (q > 0.0 && w > 0.0).then(|| (w * 1000.0 / q * PACE_MARGIN).round() as u64)
     });
     if let Some(p) = paces.max() {
         return Some(p);
@@ -166,8 +168,12 @@ pub fn announced_pace_ms<'a>(get: impl Fn(&str) -> Option<&'a str>, hold_ms: u64
         .and_then(|v| v.split([',', ';']).next())
         .and_then(seconds)
         .filter(|n| *n >= 1.0)?;
-    (hold_ms > 0).then(|| (hold_ms as f64 / limit).ceil() as u64)
+    (hold_ms > 0).then(|| (hold_ms as f64 / limit * PACE_MARGIN).round() as u64)
 }
+
+/// The announced pace is kept a tenth slower: a sliding window of exactly the announced rate
+/// refuses a call that comes a few ms early.
+pub const PACE_MARGIN: f64 = 1.1;
 
 /// A non-negative number of seconds (fractions allowed).
 fn seconds(v: &str) -> Option<f64> {
@@ -372,15 +378,15 @@ mod tests {
         };
         assert_eq!(
             at(&[("ratelimit-policy", r#""default";q=100;w=60"#)], 0),
-            Some(600)
+            Some(660)
         );
         // the slowest of several policies
         let two = r#""burst";q=10;w=1, "day";q=86400;w=86400"#;
-        assert_eq!(at(&[("ratelimit-policy", two)], 0), Some(1000));
-        assert_eq!(at(&[("ratelimit-policy", r#""x";q=3;w=1"#)], 0), Some(334));
+        assert_eq!(at(&[("ratelimit-policy", two)], 0), Some(1100));
+        assert_eq!(at(&[("ratelimit-policy", r#""x";q=3;w=1"#)], 0), Some(367));
         // a limit per window, spread over the wait until its reset
-        assert_eq!(at(&[("x-ratelimit-limit", "5000")], 1_800_000), Some(360));
-        assert_eq!(at(&[("ratelimit-limit", "10, 10;w=1")], 2_000), Some(200));
+        assert_eq!(at(&[("x-ratelimit-limit", "5000")], 1_800_000), Some(396));
+        assert_eq!(at(&[("ratelimit-limit", "10, 10;w=1")], 2_000), Some(220));
         // nothing, nonsense, or no wait: no pace announced
         assert_eq!(at(&[], 1000), None);
         assert_eq!(at(&[("ratelimit-policy", "((")], 1000), None);

@@ -213,7 +213,7 @@ pub enum RateForm {
     IetfFields,
     /// 429 with the structured `RateLimit: "default";r=0;t=<seconds>` and `RateLimit-Policy`.
     IetfStructured,
-    /// 429 with `RateLimit: limit=1, remaining=0, reset=<seconds>` (an earlier draft).
+    /// 429 with `RateLimit: limit=100, remaining=0, reset=<seconds>` (an earlier draft).
     IetfDictionary,
     /// GitHub's primary limit: 403 with `X-RateLimit-Remaining: 0` and an epoch reset.
     Github403Reset,
@@ -276,17 +276,17 @@ impl RateForm {
                 .header("x-ratelimit-remaining", "0")
                 .header("x-ratelimit-reset", secs),
             RateForm::IetfFields => too_many()
-                .header("ratelimit-limit", "1")
+                .header("ratelimit-limit", "100")
                 .header("ratelimit-remaining", "0")
                 .header("ratelimit-reset", secs),
             RateForm::IetfStructured => too_many()
-                .header("ratelimit-policy", format!("\"default\";q=1;w={secs}"))
+                .header("ratelimit-policy", format!("\"default\";q=100;w={secs}"))
                 .header("ratelimit", format!("\"default\";r=0;t={secs}")),
             RateForm::IetfDictionary => {
-                too_many().header("ratelimit", format!("limit=1, remaining=0, reset={secs}"))
+                too_many().header("ratelimit", format!("limit=100, remaining=0, reset={secs}"))
             }
             RateForm::Github403Reset => github()
-                .header("x-ratelimit-limit", "1")
+                .header("x-ratelimit-limit", "100")
                 .header("x-ratelimit-remaining", "0")
                 .header("x-ratelimit-reset", epoch),
             RateForm::Github403RetryAfter => github().header("retry-after", secs),
@@ -294,7 +294,8 @@ impl RateForm {
     }
 }
 
-/// A fleet-wide rate limit of one window, in one of the [`RateForm`]s: the first call opens a
+/// A fleet-wide rate limit of one window (of 100 calls, its headers say), in one of the
+/// [`RateForm`]s: the first call opens a
 /// window of `window` (whole seconds) and is refused (or, for [`RateForm::OkRemainingZero`],
 /// answered with nothing left); every call before the window ends is refused the same way, and
 /// counted as **early** when it came more than [`RateWindow::GRACE`] after the window opened
