@@ -134,6 +134,9 @@ pub struct Hold {
 /// The pace of a release when the service announced no rate: 20 calls a second.
 pub const DEFAULT_PACE_MS: u64 = 50;
 
+/// The slowest pace a release refused again learns on its own: a call a second.
+pub const MAX_LEARNED_PACE_MS: u64 = 1_000;
+
 /// The slowest pace a service's announced rate may set: a call a minute.
 pub const MAX_PACE_MS: u64 = 60_000;
 
@@ -264,6 +267,15 @@ impl Circuit {
             c.pace_ms = c.pace_ms.max(pace_ms.min(MAX_PACE_MS) as i32);
         }
         c
+    }
+
+    /// A call released in its slot was refused again for `ms` (the service takes less than
+    /// the release gave it): held again, and released at least twice as slowly as before (up
+    /// to [`MAX_LEARNED_PACE_MS`]), or at `pace_ms` when that is slower. A service that never
+    /// says its rate is so paced at what it takes after a few refusals.
+    pub fn refused_release(&self, ms: u64, pace_ms: u64, now: DateTime<Utc>) -> Circuit {
+        let doubled = (self.pace_ms.max(0) as u64).saturating_mul(2);
+        self.hold(ms, pace_ms.max(doubled.min(MAX_LEARNED_PACE_MS)), now)
     }
 
     /// After a successful call: closed, nothing counted. A hold stays until it ends. A success
@@ -638,6 +650,19 @@ mod tests {
             Circuit::default().hold(1, u64::MAX, at(0)).pace_ms as u64,
             MAX_PACE_MS
         );
+    }
+
+    #[test]
+    fn a_refused_release_slows_the_next_one() {
+        let mut c = Circuit::default().hold(1_000, 50, at(0));
+        for (i, want) in [100, 200, 400, 800, 1_000, 1_000].into_iter().enumerate() {
+            c = c.refused_release(1_000, 50, at(2_000 * (i as i64 + 1)));
+            assert_eq!(c.pace_ms, want);
+        }
+        // an announced pace slower than that wins
+        assert_eq!(c.refused_release(1_000, 5_000, at(20_000)).pace_ms, 5_000);
+        // after the release is over, the next hold starts from the pace it is given
+        assert_eq!(Circuit::default().hold(1_000, 50, at(0)).pace_ms, 50);
     }
 
     #[test]

@@ -231,6 +231,19 @@ impl Store {
     /// after it they go one per the `pace_ms` announced (else the default). Only HTTP tools
     /// have a circuit; for others nothing changes.
     pub async fn hold_tool(&self, tool: &str, ms: u64, pace_ms: Option<u32>) -> Result<()> {
+        self.hold_tool_as(tool, ms, pace_ms, false).await
+    }
+
+    /// [`Store::hold_tool`] for a call released in its slot and refused again (`refused`):
+    /// the release after this hold goes at least twice as slowly
+    /// ([`Circuit::refused_release`]).
+    pub async fn hold_tool_as(
+        &self,
+        tool: &str,
+        ms: u64,
+        pace_ms: Option<u32>,
+        refused: bool,
+    ) -> Result<()> {
         in_tx!(self.pool, |tx| {
             let http: Option<bool> =
                 sqlx::query_scalar("SELECT kind = 'http' FROM tools WHERE id = $1")
@@ -240,7 +253,11 @@ impl Store {
             if http != Some(true) {
                 return Ok(());
             }
-            change(tx, tool, |c, now| c.hold(ms, pace(pace_ms), now)).await
+            change(tx, tool, |c, now| match refused {
+                true => c.refused_release(ms, pace(pace_ms), now),
+                false => c.hold(ms, pace(pace_ms), now),
+            })
+            .await
         })
     }
 

@@ -353,7 +353,11 @@ async fn refused_again(rt: &Runtime, step: &ClaimedStep, ran: &Ran) -> Result<()
         return Ok(());
     }
     let pace = (f.pace_ms > 0).then_some(u32::from(f.pace_ms));
-    hold_tool(rt, &ran.tool, Some(ms), pace).await;
+    let hold = || Box::pin(rt.store.hold_tool_as(&ran.tool, u64::from(ms), pace, true));
+    if let Err(e) = with_retries(hold).await {
+        tracing::warn!(tool = %ran.tool, error = %e, "could not hold the rate-limited tool");
+        return Ok(());
+    }
     // not a probe (a hold, not an open circuit): no lease to give
     match rt.store.gate_tool(&ran.tool, 0, false, step.id).await {
         Ok((Gate::Wait(until, why), _)) => Err(Hold::Defer(ToolWait {
