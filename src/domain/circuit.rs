@@ -134,8 +134,8 @@ pub struct Hold {
 /// The pace of a release when the service announced no rate: 20 calls a second.
 pub const DEFAULT_PACE_MS: u64 = 50;
 
-/// The slowest pace a release refused again learns on its own: a call a second.
-pub const MAX_LEARNED_PACE_MS: u64 = 1_000;
+/// The slowest pace a release refused again learns on its own: two calls a second.
+pub const MAX_LEARNED_PACE_MS: u64 = 500;
 
 /// The slowest pace a service's announced rate may set: a call a minute.
 pub const MAX_PACE_MS: u64 = 60_000;
@@ -259,19 +259,21 @@ impl Circuit {
         if ms > 0 {
             let until = now + Duration::milliseconds(ms.min(MAX_HOLD_MS) as i64);
             let held = c.held_until.map_or(until, |h| h.max(until));
-            if c.held_until != Some(held) {
-                // a new end: the slots count from it again
+            // a new end: the slots count from it again, at the pace now known; the same end
+            // keeps the slots already given on their pace (a new one would take them away)
+            if c.held_until != Some(held) || c.next_slot.is_none() {
                 c.held_until = Some(held);
                 c.next_slot = None;
+                c.pace_ms = c.pace_ms.max(pace_ms.min(MAX_PACE_MS) as i32);
             }
-            c.pace_ms = c.pace_ms.max(pace_ms.min(MAX_PACE_MS) as i32);
         }
         c
     }
 
     /// A call released in its slot was refused again for `ms` (the service takes less than
     /// the release gave it): held again, and released at least twice as slowly as before (up
-    /// to [`MAX_LEARNED_PACE_MS`]), or at `pace_ms` when that is slower. A service that never
+    /// to [`MAX_LEARNED_PACE_MS`]), or at `pace_ms` when that is slower (when the hold's end
+    /// moves: slots already given for the same end keep their pace). A service that never
     /// says its rate is so paced at what it takes after a few refusals.
     pub fn refused_release(&self, ms: u64, pace_ms: u64, now: DateTime<Utc>) -> Circuit {
         let doubled = (self.pace_ms.max(0) as u64).saturating_mul(2);
@@ -639,8 +641,9 @@ mod tests {
             Gate::Wait(at(3_250), Why::Held)
         );
         assert_eq!(ask(&mut c, 3_250, Some(3_250)), Gate::Paced);
-        // a shorter hold neither moves the end nor the slots
-        let same = c.hold(10, 50, at(2_000));
+        // a shorter hold moves neither the end nor the slots given, nor their pace
+        let same = c.hold(10, 500, at(2_000));
+        assert_eq!(same.pace_ms, 200);
         assert_eq!(
             (same.held_until, same.next_slot),
             (c.held_until, c.next_slot)
@@ -655,7 +658,7 @@ mod tests {
     #[test]
     fn a_refused_release_slows_the_next_one() {
         let mut c = Circuit::default().hold(1_000, 50, at(0));
-        for (i, want) in [100, 200, 400, 800, 1_000, 1_000].into_iter().enumerate() {
+        for (i, want) in [100, 200, 400, 500, 500].into_iter().enumerate() {
             c = c.refused_release(1_000, 50, at(2_000 * (i as i64 + 1)));
             assert_eq!(c.pace_ms, want);
         }
