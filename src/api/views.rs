@@ -561,6 +561,11 @@ pub struct CircuitView {
     pub consecutive_failures: i32,
     /// A `Retry-After` the tool answered holds every call until this time (null: none).
     pub held_until: Option<DateTime<Utc>>,
+    /// After a hold (or a probe that closed the circuit), the steps that waited go out one per
+    /// this many ms, each in a release slot of its own (null: no release under way).
+    pub pace_ms: Option<i32>,
+    /// The end of the release slots given so far (null: no release under way).
+    pub released_until: Option<DateTime<Utc>>,
 }
 
 fn circuit(c: Option<(&Circuit, DateTime<Utc>)>) -> CircuitView {
@@ -570,14 +575,22 @@ fn circuit(c: Option<(&Circuit, DateTime<Utc>)>) -> CircuitView {
             until: None,
             consecutive_failures: 0,
             held_until: None,
+            pace_ms: None,
+            released_until: None,
         };
     };
     let state = c.state(now);
+    let released_until = match (c.held_until, c.pace_ms > 0) {
+        (Some(h), true) => Some(c.next_slot.unwrap_or(h)).filter(|t| *t > now),
+        _ => None,
+    };
     CircuitView {
         state: state.as_str().into(),
         until: c.open_until.filter(|_| state == circuit::State::Open),
         consecutive_failures: c.consecutive_failures,
         held_until: c.held_until.filter(|h| *h > now),
+        pace_ms: released_until.map(|_| c.pace_ms),
+        released_until,
     }
 }
 

@@ -1003,6 +1003,17 @@ async fn crowd(announce: bool) -> (Vec<Vec<Value>>, usize, usize) {
     for i in 0..10 {
         ids.push(app.submit(one_step("crowded", json!({"i": i}))).await);
     }
+    if announce {
+        // the tool shows the release under way, at the announced rate a tenth slower
+        let c = wait_for("the release under way", LIMIT, || async {
+            let (_, t) = app.get("/api/v1/tools/crowded").await;
+            t["circuit"]["released_until"].is_string().then_some(t)
+        })
+        .await;
+        // (slower only if a release was refused meanwhile)
+        let pace = c["circuit"]["pace_ms"].as_i64().unwrap_or(0);
+        assert!((367..=500).contains(&pace), "{c}");
+    }
     let mut all = Vec::new();
     for id in ids {
         let t = app.wait_done(id, LIMIT).await;

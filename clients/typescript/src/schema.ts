@@ -1352,6 +1352,17 @@ export interface components {
              * @description A `Retry-After` the tool answered holds every call until this time (null: none).
              */
             held_until?: string | null;
+            /**
+             * Format: int32
+             * @description After a hold (or a probe that closed the circuit), the steps that waited go out one per
+             *     this many ms, each in a release slot of its own (null: no release under way).
+             */
+            pace_ms?: number | null;
+            /**
+             * Format: date-time
+             * @description The end of the release slots given so far (null: no release under way).
+             */
+            released_until?: string | null;
             state: components["schemas"]["CircuitState"];
             /**
              * Format: date-time

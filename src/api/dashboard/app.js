@@ -572,6 +572,7 @@ function circuit(c) {
   if (c.until) parts.push(`until ${when(c.until)}`);
   if (c.consecutive_failures) parts.push(`${c.consecutive_failures} outage(s) in a row`);
   if (c.held_until) parts.push(`held (Retry-After) until ${when(c.held_until)}`);
+  if (c.released_until) parts.push(`releasing one call per ${c.pace_ms} ms until ${when(c.released_until)}`);
   return h('span', { class: c.state === 'closed' ? 'muted' : 'error', 'data-circuit': c.state }, parts.join(', '));
 }
 function workerTable(fleet) {

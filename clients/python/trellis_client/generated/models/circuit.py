@@ -23,12 +23,19 @@ class Circuit:
         state (CircuitState):
         held_until (datetime.datetime | None | Unset): A `Retry-After` the tool answered holds every call until this
             time (null: none).
+        pace_ms (int | None | Unset): After a hold (or a probe that closed the circuit), the steps that waited go out
+            one per
+            this many ms, each in a release slot of its own (null: no release under way).
+        released_until (datetime.datetime | None | Unset): The end of the release slots given so far (null: no release
+            under way).
         until (datetime.datetime | None | Unset): When an open circuit lets its probe through (null unless open).
     """
 
     consecutive_failures: int
     state: CircuitState
     held_until: datetime.datetime | None | Unset = UNSET
+    pace_ms: int | None | Unset = UNSET
+    released_until: datetime.datetime | None | Unset = UNSET
     until: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -44,6 +51,20 @@ class Circuit:
             held_until = self.held_until.isoformat()
         else:
             held_until = self.held_until
+
+        pace_ms: int | None | Unset
+        if isinstance(self.pace_ms, Unset):
+            pace_ms = UNSET
+        else:
+            pace_ms = self.pace_ms
+
+        released_until: None | str | Unset
+        if isinstance(self.released_until, Unset):
+            released_until = UNSET
+        elif isinstance(self.released_until, datetime.datetime):
+            released_until = self.released_until.isoformat()
+        else:
+            released_until = self.released_until
 
         until: None | str | Unset
         if isinstance(self.until, Unset):
@@ -63,6 +84,10 @@ class Circuit:
         )
         if held_until is not UNSET:
             field_dict["held_until"] = held_until
+        if pace_ms is not UNSET:
+            field_dict["pace_ms"] = pace_ms
+        if released_until is not UNSET:
+            field_dict["released_until"] = released_until
         if until is not UNSET:
             field_dict["until"] = until
 
@@ -92,6 +117,32 @@ class Circuit:
 
         held_until = _parse_held_until(d.pop("held_until", UNSET))
 
+        def _parse_pace_ms(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        pace_ms = _parse_pace_ms(d.pop("pace_ms", UNSET))
+
+        def _parse_released_until(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                released_until_type_0 = datetime.datetime.fromisoformat(data)
+
+                return released_until_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        released_until = _parse_released_until(d.pop("released_until", UNSET))
+
         def _parse_until(data: object) -> datetime.datetime | None | Unset:
             if data is None:
                 return data
@@ -113,6 +164,8 @@ class Circuit:
             consecutive_failures=consecutive_failures,
             state=state,
             held_until=held_until,
+            pace_ms=pace_ms,
+            released_until=released_until,
             until=until,
         )
 
