@@ -188,7 +188,15 @@ pub enum Why {
     Open,
     /// Half open, and another step is the probe.
     Probing,
+    /// Released in its slot after a hold and refused with a 429 again: held anew (at most
+    /// [`MAX_FREE_REFUSALS`] times a step, then its 429 is charged as any).
+    Refused,
 }
+
+/// How many times a step released in its slot may be refused again without an attempt spent;
+/// the next refusal is charged as any failure (so a service that refuses every released call
+/// ends its steps by their attempts, not only by their wait limit).
+pub const MAX_FREE_REFUSALS: i64 = 3;
 
 impl Why {
     pub fn as_str(self) -> &'static str {
@@ -196,6 +204,7 @@ impl Why {
             Why::Held => "retry_after",
             Why::Open => "circuit_open",
             Why::Probing => "circuit_probe",
+            Why::Refused => "release_refused",
         }
     }
 }
@@ -392,7 +401,8 @@ pub enum AfterWait {
 /// from now): one that ends past the step's limit stops the step at once, since waiting could
 /// only end in the same stop (a daily quota used up, a `Retry-After` of hours).
 pub fn after_wait(tool: &str, why: Why, waited_ms: u64, limit_ms: u64, left_ms: u64) -> AfterWait {
-    if why == Why::Held && waited_ms.saturating_add(left_ms) > limit_ms {
+    let held = matches!(why, Why::Held | Why::Refused);
+    if held && waited_ms.saturating_add(left_ms) > limit_ms {
         return AfterWait::Stop {
             reason: format!(
                 "tool {tool:?} is held by the rate limit it answered for {:.1} s more, past this step's wait limit ({:.1} s, {:.1} s used): no call was made",
@@ -406,7 +416,7 @@ pub fn after_wait(tool: &str, why: Why, waited_ms: u64, limit_ms: u64, left_ms: 
         return AfterWait::Defer;
     }
     let what = match why {
-        Why::Held => "held by the rate limit it answered",
+        Why::Held | Why::Refused => "held by the rate limit it answered",
         Why::Open => "behind its open circuit",
         Why::Probing => "behind its circuit's probe",
     };
@@ -725,7 +735,7 @@ mod tests {
 
     #[test]
     fn a_step_waits_until_its_limit_then_stops() {
-        for why in [Why::Held, Why::Open, Why::Probing] {
+        for why in [Why::Held, Why::Open, Why::Probing, Why::Refused] {
             for (waited, limit) in [(0, 1), (999, 1_000), (0, 300_000)] {
                 assert_eq!(after_wait("t", why, waited, limit, 1), AfterWait::Defer);
             }

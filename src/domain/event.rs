@@ -199,7 +199,7 @@ pub struct StepDeferred {
     pub step_key: String,
     pub worker_id: Uuid,
     pub until: chrono::DateTime<chrono::Utc>,
-    /// `retry_after`, `circuit_open` or `circuit_probe`.
+    /// `retry_after`, `circuit_open`, `circuit_probe` or `release_refused`.
     pub reason: String,
     pub tool: String,
 }

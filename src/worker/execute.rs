@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::{Runtime, with_retries};
-use crate::domain::circuit::{AfterWait, Gate, Why};
+use crate::domain::circuit::{AfterWait, Gate, MAX_FREE_REFUSALS, Why};
 use crate::domain::params::{self, Scope};
 use crate::domain::plan::{self, Reference};
 use crate::domain::{ActionSpec, ToolFailure};
@@ -319,7 +319,7 @@ async fn gate(rt: &Runtime, step: &ClaimedStep, ctx: &mut StepContext) -> Result
                 continue;
             }
         };
-        if why != Why::Held
+        if !matches!(why, Why::Held | Why::Refused)
             && tool == step.tool
             && let Some(alt) = open_alternative(rt, step, ctx).await
         {
@@ -352,6 +352,15 @@ async fn refused_again(rt: &Runtime, step: &ClaimedStep, ran: &Ran) -> Result<()
     if f.http_status != Some(429) || ran.tool != step.tool {
         return Ok(());
     }
+    // a step refused every time it is released is charged after a few: bounded by attempts
+    match rt
+        .store
+        .refused_releases(step.task_id, &step.step_key)
+        .await
+    {
+        Ok(n) if n < MAX_FREE_REFUSALS => {}
+        _ => return Ok(()),
+    }
     let pace = (f.pace_ms > 0).then_some(u32::from(f.pace_ms));
     let hold = || Box::pin(rt.store.hold_tool_as(&ran.tool, u64::from(ms), pace, true));
     if let Err(e) = with_retries(hold).await {
@@ -360,10 +369,10 @@ async fn refused_again(rt: &Runtime, step: &ClaimedStep, ran: &Ran) -> Result<()
     }
     // not a probe (a hold, not an open circuit): no lease to give
     match rt.store.gate_tool(&ran.tool, 0, false, step.id).await {
-        Ok((Gate::Wait(until, why), _)) => Err(Hold::Defer(ToolWait {
+        Ok((Gate::Wait(until, _), _)) => Err(Hold::Defer(ToolWait {
             tool: ran.tool.clone(),
             until,
-            why,
+            why: Why::Refused,
         })),
         // the hold could not be read back: the failure is recorded as any other
         _ => Ok(()),

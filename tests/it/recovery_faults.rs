@@ -1064,3 +1064,56 @@ async fn a_release_refused_again_is_held_not_charged() {
     let recorded: usize = attempts.iter().map(Vec::len).sum();
     assert_eq!(calls, recorded + refused, "{attempts:?}");
 }
+
+/// A service that refuses every call (slowly), three tasks at once: the steps released in later slots
+/// are refused again without an attempt at most three times each, then charged as any, so the
+/// tasks end by their attempts (bounded), not only by their wait limit.
+#[tokio::test]
+async fn releases_refused_every_time_are_charged_after_three() {
+    let app = spawn_app().await;
+    let faults = FaultServer::start().await;
+    // slow to answer: the later slots' calls are on their way before the first refusal
+    faults.route("closed_shop", |_| {
+        Reply::status(429)
+            .header("retry-after", "1")
+            .after(Duration::from_millis(300))
+    });
+    register_tool(
+        &app,
+        "closed_shop",
+        &faults.endpoint("closed_shop"),
+        json!({}),
+    )
+    .await;
+    let w = app.worker(|_| {});
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        ids.push(app.submit(one_step("closed_shop", json!({"i": i}))).await);
+    }
+    let mut refused = 0;
+    for id in &ids {
+        let t = app.wait_done(*id, Duration::from_secs(120)).await;
+        assert_eq!(t["status"], "needs_intervention", "{t}");
+        let (_, v) = app.get(&format!("/api/v1/tasks/{id}/events")).await;
+        let events = v.as_array().expect("events");
+        let mut per_step: std::collections::HashMap<String, usize> = Default::default();
+        for e in events
+            .iter()
+            .filter(|e| e["kind"] == "step_deferred" && e["payload"]["reason"] == "release_refused")
+        {
+            *per_step
+                .entry(e["payload"]["step_key"].as_str().unwrap_or("").to_string())
+                .or_default() += 1;
+        }
+        assert!(per_step.values().all(|n| *n <= 3), "{per_step:?}");
+        refused += per_step.values().sum::<usize>();
+    }
+    w.stop().await;
+    assert!(refused > 0, "no released step met the refusal");
+    // every call is a recorded attempt or one of those refusals
+    let mut recorded = 0;
+    for id in &ids {
+        recorded += attempts(&app, *id).await.len();
+    }
+    assert_eq!(faults.calls("closed_shop").len(), recorded + refused);
+}

@@ -384,7 +384,9 @@ pub(super) async fn stop_waiting(
     reason: &str,
 ) -> Result<()> {
     let category = match wait.why {
-        crate::domain::circuit::Why::Held => crate::domain::failure::category::TOOL_ERROR,
+        crate::domain::circuit::Why::Held | crate::domain::circuit::Why::Refused => {
+            crate::domain::failure::category::TOOL_ERROR
+        }
         _ => crate::domain::failure::category::CIRCUIT_OPEN,
     };
     let failure = ToolFailure::new(category, reason, false);

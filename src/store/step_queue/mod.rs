@@ -279,6 +279,17 @@ pub(crate) async fn restart_wait_clocks(tx: &mut Tx, task_id: Uuid) -> Result<()
 }
 
 impl Store {
+    /// How many times the step `step_key` of `task_id` was released in its slot after a hold
+    /// and refused again without an attempt spent (its `step_deferred` events of reason
+    /// `release_refused`).
+    pub async fn refused_releases(&self, task_id: Uuid, step_key: &str) -> Result<i64> {
+        Ok(sqlx::query_scalar(sql!("step/refused_releases"))
+            .bind(task_id)
+            .bind(step_key)
+            .fetch_one(&self.pool)
+            .await?)
+    }
+
     /// Whether a claimed step has waited on `tool` as long as the tool allows (see
     /// [`Store::defer_step`]): such a step is not given a half-open circuit's probe.
     pub async fn wait_used_up(
