@@ -384,7 +384,7 @@ impl Default for LimitSettings {
         Self {
             max_steps_per_plan: 1000,
             max_cost: 0.0,
-            cost_warn_fraction: 0.8,
+            cost_warn_fraction: crate::domain::limits::DEFAULT_COST_WARN_FRACTION,
             max_child_depth: 8,
             max_descendants: 10_000,
             max_map_items: 10_000,

@@ -35,6 +35,10 @@ pub struct Limits {
     pub task_timeout_secs: i32,
 }
 
+/// `[limits] cost_warn_fraction` by default: a task is warned at this fraction of its
+/// `max_cost`.
+pub const DEFAULT_COST_WARN_FRACTION: f64 = 0.8;
+
 /// What a task's spending calls for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CostCheck {
@@ -56,8 +60,8 @@ pub fn check_cost(cost: f64, max_cost: Option<f64>, warned: bool, warn_fraction:
 }
 
 /// Whether a check's outcome sends the task its `cost_warning`: at the fraction, and at the
-/// limit when no check saw the fraction first (a completion can start the next step before its
-/// own check runs), so a stopped task is always warned, once.
+/// limit when no check saw the fraction first (one cost can cross both), so a stopped task is
+/// always warned, once.
 pub fn warns(check: CostCheck, warned: bool) -> bool {
     match check {
         CostCheck::Within => false,

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::lifecycle::fail_task;
 use super::steps::fence_running_steps;
-use super::{NewEvent, Result, Store, append_events, lock_task};
+use super::{NewEvent, Result, Store, Tx, append_events, lock_task};
 use crate::domain::ToolFailure;
 use crate::domain::decision::LlmCallRecord;
 use crate::domain::event::{self, Event, TaskError};
@@ -126,58 +126,67 @@ impl Store {
     /// that has ended is left as it is.
     pub async fn keep_cost_limit(&self, task_id: Uuid, warn_fraction: f64) -> Result<CostCheck> {
         in_tx!(self.pool, |tx| {
-            let task = lock_task(tx, task_id).await?;
-            if task.status.is_terminal() {
-                return Ok(CostCheck::Within);
-            }
-            let warned: bool =
-                sqlx::query_scalar("SELECT cost_warned_at IS NOT NULL FROM tasks WHERE id = $1")
-                    .bind(task_id)
-                    .fetch_one(&mut **tx)
-                    .await?;
-            let check = check_cost(task.cost, task.max_cost, warned, warn_fraction);
-            let max_cost = task.max_cost.unwrap_or_default();
             let mut events = Vec::new();
-            if warns(check, warned) {
-                sqlx::query(sql!("cost/warn"))
-                    .bind(task_id)
-                    .execute(&mut **tx)
-                    .await?;
-                events.push(NewEvent::new(
-                    task_id,
-                    Event::CostWarning(event::CostWarning {
-                        cost: task.cost,
-                        max_cost,
-                        fraction: warn_fraction,
-                    }),
-                ));
-            }
-            match check {
-                CostCheck::Within | CostCheck::Warn => {}
-                CostCheck::Stop => {
-                    let failure = ToolFailure::new(
-                        COST_LIMIT_EXCEEDED,
-                        "the task reached its max_cost while this attempt ran",
-                        false,
-                    );
-                    let step_error = serde_json::to_value(&failure).expect("a failure serializes");
-                    let fenced =
-                        fence_running_steps(tx, task_id, &step_error, COST_LIMIT_EXCEEDED).await?;
-                    let error = TaskError {
-                        code: Some(COST_LIMIT_EXCEEDED.into()),
-                        message: Some(format!(
-                            "the task's cost ({:.6}) reached its max_cost ({max_cost})",
-                            task.cost
-                        )),
-                        fenced_steps: Some(fenced),
-                        ..Default::default()
-                    };
-                    fail_task(tx, task_id, error, &mut events).await?;
-                    super::claim_queue::sync(tx, &[task_id]).await?;
-                }
-            }
+            let check = keep_cost_in(tx, task_id, warn_fraction, &mut events).await?;
             append_events(tx, &events).await?;
             Ok(check)
         })
     }
+}
+
+/// [`Store::keep_cost_limit`] inside a transaction, its events added to `events`: a
+/// completion that charged a tool's cost keeps the limit in its own commit, so no step is
+/// promoted past it.
+pub(crate) async fn keep_cost_in(
+    tx: &mut Tx,
+    task_id: Uuid,
+    warn_fraction: f64,
+    events: &mut Vec<NewEvent>,
+) -> Result<CostCheck> {
+    let task = lock_task(tx, task_id).await?;
+    if task.status.is_terminal() {
+        return Ok(CostCheck::Within);
+    }
+    let warned: bool =
+        sqlx::query_scalar("SELECT cost_warned_at IS NOT NULL FROM tasks WHERE id = $1")
+            .bind(task_id)
+            .fetch_one(&mut **tx)
+            .await?;
+    let check = check_cost(task.cost, task.max_cost, warned, warn_fraction);
+    let max_cost = task.max_cost.unwrap_or_default();
+    if warns(check, warned) {
+        sqlx::query(sql!("cost/warn"))
+            .bind(task_id)
+            .execute(&mut **tx)
+            .await?;
+        events.push(NewEvent::new(
+            task_id,
+            Event::CostWarning(event::CostWarning {
+                cost: task.cost,
+                max_cost,
+                fraction: warn_fraction,
+            }),
+        ));
+    }
+    if check == CostCheck::Stop {
+        let failure = ToolFailure::new(
+            COST_LIMIT_EXCEEDED,
+            "the task reached its max_cost while this attempt ran",
+            false,
+        );
+        let step_error = serde_json::to_value(&failure).expect("a failure serializes");
+        let fenced = fence_running_steps(tx, task_id, &step_error, COST_LIMIT_EXCEEDED).await?;
+        let error = TaskError {
+            code: Some(COST_LIMIT_EXCEEDED.into()),
+            message: Some(format!(
+                "the task's cost ({:.6}) reached its max_cost ({max_cost})",
+                task.cost
+            )),
+            fenced_steps: Some(fenced),
+            ..Default::default()
+        };
+        fail_task(tx, task_id, error, events).await?;
+        super::claim_queue::sync(tx, &[task_id]).await?;
+    }
+    Ok(check)
 }

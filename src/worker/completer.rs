@@ -38,6 +38,8 @@ pub(super) struct CompleterConfig {
     /// `[orchestrator] max_concurrent_tasks` (0: no cap).
     pub max_running_tasks: i64,
     pub inline: Option<InlineEvaluation>,
+    /// `[limits] cost_warn_fraction`.
+    pub cost_warn_fraction: f64,
     pub in_flight: InFlight,
     /// Claimed steps go to the claim loop, which runs them.
     pub handoff: mpsc::UnboundedSender<Handoff>,
@@ -115,6 +117,7 @@ async fn cycle(store: &Store, cfg: &CompleterConfig, batch: Vec<Item>) {
         lease_secs: cfg.lease_secs,
         inline: cfg.inline,
         claim,
+        cost_warn_fraction: cfg.cost_warn_fraction,
     };
     match store.complete_and_claim(&c).await {
         Ok(CycleDone { completed, claimed }) => {
@@ -150,7 +153,17 @@ async fn cycle(store: &Store, cfg: &CompleterConfig, batch: Vec<Item>) {
             // the batch rolled back: record each step on its own (with retries), claim nothing
             tracing::warn!(error = %e, size = items.len(), "batched completion failed; completing one by one");
             for ((s, reply), p) in items.into_iter().zip(replies).zip(permits) {
-                let r = with_retries(|| store.complete_step(&s, cfg.lease_secs)).await;
+                let one = Cycle {
+                    items: std::slice::from_ref(&s),
+                    lease_secs: cfg.lease_secs,
+                    inline: cfg.inline,
+                    claim: None,
+                    cost_warn_fraction: cfg.cost_warn_fraction,
+                };
+                let r = with_retries(|| store.complete_and_claim(&one))
+                    .await
+                    .map(|mut done| done.completed.pop().expect("one result per item"))
+                    .and_then(|r| r);
                 let _ = reply.send((r, p));
             }
         }

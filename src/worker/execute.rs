@@ -87,7 +87,6 @@ pub(super) async fn execute(
     let outcome = match ran.result {
         Ok(out) => {
             hold_tool(rt, &ran.tool, out.hold_ms, out.pace_ms).await;
-            let paid = out.cost.is_some_and(|c| c > 0.0);
             let s = StepSuccess {
                 fence,
                 worker_id: cfg.id,
@@ -98,11 +97,9 @@ pub(super) async fn execute(
                 cost: out.cost,
                 idempotency_key: ran.call_key,
             };
+            // the completion keeps the task's max_cost in its own commit
             let (r, back) = rt.completer.complete(s, permit.take()).await;
             permit = back;
-            if paid && r.is_ok() {
-                super::decisions::keep_cost_limit(store, cfg, step.task_id).await;
-            }
             r.map(|d| ("succeeded", d))
         }
         Err(failure) => {

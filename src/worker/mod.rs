@@ -257,6 +257,7 @@ pub async fn run(
                     evaluate,
                     policy: cfg.policy,
                 }),
+            cost_warn_fraction: cfg.cost_warn_fraction,
             in_flight: in_flight.clone(),
             handoff,
             shutdown: shutdown.clone(),

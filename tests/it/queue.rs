@@ -437,6 +437,7 @@ async fn one_batch_evaluates_its_finished_tasks_each_to_its_own_outcome() {
                 policy: POLICY,
             }),
             claim: None,
+            cost_warn_fraction: 0.8,
         })
         .await
         .unwrap();

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::super::apply::{Evaluated, Stage, apply_evaluations};
+use super::super::cost::keep_cost_in;
 use super::super::decision_queue::{ClaimedDecision, Lease};
 use super::super::lifecycle::start_evaluation;
 use super::super::steps::promote_and_count;
@@ -17,6 +18,7 @@ use super::claim::{Claim, ClaimedStep, claim_in};
 use super::{FailurePolicy, StepSuccess};
 use crate::domain::decision::{DecisionContext, DecisionInput};
 use crate::domain::event::{self, Event};
+use crate::domain::limits::{CostCheck, DEFAULT_COST_WARN_FRACTION};
 use crate::domain::records::{AttemptRow, StepRow, TaskRow};
 use crate::domain::recovery::Evaluation;
 use crate::domain::status::TaskStatus;
@@ -51,6 +53,7 @@ impl Store {
             lease_secs,
             inline: None,
             claim: None,
+            cost_warn_fraction: DEFAULT_COST_WARN_FRACTION,
         };
         Ok(self.complete_and_claim(&cycle).await?.completed)
     }
@@ -78,6 +81,9 @@ pub struct Cycle<'a> {
     /// Claim up to `limit` ready steps after the completions, less one per evaluation or
     /// reflection the batch started (those keep their worker's permit).
     pub claim: Option<Claim>,
+    /// `[limits] cost_warn_fraction`: a task whose tool reported a cost is warned past this
+    /// fraction of its `max_cost`, and stopped at it, in this transaction.
+    pub cost_warn_fraction: f64,
 }
 
 /// What a cycle did: one result per item, and the steps it claimed.
@@ -176,6 +182,7 @@ async fn complete_batch(tx: &mut Tx, c: &Cycle<'_>) -> Result<(Vec<Completed>, b
             )
         })
         .collect();
+    let task_state = keep_cost_limits(tx, c, &done_items, task_state, &mut events).await?;
     let (decisions, any_ready) =
         advance_tasks(tx, c, &done_items, &task_state, &mut events).await?;
     append_events(tx, &events).await?;
@@ -195,6 +202,33 @@ async fn lock_batch_tasks(tx: &mut Tx, items: &[StepSuccess]) -> Result<TaskStat
         .into_iter()
         .map(|(id, st, v, f)| (id, (st, v, f)))
         .collect())
+}
+
+/// Keep the `max_cost` of every task a tool's reported cost was charged to, before anything
+/// is promoted: a task stopped at its limit promotes nothing more (its state now says so).
+/// Tasks nothing was charged to cost no statement.
+async fn keep_cost_limits(
+    tx: &mut Tx,
+    c: &Cycle<'_>,
+    done: &DoneItems<'_>,
+    mut task_state: TaskState,
+    events: &mut Vec<NewEvent>,
+) -> Result<TaskState> {
+    let mut paid: Vec<Uuid> = done
+        .iter()
+        .filter(|(s, _)| s.cost.is_some_and(|c| c > 0.0))
+        .map(|(_, d)| d.task_id)
+        .collect();
+    paid.sort();
+    paid.dedup();
+    for task_id in paid {
+        if keep_cost_in(tx, task_id, c.cost_warn_fraction, events).await? == CostCheck::Stop
+            && let Some(state) = task_state.get_mut(&task_id)
+        {
+            state.0 = TaskStatus::Failed;
+        }
+    }
+    Ok(task_state)
 }
 
 /// Output params to merge into each task's runtime metadata.
