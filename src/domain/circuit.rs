@@ -122,6 +122,9 @@ pub struct Circuit {
     pub pace_ms: i32,
     /// The next release slot not yet given to a step (none: `held_until`'s).
     pub next_slot: Option<DateTime<Utc>>,
+    /// While a release goes on: when its last call was let through. No two go closer than
+    /// `pace_ms`, however late their claims come (a slot is a time; this makes it a token).
+    pub last_release: Option<DateTime<Utc>>,
 }
 
 /// A hold a service asked for: no call for `ms`, then one per `pace_ms`.
@@ -335,21 +338,29 @@ impl Circuit {
                 }
                 return (Gate::Wait(h, Why::Held), c);
             }
-            if let Some(w) = woke_at.filter(|w| c.is_slot(*w, now)) {
+            // a call of this release went out less than half a pace ago (claims that came late
+            // under load call late, several at once): this one takes the next free slot a
+            // whole pace after it (a slot is a time; the last call makes it a token)
+            let too_close = c.last_release.filter(|l| now < *l + pace / 2);
+            if let Some(w) = woke_at.filter(|w| too_close.is_none() && c.is_slot(*w, now)) {
                 // its slot: the first one's call is the service's first after the hold (its
                 // 429 is the service's own); a later one's 429 is the release coming too soon
                 paced = w > h;
-            } else if c.pace_ms > 0 && slot + pace > now {
+                c.last_release = Some(now);
+            } else if c.pace_ms > 0 && (slot + pace > now || too_close.is_some()) {
                 // the release goes on: the next free slot, now or later
+                let slot = too_close.map_or(slot, |l| slot.max(c.grid_at_or_after(l + pace)));
                 c.next_slot = Some(slot + pace);
                 if slot > now {
                     return (Gate::Wait(slot, Why::Held), c);
                 }
+                c.last_release = Some(now);
             } else {
                 // passed, and no one waited for a whole pace: over
                 c.held_until = None;
                 c.pace_ms = 0;
                 c.next_slot = None;
+                c.last_release = None;
             }
         }
         match c.state(now) {
@@ -368,6 +379,17 @@ impl Circuit {
                 }
             },
         }
+    }
+
+    /// The first release slot (the hold's end plus whole paces) at or after `t`.
+    fn grid_at_or_after(&self, t: DateTime<Utc>) -> DateTime<Utc> {
+        let (Some(h), pace_us) = (self.held_until, i64::from(self.pace_ms.max(1)) * 1000) else {
+            return t;
+        };
+        // within a day's hold and a minute's pace: no overflow
+        let from_end = (t - h).num_microseconds().unwrap_or(0).max(0);
+        let k = (from_end as u64).div_ceil(pace_us as u64) as i64;
+        h + Duration::microseconds(k.saturating_mul(pace_us))
     }
 
     /// Is `woke_at` a release slot this hold gave out (the hold's end plus whole paces, up to
@@ -619,8 +641,9 @@ mod tests {
         let mut c = Circuit::default().after_failure(B, false, 1, Some(hold), at(0));
         // it did not wait for a slot: its call is charged as any
         assert_eq!(ask(&mut c, 1_020, None), Gate::Call);
-        assert_eq!(ask(&mut c, 1_030, None), Gate::Wait(at(1_100), Why::Held));
-        assert_eq!(ask(&mut c, 1_100, Some(1_100)), Gate::Paced);
+        // the next a whole pace after that call, on the slots
+        assert_eq!(ask(&mut c, 1_030, None), Gate::Wait(at(1_200), Why::Held));
+        assert_eq!(ask(&mut c, 1_200, Some(1_200)), Gate::Paced);
         // unpaced (a service that asked for nothing but a wait, at pace 0): all at the end
         let mut burst = Circuit::default().hold(1_000, 0, at(0));
         for i in 0..3 {
@@ -628,6 +651,44 @@ mod tests {
         }
         assert_eq!(ask(&mut burst, 1_000, None), Gate::Call);
         assert!(!burst.gated());
+    }
+
+    #[test]
+    fn slot_holders_claimed_late_together_still_go_one_per_pace() {
+        let mut c = Circuit::default().hold(1_000, 100, at(0));
+        for i in 0..4 {
+            ask(&mut c, i, None);
+        }
+        // a busy fleet claims the first three only at 1 250, all at once: the first calls,
+        // the others take the next free slots, a whole pace after it and after each other
+        assert_eq!(ask(&mut c, 1_250, Some(1_000)), Gate::Call);
+        assert_eq!(
+            ask(&mut c, 1_250, Some(1_100)),
+            Gate::Wait(at(1_400), Why::Held)
+        );
+        assert_eq!(
+            ask(&mut c, 1_251, Some(1_200)),
+            Gate::Wait(at(1_500), Why::Held)
+        );
+        // the fourth, on time in its own slot, is a whole pace after the first: it calls;
+        // then the others in their new slots (half a pace apart is close enough: a claim's
+        // own delay is no bunch)
+        assert_eq!(ask(&mut c, 1_350, Some(1_300)), Gate::Paced);
+        assert_eq!(ask(&mut c, 1_400, Some(1_400)), Gate::Paced);
+        assert_eq!(ask(&mut c, 1_500, Some(1_500)), Gate::Paced);
+        // a step on time a whole pace after the last call is never held back
+        let mut on_time = Circuit::default().hold(1_000, 100, at(0));
+        for i in 0..3 {
+            ask(&mut on_time, i, None);
+        }
+        let gates: Vec<Gate> = [1_000, 1_100, 1_200]
+            .map(|t| ask(&mut on_time, t, Some(t)))
+            .to_vec();
+        assert_eq!(gates, vec![Gate::Call, Gate::Paced, Gate::Paced]);
+        assert_eq!(on_time.last_release, Some(at(1_200)));
+        // over once no one came for a whole pace: the token goes with it
+        assert_eq!(ask(&mut on_time, 1_400, None), Gate::Call);
+        assert_eq!((on_time.held_until, on_time.last_release), (None, None));
     }
 
     #[test]
@@ -691,13 +752,14 @@ mod tests {
         assert!(c.gated());
         // the steps that waited on the probe come back together: one per pace
         assert_eq!(ask(&mut c, 10_150, Some(10_050)), Gate::Call);
-        assert_eq!(
-            ask(&mut c, 10_150, Some(10_050)),
-            Gate::Wait(at(10_200), Why::Held)
-        );
+        // (the first called 50 ms after its slot: the next slot a whole pace after it)
         assert_eq!(
             ask(&mut c, 10_150, Some(10_050)),
             Gate::Wait(at(10_300), Why::Held)
+        );
+        assert_eq!(
+            ask(&mut c, 10_150, Some(10_050)),
+            Gate::Wait(at(10_400), Why::Held)
         );
         // a success of a closed circuit starts no release; nor does pace 0
         let closed = Circuit::default().after_success(100, at(0));

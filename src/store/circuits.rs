@@ -88,6 +88,7 @@ struct Row {
     held_until: Time,
     pace_ms: i32,
     next_slot: Time,
+    last_release: Time,
     now: DateTime<Utc>,
 }
 
@@ -100,6 +101,7 @@ impl Row {
             held_until: self.held_until,
             pace_ms: self.pace_ms,
             next_slot: self.next_slot,
+            last_release: self.last_release,
         };
         (c, self.now)
     }
@@ -108,7 +110,7 @@ impl Row {
 macro_rules! read_circuit {
     () => {
         "SELECT consecutive_failures, open_until, probe_until, held_until, pace_ms, next_slot,
-                now() AS now
+                last_release, now() AS now
          FROM tool_circuits WHERE tool_id = $1"
     };
 }
@@ -133,6 +135,7 @@ async fn write(tx: &mut Tx, tool: &str, c: &Circuit) -> Result<()> {
         .bind(c.held_until)
         .bind(c.pace_ms)
         .bind(c.next_slot)
+        .bind(c.last_release)
         .execute(&mut **tx)
         .await?;
     Ok(())
@@ -282,7 +285,7 @@ impl Store {
         }
         let rows: Vec<Named> = sqlx::query_as(
             "SELECT tool_id, consecutive_failures, open_until, probe_until, held_until, pace_ms,
-                    next_slot, now() AS now
+                    next_slot, last_release, now() AS now
              FROM tool_circuits ORDER BY tool_id",
         )
         .fetch_all(&self.pool)
