@@ -176,6 +176,11 @@ pub enum Gate {
     Wait(DateTime<Utc>, Why),
 }
 
+/// How much sooner than a whole pace after the release's last call a released step may still
+/// call (at most a tenth of the pace): the jitter of a claim's own latency, which would
+/// otherwise send every other step of a release to the back of the line.
+pub const RELEASE_JITTER_MS: i64 = 5;
+
 /// The longest a tool is held for a `Retry-After` or a rate limit's reset: a day (a daily
 /// quota). A hold is the time the service announced, not the workers' cap on a step's own
 /// retry delay: a step whose wait limit ends before the hold does stops at once
@@ -338,10 +343,14 @@ impl Circuit {
                 }
                 return (Gate::Wait(h, Why::Held), c);
             }
-            // a call of this release went out less than half a pace ago (claims that came late
-            // under load call late, several at once): this one takes the next free slot a
-            // whole pace after it (a slot is a time; the last call makes it a token)
-            let too_close = c.last_release.filter(|l| now < *l + pace / 2);
+            // a call of this release went out less than a pace ago (a claim that came late
+            // under load calls late, and the next on time would follow it too soon; several
+            // late ones would go together): this one takes the next free slot a whole pace
+            // after it. A slot is a time; the last call makes it a token too, so any q + 1
+            // calls in a row span q paces (less a claim's jitter, `RELEASE_JITTER_MS`), which
+            // the announced pace's margin covers
+            let jitter = Duration::milliseconds(RELEASE_JITTER_MS.min(i64::from(c.pace_ms) / 10));
+            let too_close = c.last_release.filter(|l| now + jitter < *l + pace);
             if let Some(w) = woke_at.filter(|w| too_close.is_none() && c.is_slot(*w, now)) {
                 // its slot: the first one's call is the service's first after the hold (its
                 // 429 is the service's own); a later one's 429 is the release coming too soon
@@ -670,19 +679,25 @@ mod tests {
             ask(&mut c, 1_251, Some(1_200)),
             Gate::Wait(at(1_500), Why::Held)
         );
-        // the fourth, on time in its own slot, is a whole pace after the first: it calls;
-        // then the others in their new slots (half a pace apart is close enough: a claim's
-        // own delay is no bunch)
+        // the fourth, late in its own slot, is a whole pace after the first: it calls; the
+        // next on time would follow it too soon, so it takes the next free slot; a claim's
+        // own few milliseconds are no bunch
         assert_eq!(ask(&mut c, 1_350, Some(1_300)), Gate::Paced);
-        assert_eq!(ask(&mut c, 1_400, Some(1_400)), Gate::Paced);
+        assert_eq!(
+            ask(&mut c, 1_400, Some(1_400)),
+            Gate::Wait(at(1_600), Why::Held)
+        );
         assert_eq!(ask(&mut c, 1_500, Some(1_500)), Gate::Paced);
+        assert_eq!(ask(&mut c, 1_600, Some(1_600)), Gate::Paced);
         // a step on time a whole pace after the last call is never held back
         let mut on_time = Circuit::default().hold(1_000, 100, at(0));
         for i in 0..3 {
             ask(&mut on_time, i, None);
         }
-        let gates: Vec<Gate> = [1_000, 1_100, 1_200]
-            .map(|t| ask(&mut on_time, t, Some(t)))
+        // (the second 4 ms late: the third, on time, follows it by 96 ms, within a claim's
+        // jitter)
+        let gates: Vec<Gate> = [(1_000, 1_000), (1_104, 1_100), (1_200, 1_200)]
+            .map(|(now, slot)| ask(&mut on_time, now, Some(slot)))
             .to_vec();
         assert_eq!(gates, vec![Gate::Call, Gate::Paced, Gate::Paced]);
         assert_eq!(on_time.last_release, Some(at(1_200)));
