@@ -139,6 +139,8 @@ fn random_task(rng: &mut Rng) -> trellis::store::submit::NewTask {
                                      "on_item_failure": on_failure});
                 step["parameters"] = json!({"x": "${item}"});
             }
+            // an HTTP tool (never called here): its circuit holds and releases its steps
+            2 => step["tool"] = json!(REMOTE),
             1 => {
                 let grandchild = rng.below(3) == 0;
                 step["tool"] = json!("task");
@@ -192,6 +194,10 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
         .unwrap_or(0x5eed_1234_abcd_0001);
     let db = fresh_db().await;
     let store = &db.store;
+    store
+        .create_tool(&common::http_tool(REMOTE, "http://127.0.0.1:9/".into()))
+        .await
+        .unwrap();
     let cfg = WorkerConfig::from_settings(&common::test_settings());
     // one failure in two is recovered by replanning the whole task
     let replanning = WorkerConfig {
@@ -205,6 +211,8 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
     let mut counts = [0usize; 17];
     // what the fan-out, cost and bulk operations did
     let (mut expanded, mut children, mut cost_stops, mut bulk_batches) = (0, 0, 0, 0);
+    // steps of the HTTP tool its circuit let through or gave a release slot
+    let mut released = (0, 0);
     let mut joined_at_once = 0;
     // the keys parked steps wait on, and how many events woke one
     let (mut keys, mut woken): (Vec<String>, usize) = (Vec::new(), 0);
@@ -374,9 +382,19 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
                 }
                 5 => {
                     let s = take_one(&mut held[w], &mut rng);
+                    // a step of the HTTP tool asks its circuit, as a worker does: now and then
+                    // the tool is held first (a 429's Retry-After), and the step waits for the
+                    // release slot the gate gives it
+                    let until = if s.tool == REMOTE {
+                        held_slot(store, &s, &mut rng, &mut released).await
+                    } else {
+                        None
+                    };
                     let wait = ToolWait {
                         tool: s.tool.clone(),
-                        until: chrono::Utc::now() + chrono::Duration::milliseconds(50),
+                        until: until.unwrap_or_else(|| {
+                            chrono::Utc::now() + chrono::Duration::milliseconds(50)
+                        }),
                         why: trellis::domain::circuit::Why::Held,
                     };
                     let policy = if rng.below(3) == 0 {
@@ -566,6 +584,12 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
         "maps expanded {expanded} ({joined_at_once} joined at once), children started {children}, \
          cost stops {cost_stops}, bulk batches {bulk_batches}"
     );
+    assert!(
+        released.0 > 0 && released.1 > 0,
+        "the HTTP tool's circuit let {} through and gave {} slots",
+        released.0,
+        released.1
+    );
     let sites = sync_call_sites();
     assert!(!sites.is_empty(), "no call site found in the source");
     let missed: Vec<_> = sites
@@ -581,8 +605,10 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
     assert!(woken > 0, "no event woke a waiting step");
     assert!(expired > 0, "no deadline passed");
     eprintln!(
-        "invariants: {ops} operations {counts:?}, {} tasks, {succeeded} succeeded, {woken} events woke a step, {expired} deadlines passed, {expanded} maps expanded ({joined_at_once} joined at once), {children} children, {cost_stops} cost stops, {bulk_batches} bulk batches",
-        tasks.len()
+        "invariants: {ops} operations {counts:?}, {} tasks, {succeeded} succeeded, {woken} events woke a step, {expired} deadlines passed, {expanded} maps expanded ({joined_at_once} joined at once), {children} children, {cost_stops} cost stops, {bulk_batches} bulk batches, the HTTP tool's circuit let {} through and gave {} slots",
+        tasks.len(),
+        released.0,
+        released.1
     );
 }
 
@@ -758,4 +784,32 @@ async fn stopped_at_cost(store: &trellis::store::Store, task_id: Uuid) -> bool {
     .fetch_one(store.pool())
     .await
     .unwrap()
+}
+
+/// The HTTP tool some steps call (never called here: no worker runs).
+const REMOTE: &str = "remote";
+
+/// A step of the HTTP tool at its circuit's gate, as a worker asks it before a call: one time
+/// in three the tool is held first for 40 ms (paced at 10 ms). Returns the release slot the
+/// gate gave it, if it must wait; `released` counts (let through, given a slot).
+async fn held_slot(
+    store: &trellis::store::Store,
+    s: &ClaimedStep,
+    rng: &mut Rng,
+    released: &mut (usize, usize),
+) -> Option<chrono::DateTime<chrono::Utc>> {
+    use trellis::domain::circuit::Gate;
+    if rng.below(3) == 0 {
+        store.hold_tool(REMOTE, 40, Some(10)).await.unwrap();
+    }
+    match store.gate_tool(REMOTE, 500, true, s.id).await.unwrap() {
+        (Gate::Wait(until, _), _) => {
+            released.1 += 1;
+            Some(until)
+        }
+        _ => {
+            released.0 += 1;
+            None
+        }
+    }
 }
