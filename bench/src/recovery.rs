@@ -819,6 +819,10 @@ async fn figures(
     for (c, f) in cases.iter().zip(out.iter_mut()) {
         if let Some(w) = &c.crowd {
             f.extra_calls = (f.extra_calls - w.first_wave() as i64).max(0);
+            // `BENCH_RECOVERY_TRACE=1`: where a crowd's extra calls came (ms since its first)
+            if f.extra_calls > 0 && std::env::var("BENCH_RECOVERY_TRACE").is_ok_and(|v| v == "1") {
+                eprintln!("trace {} ×{at_once}: {}", c.name, w.trace());
+            }
         }
     }
     out.retain(|f| f.tasks > 0);

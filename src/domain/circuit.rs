@@ -281,6 +281,7 @@ impl Circuit {
             if c.held_until != Some(held) || c.next_slot.is_none() {
                 c.held_until = Some(held);
                 c.next_slot = None;
+                c.last_release = None;
                 c.pace_ms = c.pace_ms.max(pace_ms.min(MAX_PACE_MS) as i32);
             }
         }
@@ -309,6 +310,7 @@ impl Circuit {
         if self.open_until.is_some() && c.held_until.is_none_or(|h| h < now) && pace_ms > 0 {
             c.held_until = Some(now);
             c.next_slot = None;
+            c.last_release = None;
             c.pace_ms = pace_ms.min(MAX_PACE_MS) as i32;
         }
         c
@@ -356,8 +358,11 @@ impl Circuit {
                 // 429 is the service's own); a later one's 429 is the release coming too soon
                 paced = w > h;
                 c.last_release = Some(now);
-            } else if c.pace_ms > 0 && (slot + pace > now || too_close.is_some()) {
-                // the release goes on: the next free slot, now or later
+            } else if c.pace_ms > 0
+                && (slot + pace > now || too_close.is_some() || c.last_release.is_none())
+            {
+                // the release goes on (or starts: the steps that met the hold may all come
+                // late together, their claims slowed): the next free slot, now or later
                 let slot = too_close.map_or(slot, |l| slot.max(c.grid_at_or_after(l + pace)));
                 c.next_slot = Some(slot + pace);
                 if slot > now {
@@ -365,7 +370,7 @@ impl Circuit {
                 }
                 c.last_release = Some(now);
             } else {
-                // passed, and no one waited for a whole pace: over
+                // passed, and no call for a whole pace after the release's last: over
                 c.held_until = None;
                 c.pace_ms = 0;
                 c.next_slot = None;
@@ -704,6 +709,34 @@ mod tests {
         // over once no one came for a whole pace: the token goes with it
         assert_eq!(ask(&mut on_time, 1_400, None), Gate::Call);
         assert_eq!((on_time.held_until, on_time.last_release), (None, None));
+    }
+
+    #[test]
+    fn the_steps_that_met_the_hold_coming_late_together_go_one_per_pace() {
+        // the first wave's 429s were charged and their retries come back on their own
+        // times (not release slots), all late together under load
+        let hold = Hold {
+            ms: 1_000,
+            pace_ms: 100,
+        };
+        let mut c = Circuit::default();
+        for t in [0, 2, 3] {
+            c = c.after_failure(B, false, 1, Some(hold), at(t));
+        }
+        assert_eq!(ask(&mut c, 3_400, Some(1_000)), Gate::Call);
+        assert_eq!(
+            ask(&mut c, 3_401, Some(1_002)),
+            Gate::Wait(at(3_503), Why::Held)
+        );
+        assert_eq!(
+            ask(&mut c, 3_402, Some(1_003)),
+            Gate::Wait(at(3_603), Why::Held)
+        );
+        assert_eq!(ask(&mut c, 3_503, Some(3_503)), Gate::Paced);
+        // a new hold starts a new release: its first call is not held back by the old one's
+        c = c.hold(1_000, 100, at(3_510));
+        assert_eq!(c.last_release, None);
+        assert_eq!(ask(&mut c, 4_800, Some(4_510)), Gate::Call);
     }
 
     #[test]

@@ -399,6 +399,8 @@ struct CrowdState {
     first_wave: usize,
     early: usize,
     refused_after: usize,
+    /// Every call after the first: ms since it, and what it got ([`Crowded::trace`]).
+    trace: Vec<(u128, char)>,
 }
 
 impl Crowded {
@@ -427,6 +429,18 @@ impl Crowded {
         self.state.lock().expect("crowd").first_wave
     }
 
+    /// Every call, as ms since the first and what it got: `a` answered, `w` refused in the
+    /// first wave, `e` early (before a reset announced), `r` refused after the resets (the
+    /// release came faster than it takes). For reading where a release's extra calls came.
+    pub fn trace(&self) -> String {
+        let st = self.state.lock().expect("crowd");
+        st.trace
+            .iter()
+            .map(|(ms, what)| format!("{ms}{what}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     pub fn answer(&self, s: &Seen) -> Reply {
         let now = Instant::now();
         let mut st = self.state.lock().expect("crowd");
@@ -444,18 +458,27 @@ impl Crowded {
             }
             if st.answered.len() < self.quota {
                 st.answered.push_back(now);
+                st.trace.push((now.duration_since(first).as_millis(), 'a'));
                 return Reply::echo(s);
             }
             let oldest = *st.answered.front().expect("full");
             self.window.saturating_sub(now.duration_since(oldest))
         };
-        match st.announced {
-            _ if now.duration_since(first) <= RateWindow::GRACE => st.first_wave += 1,
-            Some((at, until)) if now < until && now.duration_since(at) > RateWindow::GRACE => {
-                st.early += 1
+        let what = match st.announced {
+            _ if now.duration_since(first) <= RateWindow::GRACE => {
+                st.first_wave += 1;
+                'w'
             }
-            _ => st.refused_after += usize::from(now >= held_until),
-        }
+            Some((at, until)) if now < until && now.duration_since(at) > RateWindow::GRACE => {
+                st.early += 1;
+                'e'
+            }
+            _ => {
+                st.refused_after += usize::from(now >= held_until);
+                'r'
+            }
+        };
+        st.trace.push((now.duration_since(first).as_millis(), what));
         let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
         let until = now + Duration::from_secs(secs);
         st.announced = Some(match st.announced {

@@ -39,6 +39,8 @@ WITH i AS (
                           THEN now() ELSE c.held_until END,
         next_slot = CASE WHEN c.open_until IS NOT NULL AND (c.held_until IS NULL OR c.held_until < now())
                          THEN NULL ELSE c.next_slot END,
+        last_release = CASE WHEN c.open_until IS NOT NULL AND (c.held_until IS NULL OR c.held_until < now())
+                            THEN NULL ELSE c.last_release END,
         pace_ms = CASE WHEN c.open_until IS NOT NULL AND (c.held_until IS NULL OR c.held_until < now())
                        THEN 50 ELSE c.pace_ms END
     WHERE c.tool_id IN (SELECT DISTINCT i.tool FROM i)
