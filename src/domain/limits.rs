@@ -39,6 +39,12 @@ pub struct Limits {
 /// `max_cost`.
 pub const DEFAULT_COST_WARN_FRACTION: f64 = 0.8;
 
+/// How many windows of a map's items may be live at once when its items waiting out a
+/// backoff lend their places (a map whose window is its task's `max_concurrent_steps`): the
+/// claim still runs at most a window of them at once, and a claim queue sync reads at most
+/// this many windows of ready items.
+pub const MAP_LEND_WINDOWS: i32 = 8;
+
 /// What a task's spending calls for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CostCheck {

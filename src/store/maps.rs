@@ -20,6 +20,7 @@ use super::{
     NewEvent, Result, Store, StoreError, Tx, append_events, claim_queue, lock_task, notify_ready,
 };
 use crate::domain::event::{self, Event};
+use crate::domain::limits::MAP_LEND_WINDOWS;
 use crate::domain::transitions::StepMove;
 
 impl Store {
@@ -135,6 +136,21 @@ pub(crate) async fn items_ended(
         join(tx, &complete, events).await?;
     }
     Ok(out)
+}
+
+/// A map's item (`step_id`) went to wait out its backoff: it lends its place in the window,
+/// so the map's next item is released now when the window is its task's own cap (the claim
+/// keeps the items running at once within it) and fewer than a window of the items are live
+/// and not waiting (`map/lend`, at most [`MAP_LEND_WINDOWS`] windows live in all). The caller
+/// holds the task's row lock and syncs its claim queue afterwards. Returns whether an item
+/// was released.
+pub(crate) async fn lend(tx: &mut Tx, step_id: Uuid) -> Result<bool> {
+    let released: Option<i32> = sqlx::query_scalar(sql!("map/lend"))
+        .bind(step_id)
+        .bind(MAP_LEND_WINDOWS)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(released.is_some())
 }
 
 /// Join these map steps (their items have all ended): `waiting → succeeded` with the items'

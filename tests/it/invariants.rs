@@ -135,7 +135,7 @@ fn random_task(rng: &mut Rng) -> trellis::store::submit::NewTask {
         match rng.below(6) {
             0 => {
                 let on_failure = ["continue", "fail"][rng.below(2)];
-                step["map"] = json!({"over": "${context.xs}", "max_parallel": 1 + rng.below(2),
+                step["map"] = json!({"over": "${context.xs}", "max_parallel": ([1, 2, 4][rng.below(3)]),
                                      "on_item_failure": on_failure});
                 step["parameters"] = json!({"x": "${item}"});
             }
@@ -590,6 +590,12 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
         released.0,
         released.1
     );
+    // items waiting out a backoff lent their places (`map/lend`)
+    let lent: i64 = sqlx::query_scalar("SELECT coalesce(sum(lent), 0)::bigint FROM step_maps")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert!(lent > 0, "no map item lent its place");
     let sites = sync_call_sites();
     assert!(!sites.is_empty(), "no call site found in the source");
     let missed: Vec<_> = sites
@@ -605,7 +611,7 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
     assert!(woken > 0, "no event woke a waiting step");
     assert!(expired > 0, "no deadline passed");
     eprintln!(
-        "invariants: {ops} operations {counts:?}, {} tasks, {succeeded} succeeded, {woken} events woke a step, {expired} deadlines passed, {expanded} maps expanded ({joined_at_once} joined at once), {children} children, {cost_stops} cost stops, {bulk_batches} bulk batches, the HTTP tool's circuit let {} through and gave {} slots",
+        "invariants: {ops} operations {counts:?}, {} tasks, {succeeded} succeeded, {woken} events woke a step, {expired} deadlines passed, {expanded} maps expanded ({joined_at_once} joined at once), {children} children, {cost_stops} cost stops, {bulk_batches} bulk batches, {lent} places lent, the HTTP tool's circuit let {} through and gave {} slots",
         tasks.len(),
         released.0,
         released.1

@@ -539,3 +539,94 @@ async fn each_item_is_repaired_on_its_own_budget() {
     let replans = done["counters"]["task_replan_count"].clone();
     assert_eq!(replans, 0, "no item needed the task's reflection: {steps}");
 }
+
+/// When each of item `i`'s attempts started (RFC 3339 text, in order).
+fn starts(attempts: &[Value], i: usize) -> Vec<String> {
+    let key = format!("m[{i}]");
+    let mut s: Vec<String> = attempts
+        .iter()
+        .filter(|a| a["step_id"] == key.as_str())
+        .map(|a| a["started_at"].as_str().unwrap().to_string())
+        .collect();
+    s.sort();
+    s
+}
+
+/// An item waiting out its backoff lends its place: in a map whose window is the task's own
+/// cap (2 here), the next items start while the first ones wait, and still no more than 2
+/// items run at once. A map whose `max_parallel` is below the cap keeps its window strictly:
+/// its second item starts only after the first has ended.
+#[tokio::test]
+async fn an_item_waiting_out_its_backoff_lends_its_place_within_the_task_cap() {
+    use trellis::testkit::faults::{FaultServer, Reply, Seen};
+    let mut settings = common::test_settings();
+    settings.orchestrator.parallel_max_concurrent = 2;
+    // plain retries after the shipped backoff (a step reflection retries after 50 ms)
+    settings.reflection.enable_step_level_reflection = false;
+    // items failing side by side run up the task's failures in a row past its limit (3):
+    // an item's retries are its own all the same
+    let app = common::spawn_app_with(settings).await;
+    // each item's first call answers 503, its second succeeds (the circuit off: the test
+    // reads the window alone)
+    let faults = FaultServer::start().await;
+    faults.route("svc", |s: &Seen| match s.nth {
+        1 => Reply::status(503),
+        _ => Reply::echo(s),
+    });
+    let breaker = json!({"circuit_breaker": {"failure_threshold": 0}});
+    common::register_tool(&app, "svc", &faults.endpoint("svc"), breaker).await;
+    let w = app.worker(|c| {
+        c.concurrency = 8;
+        c.policy.retry.initial_interval_ms = 400;
+    });
+    let items: Vec<Value> = (0..6).map(|i| json!(i)).collect();
+    let lending = app
+        .submit(mapped(
+            json!(items),
+            json!({"over": "${a.output.items}", "max_items": 10}),
+            "svc",
+            json!({"i": "${item}"}),
+        ))
+        .await;
+    let strict = app
+        .submit(mapped(
+            json!(items[..3]),
+            json!({"over": "${a.output.items}", "max_items": 10, "max_parallel": 1}),
+            "svc",
+            json!({"i": "${item}"}),
+        ))
+        .await;
+    for id in [lending, strict] {
+        let done = app.wait_done(id, LIMIT).await;
+        assert_eq!(done["status"], "succeeded", "{done}");
+    }
+    w.stop().await;
+    let tried = attempts(&app, lending).await;
+    let item_calls = tried
+        .iter()
+        .filter(|a| a["step_id"].as_str().is_some_and(|k| k.starts_with("m[")))
+        .count();
+    assert_eq!(item_calls, 6 * 2, "two calls per item");
+    let peak = peak_overlap(&tried);
+    assert!((1..=2).contains(&peak), "within the task's cap: {peak}");
+    // item 2 (past the window of 2) started before item 0 was called again
+    let (first, third) = (starts(&tried, 0), starts(&tried, 2));
+    assert!(
+        third[0] < first[1],
+        "item 2 waited for item 0's backoff: {first:?} {third:?}"
+    );
+    let tried = attempts(&app, strict).await;
+    let (first, second) = (starts(&tried, 0), starts(&tried, 1));
+    let first_ended = tried
+        .iter()
+        .filter(|a| a["step_id"] == "m[0]")
+        .filter_map(|a| a["finished_at"].as_str())
+        .max()
+        .unwrap()
+        .to_string();
+    assert!(
+        second[0] >= first_ended,
+        "max_parallel 1 lends nothing: {first:?} ended {first_ended}, then {second:?}"
+    );
+    assert_eq!(peak_overlap(&tried), 1);
+}

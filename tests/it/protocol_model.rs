@@ -6,7 +6,9 @@
 //! Each action is named after the statement that implements it (`step/claim_plain`,
 //! `step/complete`, …) and does what that statement does to the rows it touches: the claim
 //! takes an entry of the claim queue (it counts nothing), a completion is accepted only with its
-//! fence (step id, lease token, status running), `queue/sync` runs where the store runs it.
+//! fence (step id, lease token, status running), `queue/sync` runs where the store runs it
+//! and picks a task's ready steps by `run_after` (a step made ready after others sorts after
+//! them: an item waiting out a backoff does not keep a place from one that is due).
 //! The properties are the protocol's promises:
 //! - no step completes twice, and no completion lands after its fence moved;
 //! - a task's running steps never exceed its `max_concurrent_steps`, a limited tool's running
@@ -67,7 +69,15 @@ struct Step {
     /// The current attempt's callback landed (the wait is resolved): the step completes
     /// with it, without calling the tool again.
     resolved: bool,
+    /// `steps.run_after` as a rank among the ready steps (0 for the others): a step made
+    /// ready sorts after those already ready ([`LATER`] until the action ends), steps made
+    /// ready together in step order.
+    run_after: u8,
 }
+
+/// The `run_after` of a step made ready by the current action: after every step already
+/// ready (a retry's is `now()` plus its backoff); [`Protocol::rank_ready`] makes it a rank.
+const LATER: u8 = u8::MAX;
 
 /// A recovery decision about a failed step: a `decisions` row.
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
@@ -279,19 +289,41 @@ impl Protocol {
             .count()
     }
 
-    /// `queue/sync`'s definition: a running task's first ready steps, as many as its room.
+    /// `queue/sync`'s definition: a running task's first ready steps by `run_after`, then
+    /// step order, as many as its room.
     fn wanted(&self, s: &State, task: usize) -> BTreeSet<usize> {
         if s.tasks[task] != TaskStatus::Running {
             return BTreeSet::new();
         }
         let room = self.cap.saturating_sub(Self::running(s, task));
-        s.steps
+        let mut ready: Vec<(u8, usize)> = s
+            .steps
             .iter()
             .enumerate()
             .filter(|(_, x)| x.task == task && x.status == StepStatus::Ready)
-            .map(|(i, _)| i)
-            .take(room)
-            .collect()
+            .map(|(i, x)| (x.run_after, i))
+            .collect();
+        ready.sort_unstable();
+        ready.into_iter().take(room).map(|(_, i)| i).collect()
+    }
+
+    /// Ready steps' `run_after` as ranks 1.. (in their order), the others' 0: the order is
+    /// kept and states that differ only in clock readings are one.
+    fn rank_ready(s: &mut State) {
+        let mut ready: Vec<(u8, usize)> = s
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| x.status == StepStatus::Ready)
+            .map(|(i, x)| (x.run_after, i))
+            .collect();
+        ready.sort_unstable();
+        for x in s.steps.iter_mut() {
+            x.run_after = 0;
+        }
+        for (rank, (_, i)) in ready.into_iter().enumerate() {
+            s.steps[i].run_after = rank as u8 + 1;
+        }
     }
 
     /// `queue/sync` for one task (under its row lock).
@@ -325,6 +357,7 @@ impl Protocol {
                     .all(|d| s.steps[*d].status == StepStatus::Succeeded)
             {
                 s.steps[i].status = StepStatus::Ready;
+                s.steps[i].run_after = LATER;
             }
         }
         if s.tasks[task] == TaskStatus::Running
@@ -363,6 +396,7 @@ impl Protocol {
         let task = x.task;
         if x.failures < self.max_failures {
             x.status = StepStatus::Ready;
+            x.run_after = LATER;
         } else {
             x.status = StepStatus::Failed;
             if s.tasks[task] == TaskStatus::Running && !self.decisions {
@@ -411,6 +445,7 @@ impl Model for Protocol {
                     callback_tool: self.callbacks && k == 1,
                     call_out: None,
                     resolved: false,
+                    run_after: 0,
                 });
             }
         }
@@ -431,6 +466,7 @@ impl Model for Protocol {
         for t in 0..self.tasks {
             self.sync(&mut s, t);
         }
+        Self::rank_ready(&mut s);
         vec![s]
     }
 
@@ -608,6 +644,7 @@ impl Model for Protocol {
                 if self.fenced(&s, step, token) {
                     let x = &mut s.steps[step];
                     x.status = StepStatus::Ready;
+                    x.run_after = LATER;
                     x.expired = false;
                     let task = x.task;
                     self.sync(&mut s, task);
@@ -670,6 +707,7 @@ impl Model for Protocol {
                     StepStatus::Waiting => {
                         x.resolved = true;
                         x.status = StepStatus::Ready;
+                        x.run_after = LATER;
                         self.sync(&mut s, task);
                     }
                     _ => {}
@@ -712,6 +750,7 @@ impl Model for Protocol {
                     s.repairs_left[task] -= 1;
                     let x = &mut s.steps[step];
                     x.status = StepStatus::Ready;
+                    x.run_after = LATER;
                     x.failures = 0;
                 } else {
                     s.tasks[task] = TaskStatus::Failed;
@@ -737,6 +776,7 @@ impl Model for Protocol {
                 d.expired = false;
             }
         }
+        Self::rank_ready(&mut s);
         Some(s)
     }
 

@@ -15,6 +15,7 @@ use crate::domain::status::DecisionKind;
 use crate::store::circuits::retry_context;
 use crate::store::decision_queue::{ClaimedDecision, create_decision};
 use crate::store::lifecycle::{record_recovery, start_overall};
+use crate::store::maps;
 use crate::store::plans::{insert_steps_for_version, live_steps, next_version};
 use crate::store::steps::{rerun_failed, supersede_step};
 use crate::store::{NewEvent, Result, Tx, known_tools, notify_ready};
@@ -125,6 +126,10 @@ async fn retry_step(
         Retry::Tool(t) => (RecoveryAction::RetryWithTool, None, Some(t)),
     };
     rerun_failed(tx, step.id, params.clone(), tool.as_deref(), delay_ms).await?;
+    if delay_ms > 0 {
+        // a map's item waits its backoff out: the map's next item may go meanwhile
+        maps::lend(tx, step.id).await?;
+    }
     notify_ready(tx).await?;
     record_recovery(tx, c.input.attempt_id, action, category).await?;
     events.push(NewEvent::new(

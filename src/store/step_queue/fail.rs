@@ -182,6 +182,10 @@ async fn fail_locked(
         },
     )
     .await?;
+    if step.item && delay_ms > 0.0 {
+        // the item waits its backoff out: the map's next item may go meanwhile
+        maps::lend(tx, f.fence.step_id).await?;
+    }
     let attempt_id = insert_failed_attempt(
         tx,
         &NewAttempt {
@@ -218,18 +222,28 @@ fn count_failure(
         "task is {} (plan version {})",
         task.status, task.plan_version
     );
+    let counters = task.counters(None, max_rescues);
+    // a map's item recovers on its own tiers: the task's failures in a row, which items failing
+    // side by side run up together, never stop its retries (`TaskRow::counters` for an item),
+    // but they still count for the task
+    let task_streak = counters.consecutive_failures;
     let failed = Failed {
         failure: f.failure,
         counters: Counters {
             retry_count: step.retry_count,
             rescue_count: step.rescue_count,
-            ..task.counters(None, max_rescues)
+            consecutive_failures: if step.item { 0 } else { task_streak },
+            ..counters
         },
         attempts: step.attempts,
         active: if active { Ok(()) } else { Err(&why) },
         step_reflection: task.step_reflection,
     };
-    recovery::count_failure(&failed, (&retry.policy, &retry.streak))
+    let mut counted = recovery::count_failure(&failed, (&retry.policy, &retry.streak));
+    if step.item {
+        counted.counters.consecutive_failures += task_streak;
+    }
+    counted
 }
 
 /// Events of a failed attempt, and its follow-up: a scheduled retry, a step reflection (leased

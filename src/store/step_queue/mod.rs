@@ -100,6 +100,8 @@ struct LockedStep {
     parameters: Value,
     /// An item of a map with `on_item_failure: continue` (given up rather than escalated).
     tolerated_item: bool,
+    /// An item of a map (it lends its place while it waits out a backoff).
+    item: bool,
 }
 
 impl Store {

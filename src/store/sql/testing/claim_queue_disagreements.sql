@@ -15,7 +15,7 @@ WITH t AS MATERIALIZED (
     FROM t CROSS JOIN LATERAL (
         SELECT s.id, s.run_after, coalesce(s.tool_override, s.tool) AS tool
         FROM steps s WHERE s.task_id = t.id AND s.plan_version = t.plan_version AND s.status = 'ready'
-        ORDER BY s.position, s.item_index LIMIT t.room) s
+        ORDER BY s.run_after, s.position, s.item_index LIMIT t.room) s
     WHERE t.status = 'running'
 ), have AS MATERIALIZED (
     SELECT q.step_id, q.task_id, q.tool, q.run_after FROM claim_queue q
