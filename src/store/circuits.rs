@@ -29,6 +29,15 @@ pub(crate) struct RetryContext {
 }
 
 impl RetryContext {
+    /// The tool's failures in a row, fleet-wide, from which it may be down (its breaker's
+    /// threshold; none for a tool without a circuit or with the breaker off).
+    pub fn outage_threshold(&self) -> i32 {
+        match self.breaker.failure_threshold {
+            t if self.http && t > 0 => t,
+            _ => i32::MAX,
+        }
+    }
+
     /// How long the step may wait on its tool: the tool's `retry.max_elapsed_secs`, else the
     /// workers' `max_wait_ms`.
     pub fn wait_limit_ms(&self, defaults: &FailurePolicy) -> u64 {

@@ -141,13 +141,15 @@ pub(crate) async fn items_ended(
 /// A map's item (`step_id`) went to wait out its backoff: it lends its place in the window,
 /// so the map's next item is released now when the window is its task's own cap (the claim
 /// keeps the items running at once within it) and fewer than a window of the items are live
-/// and not waiting (`map/lend`, at most [`MAP_LEND_WINDOWS`] windows live in all). The caller
-/// holds the task's row lock and syncs its claim queue afterwards. Returns whether an item
-/// was released.
-pub(crate) async fn lend(tx: &mut Tx, step_id: Uuid) -> Result<bool> {
+/// and not waiting (`map/lend`, at most [`MAP_LEND_WINDOWS`] windows live in all), while its
+/// tool's failures in a row, fleet-wide, are below `outage_threshold` (its breaker's: past it
+/// the service may be down). The caller holds the task's row lock and syncs its claim queue
+/// afterwards. Returns whether an item was released.
+pub(crate) async fn lend(tx: &mut Tx, step_id: Uuid, outage_threshold: i32) -> Result<bool> {
     let released: Option<i32> = sqlx::query_scalar(sql!("map/lend"))
         .bind(step_id)
         .bind(MAP_LEND_WINDOWS)
+        .bind(outage_threshold)
         .fetch_optional(&mut **tx)
         .await?;
     Ok(released.is_some())

@@ -52,12 +52,18 @@ pub(super) async fn apply_step_reflection(
     match recovery::after_step_reflection(&counters, r, |t| known.contains(t), tier1) {
         AfterStepReflection::RetryWithParams { params, delay_ms } => {
             let params = serde_json::to_value(&params).expect("params");
+            let outage_threshold = retry.outage_threshold();
             // parameters that broke the tool's schema, fixed before any call
             let retry = match failure.is_some_and(|f| !f.schema_violations.is_empty()) {
                 true => Retry::Schema(params),
                 false => Retry::Params(params),
             };
-            retry_step(tx, c, step, retry, delay_ms, category, events).await
+            let next = retry_step(tx, c, step, retry, delay_ms, category, events).await?;
+            if delay_ms > 0 {
+                // a map's item waits its backoff out: the map's next item may go meanwhile
+                maps::lend(tx, step.id, outage_threshold).await?;
+            }
+            Ok(next)
         }
         AfterStepReflection::RetryWithTool { tool, delay_ms } => {
             retry_step(tx, c, step, Retry::Tool(tool), delay_ms, category, events).await
@@ -126,10 +132,6 @@ async fn retry_step(
         Retry::Tool(t) => (RecoveryAction::RetryWithTool, None, Some(t)),
     };
     rerun_failed(tx, step.id, params.clone(), tool.as_deref(), delay_ms).await?;
-    if delay_ms > 0 {
-        // a map's item waits its backoff out: the map's next item may go meanwhile
-        maps::lend(tx, step.id).await?;
-    }
     notify_ready(tx).await?;
     record_recovery(tx, c.input.attempt_id, action, category).await?;
     events.push(NewEvent::new(

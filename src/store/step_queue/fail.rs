@@ -184,7 +184,7 @@ async fn fail_locked(
     .await?;
     if step.item && delay_ms > 0.0 {
         // the item waits its backoff out: the map's next item may go meanwhile
-        maps::lend(tx, f.fence.step_id).await?;
+        maps::lend(tx, f.fence.step_id, retry.outage_threshold()).await?;
     }
     let attempt_id = insert_failed_attempt(
         tx,

@@ -3,8 +3,10 @@
 -- released when the map's window is its task's own cap (its `max_parallel` unset or not
 -- below `max_concurrent_steps`: the claim keeps the items running at once within the cap,
 -- whatever is released), fewer items than the window are live and not waiting, and fewer
--- than $2 windows are live in all (a claim queue sync reads them). Under the task's row lock;
--- a map a replan kept items of lends nothing. Returns the released item's index, if any.
+-- than $2 windows are live in all (a claim queue sync reads them), and its tool's failures in
+-- a row, fleet-wide, are below $3 (its breaker's threshold: past it the service may be down,
+-- and no more items are sent to it). Under the task's row lock; a map a replan kept items of
+-- lends nothing. Returns the released item's index, if any.
 WITH m AS MATERIALIZED (
     SELECT m.step_id, m.released, ms.task_id, ms.plan_version, ms.step_key, ms.position,
            ms.name, coalesce(ms.tool_override, ms.tool) AS tool,
@@ -15,6 +17,8 @@ WITH m AS MATERIALIZED (
     JOIN steps ms ON ms.id = m.step_id
     JOIN tasks t ON t.id = ms.task_id
     WHERE i.id = $1 AND ms.status = 'waiting' AND m.kept = 0 AND m.released < m.total
+      AND coalesce((SELECT c.consecutive_failures FROM tool_circuits c
+                    WHERE c.tool_id = coalesce(i.tool_override, i.tool)), 0) < $3
       AND m.max_parallel >= t.max_concurrent_steps
       AND m.released - m.ended < $2 * m.max_parallel
       AND m.released - m.ended
