@@ -555,7 +555,8 @@ fn starts(attempts: &[Value], i: usize) -> Vec<String> {
 /// An item waiting out its backoff lends its place: in a map whose window is the task's own
 /// cap (2 here), the next items start while the first ones wait, and still no more than 2
 /// items run at once. A map whose `max_parallel` is below the cap keeps its window strictly:
-/// its second item starts only after the first has ended.
+/// its second item starts only after the first has ended, and a tool whose failures in a row
+/// reached its breaker's threshold (it may be down) gets no more items meanwhile.
 #[tokio::test]
 async fn an_item_waiting_out_its_backoff_lends_its_place_within_the_task_cap() {
     use trellis::testkit::faults::{FaultServer, Reply, Seen};
@@ -569,12 +570,17 @@ async fn an_item_waiting_out_its_backoff_lends_its_place_within_the_task_cap() {
     // each item's first call answers 503, its second succeeds (the circuit off: the test
     // reads the window alone)
     let faults = FaultServer::start().await;
-    faults.route("svc", |s: &Seen| match s.nth {
-        1 => Reply::status(503),
-        _ => Reply::echo(s),
-    });
+    for route in ["svc", "wary"] {
+        faults.route(route, |s: &Seen| match s.nth {
+            1 => Reply::status(503),
+            _ => Reply::echo(s),
+        });
+    }
     let breaker = json!({"circuit_breaker": {"failure_threshold": 0}});
     common::register_tool(&app, "svc", &faults.endpoint("svc"), breaker).await;
+    // the same service behind a breaker that counts one failure in a row as a possible outage
+    let wary = json!({"circuit_breaker": {"failure_threshold": 1}});
+    common::register_tool(&app, "wary", &faults.endpoint("wary"), wary).await;
     let w = app.worker(|c| {
         c.concurrency = 8;
         c.policy.retry.initial_interval_ms = 400;
@@ -596,7 +602,15 @@ async fn an_item_waiting_out_its_backoff_lends_its_place_within_the_task_cap() {
             json!({"i": "${item}"}),
         ))
         .await;
-    for id in [lending, strict] {
+    let guarded = app
+        .submit(mapped(
+            json!(items[..3]),
+            json!({"over": "${a.output.items}", "max_items": 10}),
+            "wary",
+            json!({"i": "${item}"}),
+        ))
+        .await;
+    for id in [lending, strict, guarded] {
         let done = app.wait_done(id, LIMIT).await;
         assert_eq!(done["status"], "succeeded", "{done}");
     }
@@ -629,4 +643,11 @@ async fn an_item_waiting_out_its_backoff_lends_its_place_within_the_task_cap() {
         "max_parallel 1 lends nothing: {first:?} ended {first_ended}, then {second:?}"
     );
     assert_eq!(peak_overlap(&tried), 1);
+    // past the breaker's threshold the service may be down: no place is lent
+    let tried = attempts(&app, guarded).await;
+    let (first, third) = (starts(&tried, 0), starts(&tried, 2));
+    assert!(
+        third[0] > first[1],
+        "a possibly dead service got no more items: {first:?} {third:?}"
+    );
 }
