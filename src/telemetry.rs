@@ -25,7 +25,13 @@ pub fn init(log: &LogSettings, service: &str) -> Result<Telemetry, OtlpError> {
     let _ = FORMAT.set(format);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
-    let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let colour = colour(
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        std::env::var_os("NO_COLOR"),
+    );
+    let lines = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(colour);
     let lines = match format {
         LogFormat::Text => lines.boxed(),
         LogFormat::Json => lines
@@ -64,6 +70,13 @@ pub fn init(log: &LogSettings, service: &str) -> Result<Telemetry, OtlpError> {
         tracing::info!(endpoint = %endpoint, "exporting spans over OTLP");
     }
     Ok(Telemetry { provider })
+}
+
+/// Whether text logs carry colour codes: only on a terminal, and not when `NO_COLOR` is set to
+/// anything but the empty string (<https://no-color.org>). A log file, a pipe or a container's
+/// log gets plain lines.
+fn colour(stderr_is_terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 /// The OTLP exporter could not be built.
@@ -144,4 +157,18 @@ fn line(level: &str, message: &str) -> serde_json::Value {
         "message": message,
         "target": "trellis",
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colour;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(colour(true, None));
+        assert!(colour(true, Some("".into())));
+        assert!(!colour(true, Some("1".into())));
+        assert!(!colour(false, None));
+        assert!(!colour(false, Some("1".into())));
+    }
 }

@@ -158,3 +158,35 @@ fn a_configuration_error_is_one_json_line() {
     let message = lines[0]["message"].as_str().unwrap();
     assert!(message.contains("worker.concurrency"), "{message}");
 }
+
+/// Text logs written to a pipe (a log file, a container's log) carry no colour codes: the
+/// subscriber's default writes them whatever the output is.
+#[tokio::test]
+async fn text_logs_to_a_pipe_have_no_colour_codes() {
+    let db = fresh_db().await;
+    let mut child = api(&db.url, &[("APP_LOG__FORMAT", "text")])
+        .env_remove("NO_COLOR")
+        .arg("--dev")
+        .spawn()
+        .expect("start trellis-api");
+    let stdout = child.stdout.take().unwrap();
+    tokio::task::spawn_blocking(move || {
+        let mut seen = Vec::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.expect("utf-8");
+            if line.starts_with("listening on ") {
+                return;
+            }
+            seen.push(line);
+        }
+        panic!("no listening notice; stdout was {seen:?}")
+    })
+    .await
+    .unwrap();
+    let (_, err) = stop(child);
+    assert!(
+        err.contains("worker started"),
+        "the text log has its lines: {err}"
+    );
+    assert!(!err.contains('\u{1b}'), "a colour code in a piped log: {err:?}");
+}
