@@ -492,29 +492,80 @@ fn the_event_docs_list_every_kind_with_its_fields() {
     }
 }
 
-/// ARCHITECTURE.md names only paths that exist (from the workspace, or from the module a
-/// paragraph maps: `sql/…` is under `src/store/`).
-#[test]
-fn every_path_architecture_md_names_exists() {
+/// The paths a doc names (in backticks, or as a link's target) that do not exist: a path is
+/// written from the workspace, from the doc's own folder, or from the module a paragraph maps
+/// (`sql/…` is under `src/store/`). Returns (paths checked, missing ones).
+fn missing_paths(doc_path: &Path) -> (usize, Vec<String>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let doc = fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
-    let mut checked = 0;
-    for (i, token) in doc.split('`').enumerate() {
-        let path_like = i % 2 == 1
-            && token.contains('/')
-            && !token.contains(['<', ' ', '*', ':'])
-            && [".rs", ".sql", ".md", ".js", ".mjs", ".toml", "/"]
+    let doc = fs::read_to_string(doc_path).unwrap();
+    let dir = doc_path.parent().unwrap();
+    let mut tokens: Vec<&str> = doc
+        .split('`')
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1)
+        .map(|(_, t)| t)
+        .collect();
+    // link targets: `](path)` and `](path#anchor)`
+    for part in doc.split("](").skip(1) {
+        if let Some(end) = part.find(')') {
+            let target = part[..end].split('#').next().unwrap_or_default();
+            if !target.is_empty() && !target.contains("://") && !target.starts_with("mailto:") {
+                tokens.push(target);
+            }
+        }
+    }
+    let (mut checked, mut missing) = (0, Vec::new());
+    for token in tokens {
+        let path_like = (token.contains('/') || token.ends_with(".md"))
+            && !token.contains(['<', ' ', '*', ':', '$', '{', '?', '='])
+            && [".rs", ".sql", ".md", ".js", ".mjs", ".toml", ".sh", ".yml", ".json", "/"]
                 .iter()
                 .any(|e| token.ends_with(e));
-        if !path_like {
+        if !path_like || token.starts_with("/") {
             continue;
         }
-        // a path is written from the workspace, or from the module its paragraph maps
-        let bases = ["", "src", "src/store", "src/api", "src/store/step_queue"];
-        let found =
-            bases.iter().any(|b| root.join(b).join(token).exists()) || token.starts_with("../");
-        assert!(found, "ARCHITECTURE.md names {token}, which does not exist");
+        let bases = [
+            root.to_path_buf(),
+            dir.to_path_buf(),
+            root.join("src"),
+            root.join("src/store"),
+            root.join("src/api"),
+            root.join("src/store/step_queue"),
+        ];
+        let found = bases.iter().any(|b| b.join(token).exists())
+            || token.starts_with("../shared/")
+            || token.starts_with("../../shared/");
+        if !found {
+            missing.push(token.to_string());
+        }
         checked += 1;
     }
-    assert!(checked >= 30, "only {checked} paths found");
+    (checked, missing)
+}
+
+/// README.md, ARCHITECTURE.md, BENCHMARKS.md and every doc under `docs/` name only paths that
+/// exist (files and links).
+#[test]
+fn every_path_the_docs_name_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs: Vec<std::path::PathBuf> = ["README.md", "ARCHITECTURE.md", "BENCHMARKS.md"]
+        .iter()
+        .map(|d| root.join(d))
+        .collect();
+    for e in fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            docs.push(p);
+        }
+    }
+    let mut total = 0;
+    let mut missing = Vec::new();
+    for d in &docs {
+        let (checked, gone) = missing_paths(d);
+        total += checked;
+        let name = d.strip_prefix(root).unwrap().display().to_string();
+        missing.extend(gone.into_iter().map(|g| format!("{name}: {g}")));
+    }
+    assert!(missing.is_empty(), "docs name paths that do not exist: {missing:#?}");
+    assert!(total >= 100, "only {total} paths found");
 }

@@ -1,4 +1,4 @@
-//! README's "run it" command: `trellis-api --dev` with no DATABASE_URL starts a throwaway
+//! README's command that runs the service: `trellis-api --dev` with no DATABASE_URL starts a throwaway
 //! PostgreSQL and an in-process worker, serves the API, and cleans up on SIGTERM.
 
 use std::io::{BufRead, BufReader};
