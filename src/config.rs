@@ -420,7 +420,7 @@ impl Default for RetentionSettings {
 /// Steps a worker runs at once unless `[worker] concurrency` says otherwise. Steps are mostly
 /// waits on other services (HTTP, MCP, LLM calls), a running step costs about 3 KB, and a
 /// worker's connections do not grow with it; larger batches are what make a drain fast
-/// (BENCHMARKS.md, "Fleets and poolers": the drain rate stops growing at 128 to 256).
+/// (docs/benchmarks-history.md, "Fleets and poolers": the drain rate stops growing at 128 to 256).
 pub const DEFAULT_CONCURRENCY: u32 = 256;
 
 /// A worker's pool size when `[database] max_connections` is unset.
@@ -1197,7 +1197,7 @@ mod tests {
         assert_eq!(s.server.host, "127.0.0.1");
         assert_eq!(s.server.port, 8080);
         // the contract said 16; the fleet issue asked for a default that drains as fast as
-        // a tuned configuration (BENCHMARKS.md, "Fleets and poolers")
+        // a tuned configuration (docs/benchmarks-history.md, "Fleets and poolers")
         assert_eq!(s.worker.concurrency, DEFAULT_CONCURRENCY);
         assert_eq!(s.worker.lease_secs, 30);
         assert_eq!(s.worker.poll_ms, 1000);

@@ -11,9 +11,10 @@
 //! - [`worker`]: the claim/run/complete loop;
 //! - [`api`]: the REST router and the JSON views;
 //! - [`startup`]: the application both binaries and the test harness build;
+//! - [`mcp`]: the MCP client; [`secretbox`]: tool credentials at rest;
 //! - [`config`], [`devpg`], [`net`], [`telemetry`], [`metrics`]: configuration, a throwaway
 //!   PostgreSQL, outbound HTTP helpers, logs, Prometheus metrics; `testkit` (feature
-//!   `testing`): a fresh database per test.
+//!   `testing`): a fresh database per test; `devbouncer`: a throwaway PgBouncer for tests.
 
 pub mod api;
 pub mod brain;

@@ -1,7 +1,14 @@
 //! The REST API (CONTRACT.md). `app(state)` builds the router; [`crate::startup`] serves it,
-//! and tests drive it with `oneshot` or a real listener. One file per resource (`tasks`,
-//! `events`, `tools`, `system`); [`views`] holds every response shape clients see, and the
-//! request types live beside their handlers.
+//! and tests drive it with `oneshot` or a real listener. [`views`] holds every response shape
+//! clients see, and the request types live beside their handlers.
+//!
+//! - one module per resource: `tasks`, `events` (JSON and SSE), `tools`, `templates`,
+//!   `schedules`, `waits` (approvals, events in), `webhooks`, `bulk`, `secrets`,
+//!   `mcp_servers`, `key_limits`, `tenants`, `prices`, `system` (stats, health, metrics);
+//! - `openapi` (the document, from the handlers' types), `error` (`ApiError`), `input`
+//!   (hostile input), `auth` (keys and roles), `answers` (answers checked against the
+//!   document, in tests);
+//! - `mcp` (Trellis as an MCP server), `dashboard` (the page), `docs` (Swagger UI).
 //!
 //! Architecture invariant: validation happens before the first write, so a rejected request
 //! changes nothing; store errors become JSON errors without SQL text ([`ApiError`]).

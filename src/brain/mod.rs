@@ -2,7 +2,7 @@
 //! step, reflect on the task, replan, evaluate). [`llm_brain::LlmBrain`] asks an
 //! OpenAI-compatible model ([`llm`] is the client, [`prompts`] the prompts) when
 //! `[llm] base_url` is configured; [`rules::RulesBrain`] is deterministic, needs no LLM, and is
-//! the default otherwise.
+//! the default otherwise (`rules`, `llm_brain`).
 //!
 //! Brain calls run inside claimable decisions (lease + fence) with no transaction open; a brain
 //! error or an unusable answer becomes the fallback of SPEC §4, never a loop.

@@ -15,8 +15,11 @@
 //!   means (HTTP semantics, `Retry-After`, outages); [`envelope`]: what an answer's body says
 //!   (a 2xx that failed, the parameters a tool refused); [`schema_repair`]: parameters the tool's
 //!   schema makes unambiguous; [`circuit`]: the fleet-wide circuit breaker's states;
+//! - [`schema`]: JSON Schema checks; [`upstream`]: healing the step that made a bad value;
 //! - [`limits`], [`tool`], [`template`]: a task's limits, the tool registry's record, workflow
 //!   templates and their `${input.key}` placeholders;
+//! - [`wait`]: approvals, events and timers; [`child`]: child tasks; [`schedule`]: cron;
+//!   [`tenant`]: who owns a row;
 //! - [`call_key`]: the idempotency key of one tool call, the same through its retries;
 //! - [`auth`]: API key roles and what each call needs; [`bulk`]: bulk actions' vocabulary;
 //!   [`nul`]: finding NUL characters;

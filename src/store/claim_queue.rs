@@ -131,7 +131,7 @@ const MOVE_AT_MOST: i64 = 2_000;
 /// it): its few dead entries are VACUUM's, and a claim walks at most these few pages of them.
 /// A `TRUNCATE` makes every session plan its claim statements anew (4–9 ms each on a stock
 /// server), so on a quiet queue, where a slot never grows this large, the ring stays still and
-/// the plans stay made; under load a slot passes it within its turn (BENCHMARKS.md, "Stock first").
+/// the plans stay made; under load a slot passes it within its turn (docs/benchmarks-history.md, "Stock first").
 const TRUNCATE_AT_BYTES: i64 = 128 * 1024;
 
 /// What [`super::Store::claim_ring_upkeep`] did.

@@ -14,7 +14,13 @@
 //! - [`plans`]: plan versions and their step rows;
 //! - [`submit`]: submit, cancel, resume; [`reads`]: read models;
 //! - [`tools`], [`workers`], [`reports`]: the registries and the recovery views;
-//! - [`keys`]: API key digests and roles.
+//! - [`keys`]: API key digests and roles; `secrets`: sealed tool credentials; `mcp`: MCP
+//!   servers and their tools; `templates`: the template registry;
+//! - `db`: the pool and how a transaction begins; `bulk`: bulk actions; `rerun`: rerun from a
+//!   step; `deadlines`, `retention`: the sweeps;
+//! - `maps`, `children`, `waits`, `schedules`, `webhooks`: fan-out, waits, cron, the outbox;
+//! - `fairness`, `tenants`, `cost`: key limits and aging, tenants' caps, cost in money;
+//! - `testing` (feature `testing`): statements tests use to provoke and inspect states.
 //!
 //! Lock order, everywhere: the task row first (`FOR NO KEY UPDATE`), then its steps. The claim
 //! takes task rows with `SKIP LOCKED`, so claims never queue behind completions.
@@ -303,7 +309,7 @@ impl Store {
         }
         // no statement of Trellis is worth compiling: each runs in milliseconds, and a batch's
         // estimate (a submit of 1,000 tasks) passes jit_above_cost on a stock server, which then
-        // spends about 2 s compiling it (BENCHMARKS.md, "Stock PostgreSQL")
+        // spends about 2 s compiling it (docs/benchmarks-history.md, "Stock first")
         let limits = vec![
             ("statement_timeout", ms(c.statement_timeout)),
             (
@@ -326,7 +332,7 @@ impl Store {
         // sqlx pings a connection before handing it out (a round trip per transaction): kept,
         // so that after a restart or a failover a dead connection is replaced, not used.
         // Pinging only those idle for a second took 0.13 ms off a step's start, but a statement
-        // on a connection used just before a restart then failed (BENCHMARKS.md, "Stock first")
+        // on a connection used just before a restart then failed (docs/benchmarks-history.md, "Stock first")
         let pool = PgPoolOptions::new()
             .max_connections(c.max_connections)
             .acquire_timeout(c.acquire_timeout);

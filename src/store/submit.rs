@@ -1,4 +1,5 @@
-//! Writes a client starts: submit a task, cancel it, resume it from `needs_intervention`.
+//! Writes a client starts: submit a task, cancel it, resume it from `needs_intervention`;
+//! `bulk`: a batch of tasks in one statement.
 
 use std::collections::BTreeMap;
 
@@ -161,7 +162,7 @@ impl Store {
         // A hot transaction: its generic plan is made once per session. Planned anew at every
         // execution (`plan_cache_mode = auto` keeps the custom plans: their estimates know the
         // arrays' lengths) the statement took 2 ms to plan and 1 ms to run for one task, the
-        // largest part of a client's submit → start (BENCHMARKS.md, "Stock first").
+        // largest part of a client's submit → start (docs/benchmarks-history.md, "Stock first").
         in_tx!(hot self, |tx| {
             match batch.insert(&mut **tx).await? {
                 bulk::Inserted::UnknownTools(t) => Ok(Err(t)),

@@ -2,7 +2,8 @@
 //! one fresh, migrated database per test, on `DATABASE_URL` when it is set, else on a
 //! throwaway cluster started once per test process from the local PostgreSQL binaries (a test
 //! crate is one process: see `tests/it/main.rs`); the application as `trellis-api` builds it
-//! ([`app`]), a scripted tool server ([`faults`]) and real processes ([`procs`]).
+//! ([`app`]), a scripted tool server ([`faults`]), a tool that keeps its effects exactly once
+//! (`idempotent`) and real processes ([`procs`]).
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};

@@ -57,7 +57,7 @@ impl Completer {
     /// Successes one cycle records at most: as many as the default concurrency runs, so a
     /// busy worker's steps go through one transaction per round (64 made four: through a
     /// transaction pooler, where each statement is planned at every execution, that cost a
-    /// fifth of the drain rate; BENCHMARKS.md, "Fleets and poolers").
+    /// fifth of the drain rate; docs/benchmarks-history.md, "Fleets and poolers").
     pub const MAX_BATCH: usize = crate::config::DEFAULT_CONCURRENCY as usize;
 
     pub(super) fn start(store: Store, cfg: CompleterConfig) -> (Self, tokio::task::JoinHandle<()>) {

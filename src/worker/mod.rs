@@ -6,10 +6,12 @@
 //! - `completer`: batched completions (one transaction per batch);
 //! - `execute`: running one claimed step (actions, placeholders, the tool) and recording it;
 //! - `decisions`: running a decision chain (context → brain → apply);
-//! - `maintenance`: the listen, heartbeat and rescue loops.
+//! - `maintenance`: the listen, heartbeat and rescue loops; `tool_cache`: tool definitions;
+//! - `maps`: a claimed map step expanded; `waits`: tools that wait; `cancel`: cancelling a
+//!   call in flight; `webhooks`: delivering the outbox.
 //!
 //! Built on tokio `JoinSet` + `Semaphore` + `CancellationToken` rather than apalis; see
-//! ARCHITECTURE.md ("Why not apalis") for the reasons.
+//! `docs/internals.md` ("Around the core", why not apalis) for the reasons.
 //!
 //! Architecture invariant: no transaction is open while a tool or an LLM runs.
 

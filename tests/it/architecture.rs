@@ -518,9 +518,11 @@ fn missing_paths(doc_path: &Path) -> (usize, Vec<String>) {
     for token in tokens {
         let path_like = (token.contains('/') || token.ends_with(".md"))
             && !token.contains(['<', ' ', '*', ':', '$', '{', '?', '='])
-            && [".rs", ".sql", ".md", ".js", ".mjs", ".toml", ".sh", ".yml", ".json", "/"]
-                .iter()
-                .any(|e| token.ends_with(e));
+            && [
+                ".rs", ".sql", ".md", ".js", ".mjs", ".toml", ".sh", ".yml", ".json", "/",
+            ]
+            .iter()
+            .any(|e| token.ends_with(e));
         if !path_like || token.starts_with("/") {
             continue;
         }
@@ -566,6 +568,114 @@ fn every_path_the_docs_name_exists() {
         let name = d.strip_prefix(root).unwrap().display().to_string();
         missing.extend(gone.into_iter().map(|g| format!("{name}: {g}")));
     }
-    assert!(missing.is_empty(), "docs name paths that do not exist: {missing:#?}");
+    assert!(
+        missing.is_empty(),
+        "docs name paths that do not exist: {missing:#?}"
+    );
     assert!(total >= 100, "only {total} paths found");
+}
+
+/// Every `.rs` file under `src/`, as its path from `src/` (`store/maps.rs`).
+fn modules() -> Vec<String> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|e| e == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    walk(&src, &mut files);
+    let mut out: Vec<String> = files
+        .iter()
+        .map(|p| p.strip_prefix(&src).unwrap().display().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+/// ARCHITECTURE.md's code map names every module of `src/`: a file in the paragraph of its
+/// folder (the one that names `src/<folder>/`) by its file name, a folder's `mod.rs` by the
+/// folder, a file of `src/` itself by its path.
+#[test]
+fn the_code_map_names_every_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let start = doc.find("\n## Code map").expect("a code map");
+    let map = &doc[start + 1..];
+    let map = &map[..map[3..].find("\n## ").map_or(map.len(), |e| e + 3)];
+    let paragraphs: Vec<&str> = map.split("\n\n").collect();
+    let mut missing = Vec::new();
+    for m in modules() {
+        let (folder, file) = match m.rsplit_once('/') {
+            Some((d, f)) => (format!("src/{d}/"), f.to_string()),
+            None => {
+                if !map.contains(&format!("`src/{m}`")) {
+                    missing.push(m);
+                }
+                continue;
+            }
+        };
+        let mut own = paragraphs
+            .iter()
+            .filter(|p| p.contains(&format!("`{folder}`")));
+        let named = if file == "mod.rs" {
+            own.next().is_some()
+        } else {
+            own.any(|p| p.contains(&format!("`{file}`")))
+        };
+        if !named {
+            missing.push(m);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's code map does not name {missing:?}"
+    );
+}
+
+/// Every module's parent names it in its header (`//!`): `lib.rs` its modules, a folder's
+/// `mod.rs` (or the file beside the folder) the files in it.
+#[test]
+fn every_module_is_named_in_its_parents_header() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut missing = Vec::new();
+    let mut parents = 0;
+    for m in modules() {
+        let text = fs::read_to_string(src.join(&m)).unwrap();
+        let header: String = text
+            .lines()
+            .take_while(|l| l.starts_with("//!") || l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let children: Vec<&str> = text
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim();
+                let rest = l
+                    .strip_prefix("pub mod ")
+                    .or_else(|| l.strip_prefix("pub(crate) mod "))
+                    .or_else(|| l.strip_prefix("mod "))?;
+                rest.strip_suffix(';')
+            })
+            .collect();
+        if children.is_empty() {
+            continue;
+        }
+        parents += 1;
+        for c in children {
+            if !header.contains(&format!("`{c}`")) {
+                missing.push(format!("{m}: {c}"));
+            }
+        }
+    }
+    assert!(parents >= 9, "only {parents} parent modules");
+    assert!(
+        missing.is_empty(),
+        "modules their parent's header does not name: {missing:#?}"
+    );
 }

@@ -9,7 +9,7 @@
 //!
 //! Every `claim_queue::sync` call site of the store is reached by these operations, and the
 //! test checks it: it records the call sites the run reached and fails when one of the source
-//! is not among them. So removing any one call fails it (ARCHITECTURE.md, "The claim queue"),
+//! is not among them. So removing any one call fails it (ARCHITECTURE.md, "The claim queue and the running index"),
 //! and a new call site no operation reaches fails it too.
 
 use trellis::testkit as common;

@@ -188,5 +188,8 @@ async fn text_logs_to_a_pipe_have_no_colour_codes() {
         err.contains("worker started"),
         "the text log has its lines: {err}"
     );
-    assert!(!err.contains('\u{1b}'), "a colour code in a piped log: {err:?}");
+    assert!(
+        !err.contains('\u{1b}'),
+        "a colour code in a piped log: {err:?}"
+    );
 }

@@ -125,7 +125,7 @@ impl Store {
     /// Claim up to `c.limit` steps from the claim queue in one short transaction
     /// (`claim_in`): one statement while no task cap and no limited tool is in play, else the
     /// checked claim's two. The commit is asynchronous: losing it in a crash loses only the
-    /// claim (ARCHITECTURE.md, "The hot path").
+    /// claim (`docs/internals.md`, "The hot path").
     pub async fn claim_steps(&self, c: &Claim) -> Result<Vec<ClaimedStep>> {
         in_tx!(hot self, |tx| claim_in(tx, c, true, &self.lanes, self.claim_caps).await)
     }
