@@ -12,7 +12,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
-use super::openapi::{BadBody, BadUri, Guarded, Missing};
+use super::schemas::{BadBody, BadUri, Guarded, Missing};
 use super::views::{KeyView, WhoAmI};
 use super::{ApiError, ApiJson, AppState, views};
 use crate::domain::auth::{Role, required_role};
@@ -280,7 +280,7 @@ async fn check_key(
 pub(super) struct KeyInput {
     #[schema(min_length = 1, max_length = 200)]
     name: String,
-    #[schema(schema_with = super::openapi::role)]
+    #[schema(schema_with = super::schemas::role)]
     role: String,
     /// The tenant the key belongs to (default: the caller's, or `?tenant=`'s); its calls see
     /// that tenant's rows only, unless it is an admin's.

@@ -14,7 +14,7 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::auth::Tenancy;
-use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
+use super::schemas::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
 use crate::domain::bulk::{BulkKind, FromStep, TimeBound};
 use crate::domain::status::TaskStatus;
@@ -263,7 +263,7 @@ fn checked(r: BulkActionRequest, tenancy: &Tenancy) -> Result<NewBulkAction, Api
 /// Start a bulk action (operator): the tasks are matched now (202 with the count), and the
 /// workers apply it in batches. `dry_run`: only the count (no id; nothing is created).
 #[utoipa::path(post, path = "/bulk-actions", operation_id = "create_bulk_action", tag = "tasks",
-    security(("bearer" = [])), params(super::openapi::TenantParam), request_body = BulkActionRequest,
+    security(("bearer" = [])), params(super::schemas::TenantParam), request_body = BulkActionRequest,
     responses(
         (status = 202, description = "created (the workers apply it), or a dry run's count", body = BulkAccepted, links(
             ("get" = (operation_id = "get_bulk_action", parameters(("id" = "$response.body#/bulk_action_id")))),
@@ -299,7 +299,7 @@ pub(super) struct BulkListQuery {
 
 /// Bulk actions, newest first.
 #[utoipa::path(get, path = "/bulk-actions", operation_id = "list_bulk_actions", tag = "tasks",
-    security(("bearer" = [])), params(BulkListQuery, super::openapi::TenantParam),
+    security(("bearer" = [])), params(BulkListQuery, super::schemas::TenantParam),
     responses((status = 200, description = "bulk actions", body = Vec<BulkActionView>), BadUri, Guarded),
 )]
 pub(super) async fn list(

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use uuid::Uuid;
 
-use super::openapi::{BadUri, Guarded, LastEventId, Missing};
+use super::schemas::{BadUri, Guarded, LastEventId, Missing};
 
 use super::views::EventView;
 use super::{ApiError, AppState, KnownTask};
@@ -18,7 +18,7 @@ use crate::store::Store;
 #[into_params(parameter_in = Query)]
 pub(super) struct EventsQuery {
     /// Only events with a larger seq (default 0).
-    #[param(schema_with = super::openapi::event_seq)]
+    #[param(schema_with = super::schemas::event_seq)]
     after: Option<i64>,
     /// At most this many events (default 1000).
     #[param(minimum = 1, maximum = 10000)]
@@ -30,7 +30,7 @@ pub(super) struct EventsQuery {
 /// finished and every event has been sent.
 #[utoipa::path(get, path = "/tasks/{id}/events", tag = "tasks", operation_id = "task_events",
     summary = "Events after a sequence number; live Server-Sent Events with Accept: text/event-stream (resumable with Last-Event-ID)",
-    security(("bearer" = [])), params(super::tasks::TaskPath, EventsQuery, LastEventId),
+    security(("bearer" = [])), params(super::rules::TaskPath, EventsQuery, LastEventId),
     responses(
         (status = 200, description = "events, oldest first",
             content((Vec<EventView> = "application/json"), (String = "text/event-stream"))),

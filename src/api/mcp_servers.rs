@@ -14,7 +14,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::ApiPath;
 use super::auth::Tenancy;
-use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
+use super::schemas::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
 use crate::secretbox::SecretBox;
 use crate::store::mcp::{ListedTool, McpServerRow};
@@ -88,7 +88,7 @@ async fn import(
     endpoint: &str,
     headers: &BTreeMap<String, String>,
 ) -> Result<McpServerRow, ApiError> {
-    super::tasks::check_webhook_url(endpoint)
+    super::rules::check_webhook_url(endpoint)
         .map_err(|_| ApiError::validation("endpoint must be an absolute http(s) URL"))?;
     let url = reqwest::Url::parse(endpoint)
         .map_err(|_| ApiError::validation("endpoint must be a URL"))?;
@@ -201,7 +201,7 @@ pub(super) async fn refresh(
 
 /// Every MCP server, with the tools imported from it.
 #[utoipa::path(get, path = "/mcp-servers", operation_id = "list_mcp_servers", tag = "tools",
-    security(("bearer" = [])), params(super::openapi::TenantParam),
+    security(("bearer" = [])), params(super::schemas::TenantParam),
     responses((status = 200, description = "servers", body = Vec<McpServerView>), BadUri, Guarded),
 )]
 pub(super) async fn list(

@@ -5,9 +5,11 @@
 //! - one module per resource: `tasks`, `events` (JSON and SSE), `tools`, `templates`,
 //!   `schedules`, `waits` (approvals, events in), `webhooks`, `bulk`, `secrets`,
 //!   `mcp_servers`, `key_limits`, `tenants`, `prices`, `system` (stats, health, metrics);
-//! - `openapi` (the document, from the handlers' types), `error` (`ApiError`), `input`
-//!   (hostile input), `auth` (keys and roles), `answers` (answers checked against the
-//!   document, in tests);
+//! - `openapi` (the document, from the handlers' types, and the route serving it); the leaves
+//!   the resources share: `schemas` (statuses, parameters and error answers in the document),
+//!   `rules` (input rules: limits, priorities, plan size, webhook targets), `error`
+//!   (`ApiError`), `input` (hostile input), `auth` (keys and roles); `answers` (answers
+//!   checked against the document, in tests);
 //! - `mcp` (Trellis as an MCP server), `dashboard` (the page), `docs` (Swagger UI).
 //!
 //! Architecture invariant: validation happens before the first write, so a rejected request
@@ -36,7 +38,9 @@ mod mcp;
 mod mcp_servers;
 pub mod openapi;
 mod prices;
+mod rules;
 mod schedules;
+mod schemas;
 mod secrets;
 mod system;
 mod tasks;
@@ -158,7 +162,7 @@ pub fn app(state: AppState) -> Router {
         .route("/ui/{file}", get(dashboard::asset))
         .route("/docs", get(docs::redirect))
         .route("/docs/", get(docs::index))
-        .route("/docs/openapi.json", get(system::openapi))
+        .route("/docs/openapi.json", get(openapi::serve))
         .route("/docs/{file}", get(docs::asset))
         .fallback(not_found)
         .layer(axum::middleware::from_fn(input::reject_nul_in_uri))

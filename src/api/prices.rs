@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::openapi::{BadBody, Guarded};
+use super::schemas::{BadBody, Guarded};
 use super::{ApiError, ApiJson, AppState};
 use crate::store::cost::{ModelPrice, NewPrice};
 

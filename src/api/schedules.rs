@@ -14,8 +14,8 @@ use uuid::Uuid;
 
 use super::ApiPath;
 use super::auth::Tenancy;
-use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
-use super::tasks::{LimitsInput, PRIORITIES, apply_limits, check_plan_size, named_tools};
+use super::rules::{LimitsInput, PRIORITIES, apply_limits, check_plan_size, named_tools};
+use super::schemas::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
 use crate::domain::model::PlanSpec;
 use crate::domain::plan;
@@ -253,7 +253,7 @@ pub(super) async fn create(
 
 /// Every schedule, by id.
 #[utoipa::path(get, path = "/schedules", operation_id = "list_schedules", tag = "schedules",
-    security(("bearer" = [])), params(super::openapi::TenantParam),
+    security(("bearer" = [])), params(super::schemas::TenantParam),
     responses((status = 200, description = "schedules", body = Vec<ScheduleView>), BadUri, Guarded),
 )]
 pub(super) async fn list(

@@ -11,7 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::ApiPath;
 use super::auth::Tenancy;
-use super::openapi::{BadBody, BadUri, Guarded, Missing};
+use super::schemas::{BadBody, BadUri, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
 use crate::secretbox::SecretBox;
 
@@ -100,7 +100,7 @@ pub(super) async fn put(
 
 /// Every secret's name and times (admin); never a value.
 #[utoipa::path(get, path = "/secrets", operation_id = "list_secrets", tag = "secrets",
-    security(("bearer" = [])), params(super::openapi::TenantParam),
+    security(("bearer" = [])), params(super::schemas::TenantParam),
     responses((status = 200, description = "secrets", body = Vec<SecretView>), BadUri, Guarded),
 )]
 pub(super) async fn list(

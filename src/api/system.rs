@@ -6,13 +6,13 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::auth::Tenancy;
-use super::openapi::{BadUri, Guarded, Internal, NotReady, TenantScoped};
+use super::schemas::{BadUri, Guarded, Internal, NotReady, TenantScoped};
 use super::views::{ActivityView, Health, RecoveryStatsView, StatsView, WorkerView};
 use super::{ApiError, AppState};
 
 /// Task and step counts by status.
 #[utoipa::path(get, path = "/stats", operation_id = "stats", tag = "system", security(("bearer" = [])),
-    params(super::openapi::TenantParam),
+    params(super::schemas::TenantParam),
     responses((status = 200, description = "counts", body = StatsView), BadUri, Guarded),
 )]
 pub(super) async fn stats(
@@ -26,7 +26,7 @@ pub(super) async fn stats(
 /// The recovery views (docs/sql-reporting.md): the caller's tenant's work (an admin's key:
 /// every tenant's, or `?tenant=`'s).
 #[utoipa::path(get, path = "/stats/recovery", operation_id = "recovery_stats", tag = "system", security(("bearer" = [])),
-    params(super::openapi::TenantParam),
+    params(super::schemas::TenantParam),
     responses((status = 200, description = "views", body = RecoveryStatsView), BadUri, Guarded),
 )]
 pub(super) async fn recovery_stats(
@@ -62,7 +62,7 @@ const RECENT_CAP: i64 = 100_000;
 /// the tasks submitted in the last hour by status (each count stops above `recent_cap`).
 /// Its cost follows the last hour's work and the live queue, not the history.
 #[utoipa::path(get, path = "/stats/activity", operation_id = "activity", tag = "system", security(("bearer" = [])),
-    params(super::openapi::TenantParam),
+    params(super::schemas::TenantParam),
     responses((status = 200, description = "activity", body = ActivityView), BadUri, Guarded),
 )]
 pub(super) async fn activity(
@@ -80,15 +80,6 @@ pub(super) async fn activity(
 pub(super) async fn workers(State(st): State<AppState>) -> Result<Json<Vec<WorkerView>>, ApiError> {
     let rows = st.store.live_workers().await?;
     Ok(Json(rows.into_iter().map(Into::into).collect()))
-}
-
-/// This document.
-#[utoipa::path(get, path = "/openapi.json", operation_id = "openapi", tag = "system", security(("bearer" = [])),
-    responses((status = 200, description = "the OpenAPI 3.1 document", body = Object), Guarded),
-)]
-pub(super) async fn openapi(State(st): State<AppState>) -> Response {
-    let doc = super::openapi::document(st.settings.llm.enabled());
-    ([(header::CONTENT_TYPE, "application/json")], doc).into_response()
 }
 
 /// Liveness.

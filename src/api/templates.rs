@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 
 use super::ApiPath;
 use super::auth::Tenancy;
-use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
+use super::schemas::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
 use crate::domain::PlanSpec;
 use crate::domain::plan;
@@ -38,7 +38,7 @@ pub(super) struct TemplateInput {
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     input_schema: Option<Value>,
-    #[schema(schema_with = super::openapi::template_plan)]
+    #[schema(schema_with = super::schemas::template_plan)]
     plan: Value,
     /// The concurrency key of the tasks made from it: text with `${input.key}` and
     /// `${metadata.key}` placeholders (e.g. `"${metadata.customer_id}"`), filled at each
@@ -100,7 +100,7 @@ pub(super) async fn create(
         .map_err(|e| ApiError::validation(format!("plan: {e}")))?;
     let spec: PlanSpec =
         serde_json::from_value(probe).map_err(|e| ApiError::validation(format!("plan: {e}")))?;
-    super::tasks::check_plan_size(&st, &spec)?;
+    super::rules::check_plan_size(&st, &spec)?;
     let known = st
         .store
         .tool_ids(&tenancy.home)

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::ApiPath;
-use super::openapi::{BadBody, BadUri, Guarded, Missing};
+use super::schemas::{BadBody, BadUri, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
 use crate::store::tenants::TenantCaps;
 

@@ -10,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::ApiPath;
 use super::auth::Tenancy;
-use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
+use super::schemas::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::views::{self, ToolView};
 use super::{ApiError, ApiJson, AppState};
 use crate::domain::circuit::BreakerSpec;
@@ -58,7 +58,7 @@ pub(super) struct ToolInput {
     /// JSON Schema a successful output must match (absent or null: any output); a mismatch
     /// fails the attempt with category `output_mismatch`.
     #[serde(default)]
-    #[schema(schema_with = super::openapi::optional_json_schema)]
+    #[schema(schema_with = super::schemas::optional_json_schema)]
     output_schema: Option<Value>,
     #[serde(default)]
     output_params: Vec<String>,
@@ -93,7 +93,7 @@ pub(super) struct ToolInput {
     /// `callback_url`; a 2xx parks the step, which the tool completes, fails or extends by
     /// `POST {callback_url}/complete`, `/fail` or `/heartbeat`.
     #[serde(default)]
-    #[schema(schema_with = super::openapi::tool_mode)]
+    #[schema(schema_with = super::schemas::tool_mode)]
     mode: Option<String>,
     /// Headers of every call: `{"X-Api-Key": "${secret.search_key}"}` — a value is literal
     /// text, or names secrets (`PUT /secrets/{name}`) that the worker fills in at call time.

@@ -272,7 +272,7 @@ pub struct PlanStepView {
     pub status: StepStatus,
     pub retry_count: i32,
     pub attempts: i32,
-    #[schema(schema_with = super::openapi::any_output)]
+    #[schema(schema_with = super::schemas::any_output)]
     pub output: Option<Value>,
     #[schema(value_type = Option<Object>)]
     pub error: Option<Value>,
@@ -381,7 +381,7 @@ pub struct AttemptView {
     #[schema(value_type = Object)]
     pub parameters: Value,
     pub status: AttemptStatus,
-    #[schema(schema_with = super::openapi::any_output)]
+    #[schema(schema_with = super::schemas::any_output)]
     pub output: Option<Value>,
     #[schema(value_type = Option<Object>)]
     pub error: Option<Value>,
@@ -500,7 +500,7 @@ pub struct ToolView {
     pub name: String,
     pub description: String,
     /// `builtin`, `http` or `mcp` (a tool of a registered MCP server).
-    #[schema(schema_with = super::openapi::tool_kind)]
+    #[schema(schema_with = super::schemas::tool_kind)]
     pub kind: String,
     /// Credentials in the URL are redacted; null for a built-in.
     pub endpoint: Option<String>,
@@ -509,7 +509,7 @@ pub struct ToolView {
     pub input_schema: Value,
     /// JSON Schema a successful output must match (null: any output); a mismatch fails the
     /// attempt with category `output_mismatch`.
-    #[schema(schema_with = super::openapi::optional_json_schema)]
+    #[schema(schema_with = super::schemas::optional_json_schema)]
     pub output_schema: Option<Value>,
     pub output_params: Vec<String>,
     pub alternatives: Vec<String>,
@@ -530,7 +530,7 @@ pub struct ToolView {
     pub requires_approval: bool,
     /// `sync`: the answer is the output; `async`: a 2xx parks the step until the tool calls
     /// back at the `callback_url` its call carries.
-    #[schema(schema_with = super::openapi::tool_mode)]
+    #[schema(schema_with = super::schemas::tool_mode)]
     pub mode: String,
     /// Call headers: `${secret.NAME}` references as given; a literal credential-like value is
     /// redacted.
@@ -553,7 +553,7 @@ pub struct ToolView {
 pub struct CircuitView {
     /// `closed`: calls go through; `open`: no call until `until` (steps wait or switch to an
     /// alternative tool); `half_open`: the cool-down is over and one probe call decides.
-    #[schema(schema_with = super::openapi::circuit_state)]
+    #[schema(schema_with = super::schemas::circuit_state)]
     pub state: String,
     /// When an open circuit lets its probe through (null unless open).
     pub until: Option<DateTime<Utc>>,
@@ -633,7 +633,7 @@ pub fn tool(t: &ToolDef, c: Option<(&Circuit, DateTime<Utc>)>) -> ToolView {
 pub struct KeyView {
     pub id: Uuid,
     pub name: String,
-    #[schema(schema_with = super::openapi::role)]
+    #[schema(schema_with = super::schemas::role)]
     pub role: &'static str,
     /// The key's first characters, to tell keys apart.
     pub key_prefix: String,
@@ -879,7 +879,7 @@ pub fn activity(read: crate::store::reads::Activity, recent_cap: i64) -> Activit
 #[derive(Debug, Serialize, ToSchema)]
 pub struct WhoAmI {
     /// `admin`, `operator` or `reader` (`admin` when access control is off).
-    #[schema(schema_with = super::openapi::role)]
+    #[schema(schema_with = super::schemas::role)]
     pub role: &'static str,
     /// Whether keys are checked at all (`[auth]`).
     pub access_control: bool,
@@ -932,12 +932,12 @@ pub struct WaitView {
     pub step_id: String,
     pub attempt: i32,
     /// `approval`, `event`, `callback` or `sleep`.
-    #[schema(schema_with = super::openapi::wait_kind)]
+    #[schema(schema_with = super::schemas::wait_kind)]
     pub kind: String,
     /// What the approver is asked (approvals).
     pub prompt: Option<String>,
     /// JSON Schema of the answer an approver may give (approvals; null: none).
-    #[schema(schema_with = super::openapi::optional_json_schema)]
+    #[schema(schema_with = super::schemas::optional_json_schema)]
     pub form: Option<Value>,
     /// The least role that may decide (approvals).
     pub role: Option<String>,
@@ -953,7 +953,7 @@ pub struct WaitView {
     pub r#match: Option<Value>,
     pub expires_at: Option<DateTime<Utc>>,
     /// `open`, `resolved`, `expired` or `cancelled`.
-    #[schema(schema_with = super::openapi::wait_status)]
+    #[schema(schema_with = super::schemas::wait_status)]
     pub status: String,
     /// How it was resolved: `{"outcome": "approved" | "rejected" | "event" | "completed" |
     /// "failed" | "slept" | "timeout", …}` (null while open).

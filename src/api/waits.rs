@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::ApiPath;
 use super::auth::{Caller, CallerKey, Tenancy};
-use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
+use super::schemas::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::views::{self, CallbackAccepted, EventsResolved, WaitView};
 use super::{ApiError, ApiJson, AppState};
 use crate::domain::auth::Role;

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use super::ApiPath;
 use super::auth::Tenancy;
-use super::openapi::{BadBody, BadUri, Conflict, Guarded, Missing};
-use super::tasks::{check_event_kinds, check_webhook_target};
+use super::rules::{check_event_kinds, check_webhook_target};
+use super::schemas::{BadBody, BadUri, Conflict, Guarded, Missing};
 use super::{ApiError, ApiJson, AppState};
 use crate::store::webhooks::{DeliveryRow, WebhookRow};
 
@@ -175,7 +175,7 @@ pub(super) async fn create(
 
 /// Every subscription (admin; never their secrets).
 #[utoipa::path(get, path = "/webhooks", operation_id = "list_webhooks", tag = "webhooks",
-    security(("bearer" = [])), params(super::openapi::TenantParam),
+    security(("bearer" = [])), params(super::schemas::TenantParam),
     responses((status = 200, description = "subscriptions", body = Vec<WebhookView>), BadUri, Guarded),
 )]
 pub(super) async fn list(

@@ -679,3 +679,88 @@ fn every_module_is_named_in_its_parents_header() {
         "modules their parent's header does not name: {missing:#?}"
     );
 }
+
+/// The modules of `src/api/` (its files, not `mod.rs`) each imports, read from `super::x`,
+/// `super::{x, y}` and `crate::api::x` outside comments.
+fn api_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let files = src("api");
+    let names: std::collections::BTreeSet<String> = files
+        .iter()
+        .filter(|(p, _)| p.parent().is_some_and(|d| d.ends_with("api")))
+        .filter_map(|(p, _)| Some(p.file_stem()?.to_str()?.to_string()))
+        .filter(|n| n != "mod")
+        .collect();
+    let mut graph: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for (path, text) in &files {
+        let Some(module) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        if !names.contains(module) || !path.parent().is_some_and(|d| d.ends_with("api")) {
+            continue;
+        }
+        let code: String = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let entry = graph.entry(module.to_string()).or_default();
+        for prefix in ["super::", "crate::api::"] {
+            for (i, _) in code.match_indices(prefix) {
+                let rest = &code[i + prefix.len()..];
+                let named: Vec<String> = match rest.strip_prefix('{') {
+                    Some(group) => group[..group.find('}').unwrap_or(group.len())]
+                        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .map(str::to_string)
+                        .collect(),
+                    None => vec![
+                        rest.chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect(),
+                    ],
+                };
+                for n in named {
+                    if names.contains(&n) && n != module {
+                        entry.insert(n);
+                    }
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// The API's modules form no import cycle: the document (`openapi`) imports the resources,
+/// the resources import the shared leaves (`schemas`, `rules`, `views`, `auth`, `input`).
+#[test]
+fn api_modules_form_no_import_cycle() {
+    let graph = api_imports();
+    assert!(
+        graph.get("openapi").is_some_and(|d| d.contains("tasks"))
+            && graph.get("tasks").is_some_and(|d| d.contains("schemas")),
+        "the import graph was not read: {graph:?}"
+    );
+    fn visit(
+        n: &str,
+        graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut std::collections::BTreeSet<String>,
+    ) {
+        if let Some(at) = path.iter().position(|p| p == n) {
+            panic!("import cycle between api modules: {:?}", &path[at..]);
+        }
+        if done.contains(n) {
+            return;
+        }
+        path.push(n.to_string());
+        for next in graph.get(n).into_iter().flatten() {
+            visit(next, graph, path, done);
+        }
+        path.pop();
+        done.insert(n.to_string());
+    }
+    let mut done = Default::default();
+    for n in graph.keys() {
+        visit(n, &graph, &mut vec![], &mut done);
+    }
+}
