@@ -10,7 +10,8 @@
 //! - [`decision`]: the decision vocabulary (input, context, outcome, answers, LLM usage);
 //! - [`model`]: plan definitions as clients submit them, tool failures;
 //! - [`event`]: the events clients read, one typed variant per kind;
-//! - [`plan`] / [`params`]: plan validation and placeholder resolution;
+//! - [`plan`] / [`params`]: plan validation and placeholder resolution, both on
+//!   [`placeholder`] (the placeholder grammar);
 //! - [`recovery`]: the three-tier recovery as pure functions; [`failure`]: what a failed call
 //!   means (HTTP semantics, `Retry-After`, outages); [`envelope`]: what an answer's body says
 //!   (a 2xx that failed, the parameters a tool refused); [`schema_repair`]: parameters the tool's
@@ -38,6 +39,7 @@ pub mod limits;
 pub mod model;
 pub mod nul;
 pub mod params;
+pub mod placeholder;
 pub mod plan;
 pub mod records;
 pub mod recovery;

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::plan::{Reference, Segment, parse_template_in};
+pub use super::placeholder::resolvable;
+use super::placeholder::{Reference, Segment, parse_template_in, resolvable_plan};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -37,20 +38,6 @@ pub struct Item<'a> {
     pub index: &'a Value,
 }
 
-/// The parameters whose placeholders are resolved for a call of `tool`: all of them, but the
-/// `plan` of the built-in `task`, whose placeholders are the child's to resolve (it is sent
-/// as written).
-pub fn resolvable<'a>(tool: &str, parameters: &'a Value) -> std::borrow::Cow<'a, Value> {
-    match parameters {
-        Value::Object(m) if tool == super::wait::TASK_TOOL && m.contains_key("plan") => {
-            let mut m = m.clone();
-            m.remove("plan");
-            std::borrow::Cow::Owned(Value::Object(m))
-        }
-        _ => std::borrow::Cow::Borrowed(parameters),
-    }
-}
-
 /// [`resolve`] for a call of `tool`: a `task`'s `plan` is kept as written.
 pub fn resolve_call(tool: &str, value: &Value, scope: &Scope<'_>) -> Result<Value, ResolveError> {
     let mut out = resolve(&resolvable(tool, value), scope)?;
@@ -58,12 +45,6 @@ pub fn resolve_call(tool: &str, value: &Value, scope: &Scope<'_>) -> Result<Valu
         m.insert("plan".into(), plan.clone());
     }
     Ok(out)
-}
-
-fn resolvable_plan<'a>(tool: &str, value: &'a Value) -> Option<&'a Value> {
-    (tool == super::wait::TASK_TOOL)
-        .then(|| value.get("plan"))
-        .flatten()
 }
 
 pub fn resolve(value: &Value, scope: &Scope<'_>) -> Result<Value, ResolveError> {

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::Runtime;
-use super::execute::Ran;
+use super::call::Ran;
 use crate::domain::model::{CANCELLED, ToolFailure};
 use crate::store::step_queue::ClaimedStep;
 use crate::tools::Invocation;
@@ -76,7 +76,7 @@ pub(super) async fn tell_tool(rt: &Runtime, step: &ClaimedStep) {
         return;
     };
     let secrets = rt.cfg.secret_box.as_ref();
-    let headers = match super::execute::call_headers(&rt.store, secrets, def).await {
+    let headers = match super::call::call_headers(&rt.store, secrets, def).await {
         Ok((h, _)) => h,
         Err(f) => {
             tracing::warn!(tool = %def.id, error = %f.message, "cannot tell the tool of a cancellation");

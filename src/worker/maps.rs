@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use super::Runtime;
-use super::execute::{Ran, load_context, param_error};
+use super::call::{Ran, load_context, param_error};
 use crate::domain::model::MapSpec;
 use crate::domain::params::{self, Scope};
 use crate::domain::{ActionSpec, ToolFailure};

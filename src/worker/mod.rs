@@ -4,9 +4,12 @@
 //!
 //! - this module: [`WorkerConfig`] and [`run`], the claim loop and the drain;
 //! - `completer`: batched completions (one transaction per batch);
-//! - `execute`: running one claimed step (actions, placeholders, the tool) and recording it;
+//! - `execute`: running one claimed step (actions, placeholders, the gate of a failing
+//!   tool) and recording it; `call`: one tool call and what it runs with (context, keys,
+//!   secrets, the output's checks);
 //! - `decisions`: running a decision chain (context → brain → apply);
-//! - `maintenance`: the listen, heartbeat and rescue loops; `tool_cache`: tool definitions;
+//! - `maintenance`: the listen, heartbeat and rescue loops, on `sweep` (what they work with:
+//!   the store, the wake-ups, the fleet's pace); `tool_cache`: tool definitions;
 //! - `maps`: a claimed map step expanded; `waits`: tools that wait; `cancel`: cancelling a
 //!   call in flight; `webhooks`: delivering the outbox.
 //!
@@ -36,12 +39,14 @@ use crate::store::workers::WorkerInfo;
 use crate::store::{Store, StoreError};
 use crate::tools::ToolRunner;
 
+mod call;
 mod cancel;
 mod completer;
 mod decisions;
 mod execute;
 mod maintenance;
 mod maps;
+mod sweep;
 mod tool_cache;
 mod waits;
 mod webhooks;
@@ -235,7 +240,7 @@ pub async fn run(
     tracing::info!(worker_id = %cfg.id, concurrency = cfg.concurrency, "worker started");
 
     let background = CancellationToken::new();
-    let wake = maintenance::Wake {
+    let wake = sweep::Wake {
         notify: Arc::new(Notify::new()),
         // a decision may be pending from before this worker started
         decisions: Arc::new(AtomicBool::new(true)),
@@ -297,7 +302,7 @@ async fn claim_loop(
     rt: &Runtime,
     running: &mut JoinSet<()>,
     handoffs: &mut mpsc::UnboundedReceiver<completer::Handoff>,
-    wake: &maintenance::Wake,
+    wake: &sweep::Wake,
     shutdown: &CancellationToken,
 ) {
     let sem = Arc::new(Semaphore::new(rt.cfg.concurrency));

@@ -7,7 +7,7 @@ use serde_json::Value;
 use sha2::Digest;
 
 use super::Runtime;
-use super::execute::{Call, Env, Ran, call_tool};
+use super::call::{Call, Env, Ran, call_tool};
 use crate::domain::ToolFailure;
 use crate::domain::child::ChildSpec;
 use crate::domain::status::WaitStatus;
@@ -31,9 +31,9 @@ pub(super) enum Next {
 /// The step parked (or lost its lease): the worker records nothing.
 pub(super) struct Parks;
 
-impl From<Parks> for super::execute::Hold {
+impl From<Parks> for super::call::Hold {
     fn from(_: Parks) -> Self {
-        super::execute::Hold::Parked
+        super::call::Hold::Parked
     }
 }
 

@@ -13,7 +13,7 @@ use crate::store::webhooks::{Outgoing, Tried};
 const BATCH: i64 = 32;
 
 /// The delivery loop: rounds back to back while deliveries are due, else a pause.
-pub(super) async fn run(s: super::maintenance::Sweep) {
+pub(super) async fn run(s: super::sweep::Sweep) {
     let (store, cfg, stop) = (&s.store, &s.cfg, &s.stop);
     let client = cfg.outbound.client();
     let timeout = Duration::from_millis(cfg.webhooks.timeout_ms);

@@ -680,13 +680,15 @@ fn every_module_is_named_in_its_parents_header() {
     );
 }
 
-/// The modules of `src/api/` (its files, not `mod.rs`) each imports, read from `super::x`,
-/// `super::{x, y}` and `crate::api::x` outside comments.
-fn api_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
-    let files = src("api");
+/// The modules of `src/<folder>/` (its files, not `mod.rs`) each imports, read from
+/// `super::x`, `super::{x, y}` and `crate::<folder>::x` outside comments.
+fn sibling_imports(
+    folder: &str,
+) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let files = src(folder);
     let names: std::collections::BTreeSet<String> = files
         .iter()
-        .filter(|(p, _)| p.parent().is_some_and(|d| d.ends_with("api")))
+        .filter(|(p, _)| p.parent().is_some_and(|d| d.ends_with(folder)))
         .filter_map(|(p, _)| Some(p.file_stem()?.to_str()?.to_string()))
         .filter(|n| n != "mod")
         .collect();
@@ -696,7 +698,7 @@ fn api_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSe
         let Some(module) = path.file_stem().and_then(|s| s.to_str()) else {
             continue;
         };
-        if !names.contains(module) || !path.parent().is_some_and(|d| d.ends_with("api")) {
+        if !names.contains(module) || !path.parent().is_some_and(|d| d.ends_with(folder)) {
             continue;
         }
         let code: String = text
@@ -705,7 +707,8 @@ fn api_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSe
             .collect::<Vec<_>>()
             .join("\n");
         let entry = graph.entry(module.to_string()).or_default();
-        for prefix in ["super::", "crate::api::"] {
+        let absolute = format!("crate::{folder}::");
+        for prefix in ["super::", absolute.as_str()] {
             for (i, _) in code.match_indices(prefix) {
                 let rest = &code[i + prefix.len()..];
                 let named: Vec<String> = match rest.strip_prefix('{') {
@@ -730,37 +733,72 @@ fn api_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSe
     graph
 }
 
-/// The API's modules form no import cycle: the document (`openapi`) imports the resources,
-/// the resources import the shared leaves (`schemas`, `rules`, `views`, `auth`, `input`).
-#[test]
-fn api_modules_form_no_import_cycle() {
-    let graph = api_imports();
-    assert!(
-        graph.get("openapi").is_some_and(|d| d.contains("tasks"))
-            && graph.get("tasks").is_some_and(|d| d.contains("schemas")),
-        "the import graph was not read: {graph:?}"
-    );
+/// A depth-first search of `graph` for a cycle; panics naming it.
+fn assert_no_cycle(
+    what: &str,
+    graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+) {
     fn visit(
+        what: &str,
         n: &str,
         graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
         path: &mut Vec<String>,
         done: &mut std::collections::BTreeSet<String>,
     ) {
         if let Some(at) = path.iter().position(|p| p == n) {
-            panic!("import cycle between api modules: {:?}", &path[at..]);
+            panic!("import cycle between {what} modules: {:?}", &path[at..]);
         }
         if done.contains(n) {
             return;
         }
         path.push(n.to_string());
         for next in graph.get(n).into_iter().flatten() {
-            visit(next, graph, path, done);
+            visit(what, next, graph, path, done);
         }
         path.pop();
         done.insert(n.to_string());
     }
     let mut done = Default::default();
     for n in graph.keys() {
-        visit(n, &graph, &mut vec![], &mut done);
+        visit(what, n, graph, &mut vec![], &mut done);
     }
+}
+
+/// The API's modules form no import cycle: the document (`openapi`) imports the resources,
+/// the resources import the shared leaves (`schemas`, `rules`, `views`, `auth`, `input`).
+#[test]
+fn api_modules_form_no_import_cycle() {
+    let graph = sibling_imports("api");
+    assert!(
+        graph.get("openapi").is_some_and(|d| d.contains("tasks"))
+            && graph.get("tasks").is_some_and(|d| d.contains("schemas")),
+        "the import graph was not read: {graph:?}"
+    );
+    assert_no_cycle("api", &graph);
+}
+
+/// The domain's modules form no import cycle (`plan` and `params` both read `placeholder`).
+#[test]
+fn domain_modules_form_no_import_cycle() {
+    let graph = sibling_imports("domain");
+    assert!(
+        graph
+            .get("params")
+            .is_some_and(|d| d.contains("placeholder")),
+        "the import graph was not read: {graph:?}"
+    );
+    assert_no_cycle("domain", &graph);
+}
+
+/// The worker's modules form no import cycle: `execute` runs a step on `call` (one tool call),
+/// which `waits`, `maps` and `cancel` use too; the loops of `maintenance` and `webhooks` run on
+/// `sweep`.
+#[test]
+fn worker_modules_form_no_import_cycle() {
+    let graph = sibling_imports("worker");
+    assert!(
+        graph.get("execute").is_some_and(|d| d.contains("call")),
+        "the import graph was not read: {graph:?}"
+    );
+    assert_no_cycle("worker", &graph);
 }
