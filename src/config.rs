@@ -375,6 +375,9 @@ impl LimitSettings {
         if self.child_intervention_wait_secs > 365 * 86_400 {
             return bad("limits.child_intervention_wait_secs must be at most a year (31536000)");
         }
+        if !(1..=100_000).contains(&self.max_steps_per_plan) {
+            return bad("limits.max_steps_per_plan must be between 1 and 100000");
+        }
         Ok(())
     }
 }
@@ -980,95 +983,25 @@ impl Settings {
         Ok(settings)
     }
 
+    /// Every section's own checks (each section's `validate`), then the few across sections.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let bad = |m: &str| Err(ConfigError::Invalid(m.to_string()));
         self.worker.validate()?;
         if crate::secretbox::SecretBox::from_settings(self.secrets.key.as_deref()).is_err() {
-            return bad("secrets.key must be 32 bytes, base64");
+            return invalid("secrets.key must be 32 bytes, base64");
         }
-        let w = &self.webhooks;
-        if let Some(s) = &w.signing_secret
-            && standardwebhooks::Webhook::new(s).is_err()
-        {
-            return bad("webhooks.signing_secret must be whsec_ followed by base64");
-        }
-        if w.max_attempts == 0 || w.backoff_ms == 0 || w.timeout_ms == 0 {
-            return bad("webhooks.max_attempts, backoff_ms and timeout_ms must be at least 1");
-        }
-        if self.database.max_connections.is_some_and(|n| n < 2) {
-            return bad("database.max_connections must be at least 2");
-        }
-        if crate::store::Pooler::parse(&self.database.pooler).is_none() {
-            return bad("database.pooler must be none, session or transaction");
-        }
-        let f = &self.fairness;
-        if !(0.001..=1000.0).contains(&f.default_weight) {
-            return bad("fairness.default_weight must be from 0.001 to 1000");
-        }
-        if f.aging_max_boost > 1000 {
-            return bad("fairness.aging_max_boost must be at most 1000");
-        }
-        if f.default_max_running > 1_000_000 {
-            return bad("fairness.default_max_running must be at most 1000000");
-        }
-        let t = &self.tenants;
-        if t.max_running_tasks > 1_000_000 || t.max_running_steps > 1_000_000 {
-            return bad("tenants.max_running_tasks and max_running_steps must be at most 1000000");
-        }
+        self.webhooks.validate()?;
+        self.database.validate()?;
+        self.fairness.validate()?;
+        self.tenants.validate()?;
         self.limits.validate()?;
         self.bulk_actions.validate()?;
-        let r = &self.retention;
-        if r.batch_size == 0 || r.batch_size > 10_000 {
-            return bad("retention.batch_size must be between 1 and 10000");
-        }
-        if r.interval_secs == 0 {
-            return bad("retention.interval_secs must be at least 1");
-        }
-        if self
-            .auth
-            .bootstrap_admin_key
-            .as_deref()
-            .is_some_and(|k| k.trim().len() < 16)
-        {
-            return bad("auth.bootstrap_admin_key must be at least 16 characters");
-        }
+        self.retention.validate()?;
+        self.auth.validate()?;
         if self.tools.max_output_bytes == 0 {
-            return bad("tools.max_output_bytes must be at least 1");
+            return invalid("tools.max_output_bytes must be at least 1");
         }
-        if !(1..=100_000).contains(&self.limits.max_steps_per_plan) {
-            return bad("limits.max_steps_per_plan must be between 1 and 100000");
-        }
-        let o = &self.orchestrator;
-        if o.parallel_max_concurrent == 0 {
-            return bad("orchestrator.parallel_max_concurrent must be at least 1");
-        }
-        if o.max_reflection_rounds == 0 {
-            return bad("orchestrator.max_reflection_rounds must be at least 1");
-        }
-        if !(0.0..=100.0).contains(&o.success_threshold) {
-            return bad("orchestrator.success_threshold must be between 0 and 100");
-        }
-        if o.task_timeout_secs > crate::domain::MAX_TASK_TIMEOUT_SECS as u32 {
-            return bad(&format!(
-                "orchestrator.task_timeout_secs must be at most {} (one year)",
-                crate::domain::MAX_TASK_TIMEOUT_SECS
-            ));
-        }
-        if let Some(e) = self.log.otlp() {
-            let ok = url::Url::parse(e)
-                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
-            if !ok {
-                return bad("log.otlp_endpoint must be an http:// or https:// URL");
-            }
-        }
-        if self
-            .log
-            .otlp_service_name
-            .as_deref()
-            .is_some_and(|n| n.trim().is_empty())
-        {
-            return bad("log.otlp_service_name must not be empty");
-        }
+        self.orchestrator.validate()?;
+        self.log.validate()?;
         self.llm.validate()
     }
 
@@ -1080,6 +1013,129 @@ impl Settings {
                     .into(),
             )
         })
+    }
+}
+
+/// A configuration error naming what is wrong.
+fn invalid(m: &str) -> Result<(), ConfigError> {
+    Err(ConfigError::Invalid(m.to_string()))
+}
+
+impl WebhookSettings {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(s) = &self.signing_secret
+            && standardwebhooks::Webhook::new(s).is_err()
+        {
+            return invalid("webhooks.signing_secret must be whsec_ followed by base64");
+        }
+        if self.max_attempts == 0 || self.backoff_ms == 0 || self.timeout_ms == 0 {
+            return invalid("webhooks.max_attempts, backoff_ms and timeout_ms must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+impl DatabaseSettings {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_connections.is_some_and(|n| n < 2) {
+            return invalid("database.max_connections must be at least 2");
+        }
+        if crate::store::Pooler::parse(&self.pooler).is_none() {
+            return invalid("database.pooler must be none, session or transaction");
+        }
+        Ok(())
+    }
+}
+
+impl FairnessSettings {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !(0.001..=1000.0).contains(&self.default_weight) {
+            return invalid("fairness.default_weight must be from 0.001 to 1000");
+        }
+        if self.aging_max_boost > 1000 {
+            return invalid("fairness.aging_max_boost must be at most 1000");
+        }
+        if self.default_max_running > 1_000_000 {
+            return invalid("fairness.default_max_running must be at most 1000000");
+        }
+        Ok(())
+    }
+}
+
+impl TenantSettings {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_running_tasks > 1_000_000 || self.max_running_steps > 1_000_000 {
+            return invalid(
+                "tenants.max_running_tasks and max_running_steps must be at most 1000000",
+            );
+        }
+        Ok(())
+    }
+}
+
+impl RetentionSettings {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.batch_size == 0 || self.batch_size > 10_000 {
+            return invalid("retention.batch_size must be between 1 and 10000");
+        }
+        if self.interval_secs == 0 {
+            return invalid("retention.interval_secs must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+impl AuthSettings {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self
+            .bootstrap_admin_key
+            .as_deref()
+            .is_some_and(|k| k.trim().len() < 16)
+        {
+            return invalid("auth.bootstrap_admin_key must be at least 16 characters");
+        }
+        Ok(())
+    }
+}
+
+impl OrchestratorSettings {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.parallel_max_concurrent == 0 {
+            return invalid("orchestrator.parallel_max_concurrent must be at least 1");
+        }
+        if self.max_reflection_rounds == 0 {
+            return invalid("orchestrator.max_reflection_rounds must be at least 1");
+        }
+        if !(0.0..=100.0).contains(&self.success_threshold) {
+            return invalid("orchestrator.success_threshold must be between 0 and 100");
+        }
+        if self.task_timeout_secs > crate::domain::MAX_TASK_TIMEOUT_SECS as u32 {
+            return invalid(&format!(
+                "orchestrator.task_timeout_secs must be at most {} (one year)",
+                crate::domain::MAX_TASK_TIMEOUT_SECS
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl LogSettings {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(e) = self.otlp() {
+            let ok = url::Url::parse(e)
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+            if !ok {
+                return invalid("log.otlp_endpoint must be an http:// or https:// URL");
+            }
+        }
+        if self
+            .otlp_service_name
+            .as_deref()
+            .is_some_and(|n| n.trim().is_empty())
+        {
+            return invalid("log.otlp_service_name must not be empty");
+        }
+        Ok(())
     }
 }
 

@@ -167,87 +167,81 @@ impl TrellisMcp {
         name: &str,
         args: Map<String, Value>,
     ) -> (u16, Value) {
-        let arg = |k: &str| {
-            args.get(k)
+        if name == "wait_task" {
+            let id = args
+                .get("task_id")
                 .and_then(Value::as_str)
                 .unwrap_or_default()
-                .to_string()
-        };
-        let id = arg("task_id");
-        match name {
-            "submit_task" => {
-                self.rest(auth, "POST", "/api/v1/tasks", Some(Value::Object(args)))
-                    .await
-            }
-            "get_task" => {
-                self.rest(auth, "GET", &format!("/api/v1/tasks/{id}"), None)
-                    .await
-            }
-            "get_result" => {
-                self.rest(auth, "GET", &format!("/api/v1/tasks/{id}/result"), None)
-                    .await
-            }
-            "cancel_task" => {
-                self.rest(
-                    auth,
-                    "POST",
-                    &format!("/api/v1/tasks/{id}/cancel"),
-                    Some(json!({})),
-                )
-                .await
-            }
-            "resume_task" => {
-                let mut body = args.clone();
-                body.remove("task_id");
-                self.rest(
-                    auth,
-                    "POST",
-                    &format!("/api/v1/tasks/{id}/resume"),
-                    Some(Value::Object(body)),
-                )
-                .await
-            }
-            "list_tasks" => {
-                let mut q = format!(
-                    "limit={}",
-                    args.get("limit").and_then(Value::as_i64).unwrap_or(50)
-                );
-                if let Some(s) = args.get("status").and_then(Value::as_str) {
-                    q.push_str(&format!("&status={s}"));
-                }
-                self.rest(auth, "GET", &format!("/api/v1/tasks?{q}"), None)
-                    .await
-            }
-            "wait_task" => self.wait(auth, &id, &args).await,
-            "approve_wait" | "reject_wait" => {
-                let wait = arg("wait_id");
-                let mut body = args.clone();
-                body.remove("wait_id");
-                let what = if name == "approve_wait" {
-                    "approve"
-                } else {
-                    "reject"
-                };
-                self.rest(
-                    auth,
-                    "POST",
-                    &format!("/api/v1/waits/{wait}/{what}"),
-                    Some(Value::Object(body)),
-                )
-                .await
-            }
-            other => match other.strip_prefix("template.") {
-                Some(t) => {
-                    let body = json!({"template": t, "input": Value::Object(args)});
-                    self.rest(auth, "POST", "/api/v1/tasks", Some(body)).await
-                }
-                None => (
-                    404,
-                    json!({"error": {"code": "not_found", "message": format!("no tool {other:?}")}}),
-                ),
-            },
+                .to_string();
+            return self.wait(auth, &id, &args).await;
+        }
+        match rest_call(name, args) {
+            Some((method, path, body)) => self.rest(auth, method, &path, body).await,
+            None => (
+                404,
+                json!({"error": {"code": "not_found", "message": format!("no tool {name:?}")}}),
+            ),
         }
     }
+}
+
+/// The REST call a tool of this server stands for: (method, path, body); None for a tool it
+/// does not have (`wait_task` is not one call).
+fn rest_call(
+    name: &str,
+    args: Map<String, Value>,
+) -> Option<(&'static str, String, Option<Value>)> {
+    let arg = |k: &str| {
+        args.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let id = arg("task_id");
+    let without = |k: &str| {
+        let mut body = args.clone();
+        body.remove(k);
+        Some(Value::Object(body))
+    };
+    Some(match name {
+        "submit_task" => ("POST", "/api/v1/tasks".into(), Some(Value::Object(args))),
+        "get_task" => ("GET", format!("/api/v1/tasks/{id}"), None),
+        "get_result" => ("GET", format!("/api/v1/tasks/{id}/result"), None),
+        "cancel_task" => (
+            "POST",
+            format!("/api/v1/tasks/{id}/cancel"),
+            Some(json!({})),
+        ),
+        "resume_task" => (
+            "POST",
+            format!("/api/v1/tasks/{id}/resume"),
+            without("task_id"),
+        ),
+        "list_tasks" => {
+            let mut q = format!(
+                "limit={}",
+                args.get("limit").and_then(Value::as_i64).unwrap_or(50)
+            );
+            if let Some(s) = args.get("status").and_then(Value::as_str) {
+                q.push_str(&format!("&status={s}"));
+            }
+            ("GET", format!("/api/v1/tasks?{q}"), None)
+        }
+        "approve_wait" | "reject_wait" => {
+            let what = if name == "approve_wait" {
+                "approve"
+            } else {
+                "reject"
+            };
+            let path = format!("/api/v1/waits/{}/{what}", arg("wait_id"));
+            ("POST", path, without("wait_id"))
+        }
+        other => {
+            let t = other.strip_prefix("template.")?;
+            let body = json!({"template": t, "input": Value::Object(args)});
+            ("POST", "/api/v1/tasks".into(), Some(body))
+        }
+    })
 }
 
 fn auth_of(ctx: &RequestContext<RoleServer>) -> Option<String> {

@@ -170,7 +170,33 @@ async fn checked(st: &AppState, tenant: &str, s: ScheduleInput) -> Result<NewSch
             "description must be at most 10000 characters",
         ));
     }
-    let plan = match (&s.template, s.plan, &s.input) {
+    let plan = checked_plan(st, &own, &s.template, s.plan, &s.input).await?;
+    Ok(NewSchedule {
+        id: s.id,
+        cron: s.cron.trim().to_string(),
+        timezone,
+        description: s.description,
+        template: s.template,
+        input: s.input,
+        plan,
+        priority,
+        limits: apply_limits(st.default_limits(), s.limits)?,
+        enabled: s.enabled.unwrap_or(true),
+        overlap,
+        tenant: tenant.to_owned(),
+    })
+}
+
+/// A schedule's template (checked now with its input: a tick re-checks it) or its own plan
+/// (checked, and returned to store).
+async fn checked_plan(
+    st: &AppState,
+    own: &Tenancy,
+    template: &Option<String>,
+    plan: Option<crate::domain::PlanSpec>,
+    input: &Option<Value>,
+) -> Result<Option<Value>, ApiError> {
+    Ok(match (template, plan, input) {
         (Some(_), Some(_), _) => {
             return Err(ApiError::validation(
                 "give either a plan or a template, not both",
@@ -190,7 +216,7 @@ async fn checked(st: &AppState, tenant: &str, s: ScheduleInput) -> Result<NewSch
             // the template and its input are checked now (a tick re-checks them)
             let mut seen = Default::default();
             let (p, _, _) =
-                super::templates::instantiate(st, &own, &mut seen, t, input.clone(), &json!({}))
+                super::templates::instantiate(st, own, &mut seen, t, input.clone(), &json!({}))
                     .await?;
             plan::validate(&p, &named_tools(&p))?;
             None
@@ -200,7 +226,7 @@ async fn checked(st: &AppState, tenant: &str, s: ScheduleInput) -> Result<NewSch
             plan::validate(&p, &named_tools(&p))?;
             let unknown = st
                 .store
-                .unknown_tools(Some(tenant), &named_tools(&p))
+                .unknown_tools(Some(&own.home), &named_tools(&p))
                 .await?;
             if !unknown.is_empty() {
                 return Err(ApiError::validation(format!(
@@ -210,20 +236,6 @@ async fn checked(st: &AppState, tenant: &str, s: ScheduleInput) -> Result<NewSch
             }
             Some(serde_json::to_value(&p).map_err(|e| ApiError::validation(e.to_string()))?)
         }
-    };
-    Ok(NewSchedule {
-        id: s.id,
-        cron: s.cron.trim().to_string(),
-        timezone,
-        description: s.description,
-        template: s.template,
-        input: s.input,
-        plan,
-        priority,
-        limits: apply_limits(st.default_limits(), s.limits)?,
-        enabled: s.enabled.unwrap_or(true),
-        overlap,
-        tenant: tenant.to_owned(),
     })
 }
 

@@ -197,18 +197,7 @@ pub(super) async fn create(
         ));
     }
     let (max_concurrency, rate_limit_per_sec, rate_limit_burst) = limits(&t)?;
-    for (name, value) in &t.headers {
-        let ok_name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok();
-        let ok_value = reqwest::header::HeaderValue::from_str(value).is_ok();
-        let refs_ok = crate::secretbox::references(value)
-            .iter()
-            .all(|r| super::secrets::check_secret_name(r).is_ok());
-        if !ok_name || !ok_value || !refs_ok || t.headers.len() > 50 || value.len() > 4096 {
-            return Err(ApiError::validation(format!(
-                "header {name:?} is not a valid header (a name, and a value of printable text whose ${{secret.NAME}} references name secrets)"
-            )));
-        }
-    }
+    check_headers(&t.headers)?;
     let mode = match t.mode.as_deref() {
         None | Some("sync") => "sync".to_string(),
         Some("async") => "async".to_string(),
@@ -218,22 +207,7 @@ pub(super) async fn create(
             )));
         }
     };
-    let input_schema = t.input_schema.unwrap_or_else(|| json!({"type": "object"}));
-    if !input_schema.is_object() {
-        return Err(ApiError::validation("input_schema must be a JSON object"));
-    }
-    crate::domain::schema::check(&input_schema)
-        .map_err(|e| ApiError::validation(format!("input_schema: {e}")))?;
-    let output_schema = t.output_schema.filter(|s| !s.is_null());
-    if let Some(s) = &output_schema {
-        if !(s.is_object() || s.is_boolean()) {
-            return Err(ApiError::validation(
-                "output_schema must be a JSON Schema (an object or a boolean)",
-            ));
-        }
-        crate::domain::schema::check(s)
-            .map_err(|e| ApiError::validation(format!("output_schema: {e}")))?;
-    }
+    let (input_schema, output_schema) = schemas(t.input_schema, t.output_schema)?;
     if t.alternatives.contains(&t.id) {
         return Err(ApiError::validation("a tool cannot be its own alternative"));
     }
@@ -273,6 +247,49 @@ pub(super) async fn create(
         })
         .await?;
     Ok((StatusCode::CREATED, Json(views::tool(&row, None))).into_response())
+}
+
+/// A tool's headers: valid names and printable values whose `${secret.NAME}` references name
+/// secrets; at most 50, each value at most 4096 bytes.
+fn check_headers(headers: &std::collections::BTreeMap<String, String>) -> Result<(), ApiError> {
+    for (name, value) in headers {
+        let ok_name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok();
+        let ok_value = reqwest::header::HeaderValue::from_str(value).is_ok();
+        let refs_ok = crate::secretbox::references(value)
+            .iter()
+            .all(|r| super::secrets::check_secret_name(r).is_ok());
+        if !ok_name || !ok_value || !refs_ok || headers.len() > 50 || value.len() > 4096 {
+            return Err(ApiError::validation(format!(
+                "header {name:?} is not a valid header (a name, and a value of printable text whose ${{secret.NAME}} references name secrets)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A tool's input schema (an object, `{"type": "object"}` when not given) and output schema
+/// (an object or a boolean, if any), each a valid JSON Schema.
+fn schemas(
+    input: Option<Value>,
+    output: Option<Value>,
+) -> Result<(Value, Option<Value>), ApiError> {
+    let input_schema = input.unwrap_or_else(|| json!({"type": "object"}));
+    if !input_schema.is_object() {
+        return Err(ApiError::validation("input_schema must be a JSON object"));
+    }
+    crate::domain::schema::check(&input_schema)
+        .map_err(|e| ApiError::validation(format!("input_schema: {e}")))?;
+    let output_schema = output.filter(|s| !s.is_null());
+    if let Some(s) = &output_schema {
+        if !(s.is_object() || s.is_boolean()) {
+            return Err(ApiError::validation(
+                "output_schema must be a JSON Schema (an object or a boolean)",
+            ));
+        }
+        crate::domain::schema::check(s)
+            .map_err(|e| ApiError::validation(format!("output_schema: {e}")))?;
+    }
+    Ok((input_schema, output_schema))
 }
 
 /// `?after=&limit=` of a registry list, in id order (keyset pagination).

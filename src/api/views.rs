@@ -809,6 +809,54 @@ pub fn activity(read: crate::store::reads::Activity, recent_cap: i64) -> Activit
             })
             .collect()
     };
+    let Gauges {
+        queue,
+        workers,
+        in_flight,
+        oldest_transaction_secs,
+        unfinished_tasks,
+    } = gauges_of(&gauges);
+    ActivityView {
+        minutes: minutes
+            .into_iter()
+            .map(|m| MinuteView {
+                minute: m.minute,
+                succeeded: m.succeeded,
+                failed: m.failed,
+            })
+            .collect(),
+        tools: tools
+            .into_iter()
+            .map(|t| ToolActivityView {
+                tool: t.tool,
+                attempts: t.attempts,
+                failed: t.failed,
+                median_ms: t.median_ms,
+                mean_ms: t.mean_ms,
+            })
+            .collect(),
+        queue,
+        queue_by_key: queues(by_key),
+        queue_by_tenant: queues(by_tenant),
+        workers,
+        in_flight,
+        unfinished_tasks,
+        recent_tasks,
+        recent_cap,
+        oldest_transaction_secs,
+    }
+}
+
+/// What the activity view reads from the store's gauges.
+struct Gauges {
+    queue: Vec<QueueView>,
+    workers: i64,
+    in_flight: i64,
+    oldest_transaction_secs: f64,
+    unfinished_tasks: BTreeMap<String, i64>,
+}
+
+fn gauges_of(gauges: &[crate::store::reads::GaugeRow]) -> Gauges {
     let mut queue: BTreeMap<&str, QueueView> = BTreeMap::new();
     let (mut workers, mut in_flight) = (0, 0);
     let mut oldest_transaction_secs = 0.0;
@@ -817,7 +865,7 @@ pub fn activity(read: crate::store::reads::Activity, recent_cap: i64) -> Activit
         .filter(|s| !s.is_terminal())
         .map(|s| (s.to_string(), 0))
         .collect();
-    for g in &gauges {
+    for g in gauges {
         match (g.family.as_str(), g.status.as_str()) {
             ("tasks", status) => {
                 if let Some(n) = unfinished_tasks.get_mut(status) {
@@ -844,34 +892,12 @@ pub fn activity(read: crate::store::reads::Activity, recent_cap: i64) -> Activit
             _ => {}
         }
     }
-    ActivityView {
-        minutes: minutes
-            .into_iter()
-            .map(|m| MinuteView {
-                minute: m.minute,
-                succeeded: m.succeeded,
-                failed: m.failed,
-            })
-            .collect(),
-        tools: tools
-            .into_iter()
-            .map(|t| ToolActivityView {
-                tool: t.tool,
-                attempts: t.attempts,
-                failed: t.failed,
-                median_ms: t.median_ms,
-                mean_ms: t.mean_ms,
-            })
-            .collect(),
+    Gauges {
         queue: queue.into_values().collect(),
-        queue_by_key: queues(by_key),
-        queue_by_tenant: queues(by_tenant),
         workers,
         in_flight,
-        unfinished_tasks,
-        recent_tasks,
-        recent_cap,
         oldest_transaction_secs,
+        unfinished_tasks,
     }
 }
 

@@ -275,33 +275,7 @@ impl RulesBrain {
         let replans_left = ctx.counters.task_replan_count < ctx.counters.max_task_replans;
         let upstream = failure.and_then(|f| Self::upstream(ctx, f));
         if let (Some(up), false) = (&upstream, optional) {
-            let why = format!(
-                "step {key}'s parameter {} came from step {}'s output ({})",
-                up.parameter, up.producer, up.placeholder
-            );
-            o.root_causes.push(why.clone());
-            if replans_left {
-                o.should_replan = true;
-                o.lessons_learned.push(format!(
-                    "a bad value is healed where it is made: step {} runs again, told why",
-                    up.producer
-                ));
-                o.replanning_strategy = Some(Strategy::ReplanFromStep {
-                    step_id: up.producer.clone(),
-                    reason: format!(
-                        "{why}, which step {key}'s tool rejects: {}",
-                        failure.map(|f| f.message.as_str()).unwrap_or_default()
-                    ),
-                });
-            } else {
-                let n = ctx.counters.task_replan_count;
-                o.stop_reason = format!(
-                    "{why}, and it is still wrong after {n} re-run{} of step {}: {}",
-                    if n == 1 { "" } else { "s" },
-                    up.producer,
-                    failure.map(|f| f.message.as_str()).unwrap_or_default()
-                );
-            }
+            Self::heal_upstream(ctx, &mut o, up, &key, failure);
             return o;
         }
         if optional {
@@ -328,6 +302,45 @@ impl RulesBrain {
             };
         }
         o
+    }
+
+    /// The failing step's bad value came from an earlier step's output: re-run that step, told
+    /// why, while replans are left; else stop, saying so.
+    fn heal_upstream(
+        ctx: &DecisionContext,
+        o: &mut OverallReflection,
+        up: &upstream::Upstream,
+        key: &str,
+        failure: Option<&ToolFailure>,
+    ) {
+        let replans_left = ctx.counters.task_replan_count < ctx.counters.max_task_replans;
+        let why = format!(
+            "step {key}'s parameter {} came from step {}'s output ({})",
+            up.parameter, up.producer, up.placeholder
+        );
+        o.root_causes.push(why.clone());
+        if replans_left {
+            o.should_replan = true;
+            o.lessons_learned.push(format!(
+                "a bad value is healed where it is made: step {} runs again, told why",
+                up.producer
+            ));
+            o.replanning_strategy = Some(Strategy::ReplanFromStep {
+                step_id: up.producer.clone(),
+                reason: format!(
+                    "{why}, which step {key}'s tool rejects: {}",
+                    failure.map(|f| f.message.as_str()).unwrap_or_default()
+                ),
+            });
+        } else {
+            let n = ctx.counters.task_replan_count;
+            o.stop_reason = format!(
+                "{why}, and it is still wrong after {n} re-run{} of step {}: {}",
+                if n == 1 { "" } else { "s" },
+                up.producer,
+                failure.map(|f| f.message.as_str()).unwrap_or_default()
+            );
+        }
     }
 
     pub fn replan(ctx: &DecisionContext) -> PlanSpec {

@@ -79,24 +79,7 @@ pub fn validate(plan: &PlanSpec, known_tools: &HashSet<String>) -> Result<(), Pl
             plan.steps.len()
         ));
     }
-    let mut index: HashMap<&str, usize> = HashMap::new();
-    for (i, step) in plan.steps.iter().enumerate() {
-        if !valid_key(&step.id) {
-            return err(format!(
-                "step id {:?} is invalid: use 1-64 letters, digits, '_' or '-'",
-                step.id
-            ));
-        }
-        if RESERVED_STEP_IDS.contains(&step.id.as_str()) {
-            return err(format!(
-                "step id {:?} is reserved for ${{{}.…}} placeholders",
-                step.id, step.id
-            ));
-        }
-        if index.insert(step.id.as_str(), i).is_some() {
-            return err(format!("duplicate step id {:?}", step.id));
-        }
-    }
+    let index = step_index(plan)?;
     for step in &plan.steps {
         validate_step_shape(step, known_tools)?;
         let mut seen = HashSet::new();
@@ -115,20 +98,7 @@ pub fn validate(plan: &PlanSpec, known_tools: &HashSet<String>) -> Result<(), Pl
             }
         }
     }
-    let order = topological_order(plan)?;
-    // Transitive dependencies, computed in topological order.
-    let mut ancestors: HashMap<&str, BTreeSet<&str>> = HashMap::new();
-    for &i in &order {
-        let step = &plan.steps[i];
-        let mut set = BTreeSet::new();
-        for dep in &step.dependencies {
-            set.insert(dep.as_str());
-            if let Some(a) = ancestors.get(dep.as_str()) {
-                set.extend(a.iter().copied());
-            }
-        }
-        ancestors.insert(step.id.as_str(), set);
-    }
+    let ancestors = ancestors(plan)?;
     for step in &plan.steps {
         let deps = &ancestors[step.id.as_str()];
         let action_ids: HashSet<&str> = step.actions.iter().map(|a| a.id.as_str()).collect();
@@ -150,6 +120,47 @@ pub fn validate(plan: &PlanSpec, known_tools: &HashSet<String>) -> Result<(), Pl
         }
     }
     Ok(())
+}
+
+/// Each step's position by id: ids valid, not reserved, not repeated.
+fn step_index(plan: &PlanSpec) -> Result<HashMap<&str, usize>, PlanError> {
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for (i, step) in plan.steps.iter().enumerate() {
+        if !valid_key(&step.id) {
+            return err(format!(
+                "step id {:?} is invalid: use 1-64 letters, digits, '_' or '-'",
+                step.id
+            ));
+        }
+        if RESERVED_STEP_IDS.contains(&step.id.as_str()) {
+            return err(format!(
+                "step id {:?} is reserved for ${{{}.…}} placeholders",
+                step.id, step.id
+            ));
+        }
+        if index.insert(step.id.as_str(), i).is_some() {
+            return err(format!("duplicate step id {:?}", step.id));
+        }
+    }
+    Ok(index)
+}
+
+/// Each step's transitive dependencies, computed in topological order (a cycle is an error).
+fn ancestors(plan: &PlanSpec) -> Result<HashMap<&str, BTreeSet<&str>>, PlanError> {
+    let order = topological_order(plan)?;
+    let mut ancestors: HashMap<&str, BTreeSet<&str>> = HashMap::new();
+    for &i in &order {
+        let step = &plan.steps[i];
+        let mut set = BTreeSet::new();
+        for dep in &step.dependencies {
+            set.insert(dep.as_str());
+            if let Some(a) = ancestors.get(dep.as_str()) {
+                set.extend(a.iter().copied());
+            }
+        }
+        ancestors.insert(step.id.as_str(), set);
+    }
+    Ok(ancestors)
 }
 
 /// A map step: `over` is one placeholder of a dependency's output, the context or the

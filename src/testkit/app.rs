@@ -266,80 +266,85 @@ pub struct ToolServer {
     pub tasks_in_flight: Arc<Mutex<(HashMap<String, usize>, usize)>>,
 }
 
+/// What the tool server's handler counts with.
+#[derive(Clone)]
+struct ToolServerState {
+    calls: Arc<Mutex<Vec<ToolCall>>>,
+    respond: Responder,
+    delay: Duration,
+    in_flight: Arc<Mutex<HashMap<String, InFlight>>>,
+    arrivals: Arc<Mutex<Vec<(String, std::time::Instant)>>>,
+    tasks_in_flight: Arc<Mutex<(HashMap<String, usize>, usize)>>,
+}
+/// One call of the tool server: recorded, counted in flight, answered after the delay.
+async fn handle_tool_call(
+    State(s): State<ToolServerState>,
+    axum::extract::Path(tool): axum::extract::Path<String>,
+    headers: axum::http::HeaderMap,
+    axum::Json(body): axum::Json<Value>,
+) -> (StatusCode, axum::Json<Value>) {
+    let call = ToolCall {
+        task_id: body["task_id"].as_str().unwrap_or_default().to_string(),
+        step_id: body["step_id"].as_str().unwrap_or_default().to_string(),
+        attempt: body["attempt"].as_i64().unwrap_or(-1),
+        idempotency_key: headers
+            .get("idempotency-key")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string(),
+        parameters: body["parameters"].clone(),
+        tool,
+    };
+    s.calls.lock().unwrap().push(call.clone());
+    s.arrivals
+        .lock()
+        .unwrap()
+        .push((call.tool.clone(), std::time::Instant::now()));
+    {
+        let mut m = s.in_flight.lock().unwrap();
+        let e = m.entry(call.tool.clone()).or_default();
+        e.now += 1;
+        e.peak = e.peak.max(e.now);
+        let mut t = s.tasks_in_flight.lock().unwrap();
+        *t.0.entry(call.task_id.clone()).or_insert(0) += 1;
+        t.1 = t.1.max(t.0.len());
+    }
+    tokio::time::sleep(s.delay).await;
+    s.in_flight
+        .lock()
+        .unwrap()
+        .get_mut(&call.tool)
+        .expect("counted on arrival")
+        .now -= 1;
+    {
+        let mut t = s.tasks_in_flight.lock().unwrap();
+        let n = t.0.get_mut(&call.task_id).expect("counted on arrival");
+        *n -= 1;
+        if *n == 0 {
+            t.0.remove(&call.task_id);
+        }
+    }
+    let (status, body) = (s.respond)(&call);
+    (StatusCode::from_u16(status).unwrap(), axum::Json(body))
+}
+
 impl ToolServer {
     /// Serve `POST /{tool}`; `delay` is applied before answering.
     pub async fn start(delay: Duration, respond: Responder) -> Self {
-        #[derive(Clone)]
-        struct S {
-            calls: Arc<Mutex<Vec<ToolCall>>>,
-            respond: Responder,
-            delay: Duration,
-            in_flight: Arc<Mutex<HashMap<String, InFlight>>>,
-            arrivals: Arc<Mutex<Vec<(String, std::time::Instant)>>>,
-            tasks_in_flight: Arc<Mutex<(HashMap<String, usize>, usize)>>,
-        }
-        async fn handle(
-            State(s): State<S>,
-            axum::extract::Path(tool): axum::extract::Path<String>,
-            headers: axum::http::HeaderMap,
-            axum::Json(body): axum::Json<Value>,
-        ) -> (StatusCode, axum::Json<Value>) {
-            let call = ToolCall {
-                task_id: body["task_id"].as_str().unwrap_or_default().to_string(),
-                step_id: body["step_id"].as_str().unwrap_or_default().to_string(),
-                attempt: body["attempt"].as_i64().unwrap_or(-1),
-                idempotency_key: headers
-                    .get("idempotency-key")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default()
-                    .to_string(),
-                parameters: body["parameters"].clone(),
-                tool,
-            };
-            s.calls.lock().unwrap().push(call.clone());
-            s.arrivals
-                .lock()
-                .unwrap()
-                .push((call.tool.clone(), std::time::Instant::now()));
-            {
-                let mut m = s.in_flight.lock().unwrap();
-                let e = m.entry(call.tool.clone()).or_default();
-                e.now += 1;
-                e.peak = e.peak.max(e.now);
-                let mut t = s.tasks_in_flight.lock().unwrap();
-                *t.0.entry(call.task_id.clone()).or_insert(0) += 1;
-                t.1 = t.1.max(t.0.len());
-            }
-            tokio::time::sleep(s.delay).await;
-            s.in_flight
-                .lock()
-                .unwrap()
-                .get_mut(&call.tool)
-                .expect("counted on arrival")
-                .now -= 1;
-            {
-                let mut t = s.tasks_in_flight.lock().unwrap();
-                let n = t.0.get_mut(&call.task_id).expect("counted on arrival");
-                *n -= 1;
-                if *n == 0 {
-                    t.0.remove(&call.task_id);
-                }
-            }
-            let (status, body) = (s.respond)(&call);
-            (StatusCode::from_u16(status).unwrap(), axum::Json(body))
-        }
         let calls = Arc::new(Mutex::new(Vec::new()));
         let in_flight = Arc::new(Mutex::new(HashMap::new()));
         let arrivals = Arc::new(Mutex::new(Vec::new()));
         let tasks_in_flight = Arc::new(Mutex::new((HashMap::new(), 0)));
-        let router = Router::new().route("/{tool}", post(handle)).with_state(S {
-            calls: calls.clone(),
-            respond,
-            delay,
-            in_flight: in_flight.clone(),
-            arrivals: arrivals.clone(),
-            tasks_in_flight: tasks_in_flight.clone(),
-        });
+        let router = Router::new()
+            .route("/{tool}", post(handle_tool_call))
+            .with_state(ToolServerState {
+                calls: calls.clone(),
+                respond,
+                delay,
+                in_flight: in_flight.clone(),
+                arrivals: arrivals.clone(),
+                tasks_in_flight: tasks_in_flight.clone(),
+            });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });

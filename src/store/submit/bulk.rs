@@ -292,7 +292,6 @@ impl Batch {
 impl TaskColumns {
     /// Task `ord` of the batch (its first events' payloads included).
     fn push(&mut self, ord: usize, id: Uuid, t: &NewTask) {
-        let l = &t.limits;
         let (status, version, events) = match &t.plan {
             Some(_) => (TaskStatus::Running, 1, 2),
             None => (TaskStatus::Pending, 0, 1),
@@ -327,24 +326,7 @@ impl TaskColumns {
         self.status.push(status.as_str());
         self.plan_version.push(version);
         self.event_seq.push(events);
-        let counts = [
-            l.max_step_retries,
-            l.max_single_step_repairs,
-            l.max_task_replans,
-            l.max_consecutive_failures,
-            l.max_reflection_rounds,
-            l.max_concurrent_steps,
-        ];
-        for (column, n) in self.counts.iter_mut().zip(counts) {
-            column.push(n);
-        }
-        self.step_reflection.push(l.step_reflection);
-        self.auto_reflection.push(l.auto_reflection);
-        self.success_threshold.push(l.success_threshold);
-        self.max_llm_calls.push(l.max_llm_calls);
-        self.task_timeout_secs.push(l.task_timeout_secs);
-        self.max_llm_tokens.push(l.max_llm_tokens);
-        self.max_cost.push(l.max_cost);
+        self.push_limits(&t.limits);
         self.has_plan.push(t.plan.is_some());
         let plan = t.plan.as_ref();
         self.reasoning
@@ -372,6 +354,28 @@ impl TaskColumns {
                 .map(|w| w.events.join("\u{1f}"))
                 .unwrap_or_default(),
         );
+    }
+
+    /// A task's limits, a column each.
+    fn push_limits(&mut self, l: &crate::domain::Limits) {
+        let counts = [
+            l.max_step_retries,
+            l.max_single_step_repairs,
+            l.max_task_replans,
+            l.max_consecutive_failures,
+            l.max_reflection_rounds,
+            l.max_concurrent_steps,
+        ];
+        for (column, n) in self.counts.iter_mut().zip(counts) {
+            column.push(n);
+        }
+        self.step_reflection.push(l.step_reflection);
+        self.auto_reflection.push(l.auto_reflection);
+        self.success_threshold.push(l.success_threshold);
+        self.max_llm_calls.push(l.max_llm_calls);
+        self.task_timeout_secs.push(l.task_timeout_secs);
+        self.max_llm_tokens.push(l.max_llm_tokens);
+        self.max_cost.push(l.max_cost);
     }
 }
 
