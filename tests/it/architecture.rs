@@ -535,7 +535,8 @@ fn missing_paths(doc_path: &Path) -> (usize, Vec<String>) {
             ]
             .iter()
             .any(|e| token.ends_with(e));
-        if !path_like || token.starts_with("/") {
+        // `target/…` is what a build or a test run writes, not a path of the repository
+        if !path_like || token.starts_with('/') || token.starts_with("target/") {
             continue;
         }
         let bases = [
