@@ -231,10 +231,18 @@ pub async fn run_worker(settings: &Settings, stop: CancellationToken) -> anyhow:
     Ok(())
 }
 
-/// Cancel `stop` when the process gets SIGTERM or SIGINT.
+/// Cancel `stop` when the process gets SIGTERM or SIGINT. The handlers are installed before
+/// this returns, so a signal that comes right after (a supervisor stopping a process that has
+/// just said it listens) stops it cleanly instead of killing it.
 pub fn cancel_on_signal(stop: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("install SIGINT handler");
     tokio::spawn(async move {
-        crate::shutdown_signal().await;
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
         stop.cancel();
     });
 }

@@ -71,14 +71,15 @@ async fn run() -> anyhow::Result<()> {
     }
     let host = settings.server.host.clone();
     let application = Application::build(settings, dev && !no_worker).await?;
+    // before the notice: whoever reads it may stop the process at once
+    let stop = CancellationToken::new();
+    cancel_on_signal(stop.clone());
     trellis::telemetry::notice(&format!(
         "listening on http://{}:{}",
         host,
         application.port()
     ));
     let store = application.store().clone();
-    let stop = CancellationToken::new();
-    cancel_on_signal(stop.clone());
     let served = application.run_until_stopped(stop).await;
     store.pool().close().await;
     served

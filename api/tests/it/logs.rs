@@ -170,12 +170,15 @@ async fn text_logs_to_a_pipe_have_no_colour_codes() {
         .spawn()
         .expect("start trellis-api");
     let stdout = child.stdout.take().unwrap();
-    tokio::task::spawn_blocking(move || {
+    // the rest of stdout stays open until the process exits (what it prints as it stops must
+    // not meet a closed pipe)
+    let rest = tokio::task::spawn_blocking(move || {
         let mut seen = Vec::new();
-        for line in BufReader::new(stdout).lines() {
+        let mut lines = BufReader::new(stdout).lines();
+        for line in lines.by_ref() {
             let line = line.expect("utf-8");
             if line.starts_with("listening on ") {
-                return;
+                return lines;
             }
             seen.push(line);
         }
@@ -184,6 +187,11 @@ async fn text_logs_to_a_pipe_have_no_colour_codes() {
     .await
     .unwrap();
     let (_, err) = stop(child);
+    let rest: Vec<String> = rest.map_while(Result::ok).collect();
+    assert!(
+        !rest.concat().contains('\u{1b}'),
+        "a colour code on stdout: {rest:?}"
+    );
     assert!(
         err.contains("worker started"),
         "the text log has its lines: {err}"
