@@ -590,20 +590,8 @@ fn every_path_the_docs_name_exists() {
 
 /// Every `.rs` file under `src/`, as its path from `src/` (`store/maps.rs`).
 fn modules() -> Vec<String> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in fs::read_dir(dir).unwrap() {
-            let p = entry.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|e| e == "rs") {
-                out.push(p);
-            }
-        }
-    }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    walk(&src, &mut files);
-    let mut out: Vec<String> = files
+    let mut out: Vec<String> = rust_files(&src)
         .iter()
         .map(|p| p.strip_prefix(&src).unwrap().display().to_string())
         .collect();
