@@ -155,6 +155,41 @@ moves!(
     }
 );
 
+/// Whether a move can change which steps are claimable: the claim queue holds the first ready
+/// steps of each running task, as many as its room (`max_concurrent_steps` less its running
+/// steps). The store's write context re-syncs a task's entries when a move of it says so
+/// (`store::write`).
+pub trait Claimable: Copy + std::fmt::Debug {
+    fn changes_claimable(self) -> bool;
+}
+
+impl Claimable for StepMove {
+    /// A step that enters or leaves `ready`, or leaves `running` (its slot is free), changes
+    /// its task's entries; a claim's statement takes the entry with the step itself.
+    fn changes_claimable(self) -> bool {
+        match self {
+            StepMove::Claim => false,
+            m => {
+                m.to() == StepStatus::Ready
+                    || m.from().contains(&StepStatus::Ready)
+                    || m.from().contains(&StepStatus::Running)
+            }
+        }
+    }
+}
+
+impl Claimable for TaskMove {
+    /// Only a running task has entries: a move into `running`, or out of it while steps may
+    /// be ready. `Evaluate` and `SucceedAtOnce` leave `running` only when every step is done,
+    /// so the task has no entry to drop.
+    fn changes_claimable(self) -> bool {
+        match self {
+            TaskMove::Evaluate | TaskMove::SucceedAtOnce => false,
+            m => m.to() == TaskStatus::Running || m.from().contains(&TaskStatus::Running),
+        }
+    }
+}
+
 /// Statuses a new delivery starts in.
 pub const DELIVERY_INITIAL: &[DeliveryStatus] = &[DeliveryStatus::Pending];
 
@@ -266,6 +301,30 @@ mod tests {
 
     /// Only a client's rerun (`POST /tasks/{id}/rerun`) takes a task out of a terminal status;
     /// nothing the workers do ever does.
+    #[test]
+    fn claimable_moves_follow_their_statuses() {
+        let step: Vec<StepMove> = StepMove::ALL
+            .iter()
+            .copied()
+            .filter(|m| !m.changes_claimable())
+            .collect();
+        assert_eq!(step, [StepMove::Claim, StepMove::Join, StepMove::GiveUp]);
+        let task: Vec<TaskMove> = TaskMove::ALL
+            .iter()
+            .copied()
+            .filter(|m| m.changes_claimable())
+            .collect();
+        assert_eq!(
+            task,
+            [
+                TaskMove::Run,
+                TaskMove::Reflect,
+                TaskMove::Fail,
+                TaskMove::Cancel
+            ]
+        );
+    }
+
     #[test]
     fn terminal_task_statuses_have_no_way_out_but_a_rerun() {
         for m in TaskMove::ALL.iter().filter(|m| **m != TaskMove::Rerun) {

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::rerun::{Rerun, rerun_in};
 use super::submit::{Resume, cancel_in, resume_in};
-use super::{Result, Store, StoreError, Tx, notify_ready};
+use super::{Result, Store, StoreError, Tx};
 use crate::domain::bulk::{BulkKind, DEFAULT_SPAN_SECS, FromStep, TimeBound};
 use crate::domain::status::{StepStatus, TaskStatus};
 
@@ -210,22 +210,16 @@ impl Store {
             for task in &tasks {
                 // each task in a savepoint: a refusal (it is no longer failed, say) undoes
                 // only its own changes
-                sqlx::query("SAVEPOINT bulk_task")
-                    .execute(&mut **tx)
-                    .await?;
+                let mark = tx.savepoint().await?;
                 match apply(tx, kind, *task, &from, id).await {
                     Ok(()) => {
-                        sqlx::query("RELEASE SAVEPOINT bulk_task")
-                            .execute(&mut **tx)
-                            .await?;
+                        tx.release(mark).await?;
                         outcomes.push("done");
                         errors.push(None);
                     }
                     Err(e @ StoreError::Db(_)) if !refusal(&e) => return Err(e),
                     Err(e) => {
-                        sqlx::query("ROLLBACK TO SAVEPOINT bulk_task")
-                            .execute(&mut **tx)
-                            .await?;
+                        tx.rollback_to(mark).await?;
                         outcomes.push("failed");
                         errors.push(Some(e.to_string()));
                     }
@@ -246,7 +240,7 @@ impl Store {
                 .execute(&mut **tx)
                 .await?;
             if done > 0 && kind != BulkKind::Cancel {
-                notify_ready(tx).await?;
+                tx.wake_steps();
             }
             Ok(Some(BulkBatch {
                 bulk_action_id: id,

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::step_queue::StepLease;
 use super::submit::{NewTask, ParentRef};
-use super::{NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task};
+use super::{NewEvent, Result, Store, StoreError, Tx, known_tools, lock_task};
 use crate::domain::Limits;
 use crate::domain::child::{ChildSpec, Source, TreeLimits};
 use crate::domain::event::{self, Event};
@@ -237,7 +237,7 @@ impl Store {
                 step_key: parent.step_key.to_string(),
                 child_task_id: submitted.task_id,
             });
-            append_events(tx, &[NewEvent::new(fence.task_id, e)]).await?;
+            tx.events([NewEvent::new(fence.task_id, e)]);
         }
         Ok(Ok(submitted.task_id))
     }

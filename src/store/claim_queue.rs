@@ -16,60 +16,18 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use uuid::Uuid;
 
+use super::db::Conn;
 use super::{Result, Tx};
 
 /// Rewrite the claim queue entries of these tasks (their rows locked by the caller) from
 /// their steps: a running task gets its first ready steps of its current plan version, in plan
 /// order, as many as its `max_concurrent_steps` minus its running steps; any other task gets
-/// none. Entries that are already right are left as they are. One statement; per task, its cost is bounded by its
-/// room, not by its number of steps.
-///
-/// Under test, each call site that syncs some task is noted ([`sites`]): the invariant test
-/// fails when a call site of the source is never reached.
-#[track_caller]
-pub(crate) fn sync<'a>(
-    tx: &'a mut Tx,
-    task_ids: &'a [Uuid],
-) -> impl Future<Output = Result<()>> + Send + 'a {
-    #[cfg(feature = "testing")]
-    if !task_ids.is_empty() {
-        sites::note(std::panic::Location::caller());
-    }
-    async move {
-        if task_ids.is_empty() {
-            return Ok(());
-        }
-        sqlx::query(SYNC).bind(task_ids).execute(&mut **tx).await?;
-        Ok(())
-    }
-}
-
-/// The call sites of `sync` a test reached (feature `testing`): noted while a future runs
-/// inside [`sites::recording`], for that future only (other tests of the same process are not
-/// counted).
-#[cfg(feature = "testing")]
-pub mod sites {
-    use std::collections::BTreeSet;
-    use std::sync::{Arc, Mutex};
-
-    /// `(file, line)` of a call site, as the compiler names it (`src/store/maps.rs`).
-    pub type Site = (&'static str, u32);
-
-    tokio::task_local! {
-        static REACHED: Arc<Mutex<BTreeSet<Site>>>;
-    }
-
-    pub(super) fn note(at: &'static std::panic::Location<'static>) {
-        let _ = REACHED.try_with(|r| r.lock().expect("sites").insert((at.file(), at.line())));
-    }
-
-    /// Run `f`, and the call sites of `sync` it reached (with at least one task).
-    pub async fn recording<F: Future>(f: F) -> (F::Output, BTreeSet<Site>) {
-        let reached: Arc<Mutex<BTreeSet<Site>>> = Arc::default();
-        let out = REACHED.scope(reached.clone(), f).await;
-        let sites = reached.lock().expect("sites").clone();
-        (out, sites)
-    }
+/// none. Entries that are already right are left as they are. One statement; per task, its
+/// cost is bounded by its room, not by its number of steps. Run by the write context
+/// ([`super::write`]) only, for the tasks a transaction touched.
+pub(super) async fn sync(conn: &mut Conn, task_ids: &[Uuid]) -> Result<()> {
+    sqlx::query(SYNC).bind(task_ids).execute(conn).await?;
+    Ok(())
 }
 
 const SYNC: &str = sql!("queue/sync");

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::lifecycle::fail_task;
 use super::steps::fence_running_steps;
-use super::{NewEvent, Result, Store, Tx, append_events, lock_task};
+use super::{NewEvent, Result, Store, Tx, lock_task};
 use crate::domain::ToolFailure;
 use crate::domain::decision::LlmCallRecord;
 use crate::domain::event::{self, Event, TaskError};
@@ -126,9 +126,7 @@ impl Store {
     /// that has ended is left as it is.
     pub async fn keep_cost_limit(&self, task_id: Uuid, warn_fraction: f64) -> Result<CostCheck> {
         in_tx!(self.pool, |tx| {
-            let mut events = Vec::new();
-            let check = keep_cost_in(tx, task_id, warn_fraction, &mut events).await?;
-            append_events(tx, &events).await?;
+            let check = keep_cost_in(tx, task_id, warn_fraction).await?;
             Ok(check)
         })
     }
@@ -141,7 +139,6 @@ pub(crate) async fn keep_cost_in(
     tx: &mut Tx,
     task_id: Uuid,
     warn_fraction: f64,
-    events: &mut Vec<NewEvent>,
 ) -> Result<CostCheck> {
     let task = lock_task(tx, task_id).await?;
     if task.status.is_terminal() {
@@ -159,7 +156,7 @@ pub(crate) async fn keep_cost_in(
             .bind(task_id)
             .execute(&mut **tx)
             .await?;
-        events.push(NewEvent::new(
+        tx.push(NewEvent::new(
             task_id,
             Event::CostWarning(event::CostWarning {
                 cost: task.cost,
@@ -185,8 +182,7 @@ pub(crate) async fn keep_cost_in(
             fenced_steps: Some(fenced),
             ..Default::default()
         };
-        fail_task(tx, task_id, error, events).await?;
-        super::claim_queue::sync(tx, &[task_id]).await?;
+        fail_task(tx, task_id, error).await?;
     }
     Ok(check)
 }

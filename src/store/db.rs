@@ -18,7 +18,6 @@
 //!   `BEGIN`, in the same round trip.
 
 use std::fmt;
-use std::ops::{Deref, DerefMut};
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -148,22 +147,22 @@ impl Db {
     }
 
     /// Open a transaction (for `in_tx!`).
-    pub(crate) async fn begin(&self) -> Result<Tx, sqlx::Error> {
+    pub(crate) async fn begin(&self) -> Result<Conn, sqlx::Error> {
         self.open(&self.begin).await
     }
 
     /// Open a transaction that plans generically, through indexes only
     /// ([`super::HOT_SETTINGS`]; for `in_tx!(hot …)`).
-    pub(crate) async fn begin_hot(&self) -> Result<Tx, sqlx::Error> {
+    pub(crate) async fn begin_hot(&self) -> Result<Conn, sqlx::Error> {
         self.open(&self.begin_hot).await
     }
 
-    async fn open(&self, begin: &SqlStr) -> Result<Tx, sqlx::Error> {
+    async fn open(&self, begin: &SqlStr) -> Result<Conn, sqlx::Error> {
         let tx = super::begin_on(&self.pool, begin.clone()).await?;
-        Ok(Tx(Conn {
+        Ok(Conn {
             tx,
             named: self.named,
-        }))
+        })
     }
 
     /// One statement's rows in a transaction of its own (behind a transaction pooler).
@@ -184,10 +183,7 @@ impl Db {
     }
 }
 
-/// A transaction, as `in_tx!` hands it to its work: `&mut **tx` is what statements run on.
-pub struct Tx(Conn);
-
-/// The connection of a [`Tx`]; statements on it are prepared as its pool allows.
+/// The connection of a transaction (`write::Tx`); statements on it are prepared as its pool allows.
 pub struct Conn {
     tx: Transaction<'static, Postgres>,
     named: bool,
@@ -199,26 +195,13 @@ impl fmt::Debug for Conn {
     }
 }
 
-impl Tx {
-    pub async fn commit(self) -> Result<(), sqlx::Error> {
-        self.0.tx.commit().await
+impl Conn {
+    pub(super) async fn commit(self) -> Result<(), sqlx::Error> {
+        self.tx.commit().await
     }
 
-    pub async fn rollback(self) -> Result<(), sqlx::Error> {
-        self.0.tx.rollback().await
-    }
-}
-
-impl Deref for Tx {
-    type Target = Conn;
-    fn deref(&self) -> &Conn {
-        &self.0
-    }
-}
-
-impl DerefMut for Tx {
-    fn deref_mut(&mut self) -> &mut Conn {
-        &mut self.0
+    pub(super) async fn rollback(self) -> Result<(), sqlx::Error> {
+        self.tx.rollback().await
     }
 }
 

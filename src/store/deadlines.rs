@@ -5,7 +5,7 @@
 use super::lifecycle::fail_task;
 use super::steps::fence_running_steps;
 use super::tasks::lock_past_deadline;
-use super::{Result, Store, append_events};
+use super::{Result, Store};
 use crate::domain::ToolFailure;
 use crate::domain::event::TaskError;
 use crate::domain::model::DEADLINE_EXCEEDED;
@@ -25,7 +25,6 @@ impl Store {
                 false,
             );
             let step_error = serde_json::to_value(&failure).expect("a failure serializes");
-            let mut events = Vec::new();
             for task_id in &due {
                 let fenced =
                     fence_running_steps(tx, *task_id, &step_error, DEADLINE_EXCEEDED).await?;
@@ -38,10 +37,8 @@ impl Store {
                     fenced_steps: Some(fenced),
                     ..Default::default()
                 };
-                fail_task(tx, *task_id, error, &mut events).await?;
+                fail_task(tx, *task_id, error).await?;
             }
-            super::claim_queue::sync(tx, &due).await?;
-            append_events(tx, &events).await?;
             Ok(due.len() as u64)
         })
     }

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::steps::moved_one;
 use super::tasks::try_move_task;
-use super::{Result, Store, StoreError, Tx, notify_decisions};
+use super::{Result, Store, StoreError, Tx};
 use crate::domain::decision::{DecisionContext, DecisionInput, Meter, ToolEvidence};
 use crate::domain::records::StepRow;
 use crate::domain::status::DecisionKind;
@@ -82,7 +82,7 @@ pub(crate) async fn create_decision(
     if lease.is_some() {
         Ok(Some(d))
     } else {
-        notify_decisions(tx).await?;
+        tx.wake_decisions();
         Ok(None)
     }
 }
@@ -109,7 +109,7 @@ impl Store {
         in_tx!(self.pool, |tx| {
             let n = requeue_expired_decisions(tx, limit).await?;
             if n > 0 {
-                notify_decisions(tx).await?;
+                tx.wake_decisions();
             }
             Ok(n)
         })
@@ -121,7 +121,8 @@ impl Store {
             if !requeue_decision(tx, f.id, f.lease_token).await? {
                 return Err(StoreError::Fenced);
             }
-            notify_decisions(tx).await
+            tx.wake_decisions();
+            Ok(())
         })
     }
 

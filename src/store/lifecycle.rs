@@ -15,12 +15,7 @@ use crate::domain::status::DecisionKind;
 use crate::domain::transitions::TaskMove;
 
 /// The task fails: error recorded, open steps skipped, open decisions cancelled.
-pub(crate) async fn fail_task(
-    tx: &mut Tx,
-    task_id: Uuid,
-    error: TaskError,
-    events: &mut Vec<NewEvent>,
-) -> Result<()> {
+pub(crate) async fn fail_task(tx: &mut Tx, task_id: Uuid, error: TaskError) -> Result<()> {
     move_task(tx, task_id, TaskMove::Fail).await?;
     sqlx::query(sql!("task/set_error"))
         .bind(task_id)
@@ -33,7 +28,7 @@ pub(crate) async fn fail_task(
         error,
         skipped_steps: skipped,
     };
-    events.push(NewEvent::new(task_id, Event::TaskFailed(failed)));
+    tx.push(NewEvent::new(task_id, Event::TaskFailed(failed)));
     Ok(())
 }
 

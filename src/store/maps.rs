@@ -16,9 +16,7 @@ use uuid::Uuid;
 use super::decision_queue::{ClaimedDecision, Lease};
 use super::lifecycle::start_evaluation;
 use super::steps::{moved_one, promote_and_count};
-use super::{
-    NewEvent, Result, Store, StoreError, Tx, append_events, claim_queue, lock_task, notify_ready,
-};
+use super::{NewEvent, Result, Store, StoreError, Tx, lock_task};
 use crate::domain::event::{self, Event};
 use crate::domain::limits::MAP_LEND_WINDOWS;
 use crate::domain::transitions::StepMove;
@@ -56,13 +54,15 @@ impl Store {
             let Some(version) = version else {
                 return Err(super::steps::illegal(StepMove::Expand, fence.step_id));
             };
+            // its slot is free, and its items (inserted next) are the task's steps to claim
+            tx.moved(StepMove::Expand, &[fence.task_id]);
             let (complete, kept): (bool, i64) = sqlx::query_as(sql!("map/start"))
                 .bind(fence.step_id)
                 .bind(items)
                 .bind(window)
                 .fetch_one(&mut **tx)
                 .await?;
-            let mut events = vec![NewEvent::new(
+            tx.event(
                 fence.task_id,
                 Event::MapExpanded(event::MapExpanded {
                     step_key: step_key.to_string(),
@@ -70,16 +70,15 @@ impl Store {
                     max_parallel: i64::from(window).min(total),
                     kept,
                 }),
-            )];
+            );
             if complete {
                 // a replan kept every item: the map joins at once (and its dependents go on)
-                join(tx, &[fence.step_id], &mut events).await?;
+                join(tx, &[fence.step_id]).await?;
                 after_items(tx, fence.task_id, version, None).await?;
             } else {
-                claim_queue::sync(tx, &[fence.task_id]).await?;
-                notify_ready(tx).await?;
+                tx.wake_steps();
             }
-            append_events(tx, &events).await
+            Ok(())
         })
     }
 }
@@ -109,14 +108,10 @@ struct Joined {
 
 /// Items among `step_ids` that ended (succeeded or given up; the others are ignored) move
 /// their maps on: the next items are released, and each map whose items have all ended is
-/// joined (its `step_completed` event added to `events`). The caller holds the tasks' row
+/// joined (its `step_completed` event added to the transaction's). The caller holds the tasks' row
 /// locks, promotes afterwards (a joined map step's dependents) and syncs the claim queue of
 /// the tasks returned (those whose maps moved).
-pub(crate) async fn items_ended(
-    tx: &mut Tx,
-    step_ids: &[Uuid],
-    events: &mut Vec<NewEvent>,
-) -> Result<Vec<Uuid>> {
+pub(crate) async fn items_ended(tx: &mut Tx, step_ids: &[Uuid]) -> Result<Vec<Uuid>> {
     let moved: Vec<Moved> = sqlx::query_as(sql!("map/items_ended"))
         .bind(step_ids)
         .fetch_all(&mut **tx)
@@ -133,7 +128,7 @@ pub(crate) async fn items_ended(
         }
     }
     if !complete.is_empty() {
-        join(tx, &complete, events).await?;
+        join(tx, &complete).await?;
     }
     Ok(out)
 }
@@ -157,13 +152,14 @@ pub(crate) async fn lend(tx: &mut Tx, step_id: Uuid, outage_threshold: i32) -> R
 
 /// Join these map steps (their items have all ended): `waiting → succeeded` with the items'
 /// outputs, a `step_completed` event each.
-async fn join(tx: &mut Tx, map_steps: &[Uuid], events: &mut Vec<NewEvent>) -> Result<()> {
+async fn join(tx: &mut Tx, map_steps: &[Uuid]) -> Result<()> {
     let joined: Vec<Joined> = sqlx::query_as(sql!("map/join"))
         .bind(map_steps)
         .fetch_all(&mut **tx)
         .await?;
     for j in joined {
-        events.push(NewEvent::new(
+        tx.moved(StepMove::Join, &[j.task_id]);
+        tx.push(NewEvent::new(
             j.task_id,
             Event::StepCompleted(event::StepCompleted {
                 step_key: j.step_key,
@@ -191,8 +187,8 @@ async fn after_items(
             decision = start_evaluation(tx, task_id, lease).await?;
         }
     }
-    claim_queue::sync(tx, &[task_id]).await?;
-    notify_ready(tx).await?;
+    tx.touch(&[task_id]);
+    tx.wake_steps();
     Ok(decision)
 }
 
@@ -207,7 +203,6 @@ pub(crate) async fn give_up(
     plan_version: i32,
     step_id: Uuid,
     lease: Option<Lease>,
-    events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
     let n = sqlx::query(sql!("map/give_up"))
         .bind(step_id)
@@ -215,6 +210,7 @@ pub(crate) async fn give_up(
         .await?
         .rows_affected();
     moved_one(n, StepMove::GiveUp, step_id)?;
-    items_ended(tx, &[step_id], events).await?;
+    tx.moved(StepMove::GiveUp, &[task_id]);
+    items_ended(tx, &[step_id]).await?;
     after_items(tx, task_id, plan_version, lease).await
 }

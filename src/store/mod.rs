@@ -16,6 +16,7 @@
 //! - [`tools`], [`workers`], [`reports`]: the registries and the recovery views;
 //! - [`keys`]: API key digests and roles; `secrets`: sealed tool credentials; `mcp`: MCP
 //!   servers and their tools; `templates`: the template registry;
+//! - [`write`](mod@write): the write context a transaction's work gets, which does the chores at commit;
 //! - `db`: the pool and how a transaction begins; `bulk`: bulk actions; `rerun`: rerun from a
 //!   step; `deadlines`, `retention`: the sweeps;
 //! - `maps`, `children`, `waits`, `schedules`, `webhooks`: fan-out, waits, cron, the outbox;
@@ -30,14 +31,13 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Executor, PgPool};
 use uuid::Uuid;
 
-pub use db::{Db, Pooler, Tx};
+pub use db::{Db, Pooler};
+pub use write::{NewEvent, Tx};
 
-use crate::domain::event::Event;
 use crate::domain::records::TaskRow;
 
 /// Run `$body` (an expression that may use `?` and `return`, evaluating to
@@ -67,11 +67,11 @@ macro_rules! sql {
 macro_rules! in_tx {
     (hot $store:expr, |$tx:ident| $body:expr) => {{
         let store: &$crate::store::Store = &$store;
-        let owned: $crate::store::Tx = store.pool.begin_hot().await?;
+        let owned = $crate::store::Tx::new(store.pool.begin_hot().await?);
         in_tx!(@run owned, |$tx| $body)
     }};
     ($pool:expr, |$tx:ident| $body:expr) => {{
-        let owned: $crate::store::Tx = $pool.begin().await?;
+        let owned = $crate::store::Tx::new($pool.begin().await?);
         in_tx!(@run owned, |$tx| $body)
     }};
     (@run $owned:ident, |$tx:ident| $body:expr) => {{
@@ -150,6 +150,7 @@ pub mod tools;
 pub mod waits;
 pub mod webhooks;
 pub mod workers;
+pub mod write;
 
 /// Channel a transaction notifies (delivered at commit) when steps become ready.
 pub const READY_CHANNEL: &str = "trellis_steps_ready";
@@ -559,40 +560,6 @@ impl Store {
     }
 }
 
-/// An event to append to a task's log.
-#[derive(Debug, Clone)]
-pub struct NewEvent {
-    pub task_id: Uuid,
-    pub event: Event,
-}
-
-impl NewEvent {
-    pub fn new(task_id: Uuid, event: Event) -> Self {
-        Self { task_id, event }
-    }
-}
-
-/// Append events (any number of tasks) in one statement. Sequence numbers come from
-/// `tasks.event_seq`, bumped in the same statement; callers hold the task rows' locks, so
-/// per-task sequences are gap-free and ordered by commit.
-pub(crate) async fn append_events(tx: &mut Tx, events: &[NewEvent]) -> Result<()> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    let task_ids: Vec<Uuid> = events.iter().map(|e| e.task_id).collect();
-    // the one place an event is serialized (the claim and the submit statement build theirs in
-    // SQL; tests/it/events.rs reads every kind back as its variant)
-    let kinds: Vec<&str> = events.iter().map(|e| e.event.kind()).collect();
-    let payloads: Vec<Value> = events.iter().map(|e| e.event.payload()).collect();
-    sqlx::query(sql!("event/append"))
-        .bind(&task_ids)
-        .bind(&kinds)
-        .bind(&payloads)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
-}
-
 /// Open a transaction on `pool` with `begin` (`BEGIN`, maybe with `SET LOCAL`s): the one
 /// place a transaction opens, reached through [`Db::begin`] from `in_tx!` only.
 pub(crate) async fn begin_on(
@@ -602,9 +569,10 @@ pub(crate) async fn begin_on(
     pool.begin_with(begin).await
 }
 
-/// Commit on success; roll back at once on error. (A dropped sqlx transaction rolls back only
-/// when its pooled connection is next used, and until then its row locks make `SKIP LOCKED`
-/// claims pass the task by.) Called by `in_tx!` only.
+/// Commit on success, after the write context's chores ([`write`](mod@write)); roll back at once on
+/// error. (A dropped sqlx transaction rolls back only when its pooled connection is next used,
+/// and until then its row locks make `SKIP LOCKED` claims pass the task by.) Called by
+/// `in_tx!` only.
 pub(crate) async fn finish<T>(tx: Tx, r: Result<T>) -> Result<T> {
     match r {
         Ok(v) => {
@@ -618,26 +586,6 @@ pub(crate) async fn finish<T>(tx: Tx, r: Result<T>) -> Result<T> {
             Err(e)
         }
     }
-}
-
-/// Wake idle workers (delivered when the transaction commits).
-pub(crate) async fn notify_ready(tx: &mut Tx) -> Result<()> {
-    sqlx::query(sql!("queue/notify_ready"))
-        .bind(READY_CHANNEL)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
-}
-
-/// Wake workers for a pending decision (payload [`DECISIONS_PAYLOAD`]): workers claim
-/// decisions when told to, or at their poll interval, not on every claim of steps.
-pub(crate) async fn notify_decisions(tx: &mut Tx) -> Result<()> {
-    sqlx::query(sql!("queue/notify_decisions"))
-        .bind(READY_CHANNEL)
-        .bind(DECISIONS_PAYLOAD)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
 }
 
 /// Lock the task row (always the first lock a transaction takes) and read all of it.

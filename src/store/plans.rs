@@ -10,7 +10,7 @@ use super::decision_queue::{ClaimedDecision, Lease};
 use super::lifecycle::start_evaluation;
 use super::steps::supersede_version;
 use super::tasks::move_task;
-use super::{NewEvent, Result, Tx, notify_ready};
+use super::{NewEvent, Result, Tx};
 use crate::domain::event::{self, Event};
 use crate::domain::model::PlanSpec;
 use crate::domain::records::{StepRow, TaskRow};
@@ -197,12 +197,11 @@ pub(crate) async fn replace_plan(
     strategy: &Strategy,
     origin: &str,
     lease: Option<Lease>,
-    events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
     let live = live_steps(&mut **tx, task.id, task.plan_version).await?;
     let carry = recovery::carry_over(&old_steps(&live), &plan.steps, strategy);
     let version = task.plan_version + 1;
-    events.extend(replanned_events(
+    tx.events(replanned_events(
         task, version, origin, plan, strategy, &carry,
     ));
     let fresh = matches!(strategy, Strategy::FullReplan);
@@ -246,7 +245,7 @@ pub(crate) async fn install_version(
         return start_evaluation(tx, task.id, lease).await;
     }
     move_task(tx, task.id, TaskMove::Run).await?;
-    notify_ready(tx).await?;
+    tx.wake_steps();
     Ok(None)
 }
 

@@ -10,9 +10,7 @@ use uuid::Uuid;
 use super::plans::{install_version, live_steps, old_steps};
 use super::submit::StepOverride;
 use super::tasks::move_task;
-use super::{
-    NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task, task_status,
-};
+use super::{NewEvent, Result, Store, StoreError, Tx, known_tools, lock_task, task_status};
 use crate::domain::event::{self, Event};
 use crate::domain::model::{PlanSpec, StepSpec};
 use crate::domain::plan::{self, downstream};
@@ -88,8 +86,8 @@ pub(crate) async fn rerun_in(tx: &mut Tx, id: Uuid, r: &Rerun) -> Result<TaskSta
         .await?;
     install_version(tx, &task, &plan, &carry, "rerun", false, None).await?;
     super::step_queue::restart_wait_clocks(tx, task.id).await?;
-    super::claim_queue::sync(tx, &[id]).await?;
-    append_events(tx, &events).await?;
+    tx.touch(&[id]);
+    tx.events(events);
     task_status(tx, id).await
 }
 

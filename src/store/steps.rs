@@ -31,7 +31,7 @@ pub(crate) fn moved_one(n: u64, m: impl std::fmt::Debug, id: Uuid) -> Result<()>
 /// Tier 1: `failed → ready` on the same row, overrides merged, after `delay_ms`.
 pub(crate) async fn rerun_failed(
     tx: &mut Tx,
-    step_id: Uuid,
+    (task_id, step_id): (Uuid, Uuid),
     params: Option<Value>,
     tool: Option<&str>,
     delay_ms: u64,
@@ -44,6 +44,7 @@ pub(crate) async fn rerun_failed(
         .execute(&mut **tx)
         .await?
         .rows_affected();
+    tx.moved(StepMove::Rerun, &[task_id]);
     moved_one(n, StepMove::Rerun, step_id)
 }
 
@@ -54,6 +55,7 @@ pub(crate) async fn rerun_all_failed(
     task_id: Uuid,
     version: i32,
 ) -> Result<(i64, i64)> {
+    tx.moved(StepMove::Rerun, &[task_id]);
     Ok(sqlx::query_as(sql!("step/rerun_all_failed"))
         .bind(task_id)
         .bind(version)
@@ -62,12 +64,13 @@ pub(crate) async fn rerun_all_failed(
 }
 
 /// Tier 2: the failed row makes way for its repaired definition.
-pub(crate) async fn supersede_step(tx: &mut Tx, step_id: Uuid) -> Result<()> {
+pub(crate) async fn supersede_step(tx: &mut Tx, (task_id, step_id): (Uuid, Uuid)) -> Result<()> {
     let n = sqlx::query(sql!("step/supersede"))
         .bind(step_id)
         .execute(&mut **tx)
         .await?
         .rows_affected();
+    tx.moved(StepMove::Supersede, &[task_id]);
     moved_one(n, StepMove::Supersede, step_id)
 }
 
@@ -78,6 +81,7 @@ pub(crate) async fn supersede_version(tx: &mut Tx, task_id: Uuid, version: i32) 
         .bind(version)
         .execute(&mut **tx)
         .await?;
+    tx.moved(StepMove::Supersede, &[task_id]);
     Ok(())
 }
 
@@ -89,6 +93,7 @@ pub(crate) async fn skip_open_steps(tx: &mut Tx, task_id: Uuid) -> Result<u64> {
         .execute(&mut **tx)
         .await?
         .rows_affected();
+    tx.moved(StepMove::Skip, &[task_id]);
     sqlx::query(sql!("wait/cancel_open"))
         .bind(task_id)
         .execute(&mut **tx)
@@ -104,6 +109,7 @@ pub(crate) async fn fence_running_steps(
     error: &Value,
     category: &str,
 ) -> Result<Vec<String>> {
+    tx.moved(StepMove::Fail, &[task_id]);
     Ok(sqlx::query_scalar(sql!("step/fence_running"))
         .bind(task_id)
         .bind(error)
@@ -125,7 +131,9 @@ pub(crate) struct Promoted {
 }
 
 /// `blocked → ready` for the steps of these (task, plan version)s whose dependencies are all
-/// done; per task, what is left open.
+/// done; per task, what is left open. Only the tasks it reports `ready` have new claimable
+/// steps or room: the caller touches those (the completion cycle, whose sync is on the hot
+/// path, touches no more).
 pub(crate) async fn promote_and_count(
     tx: &mut Tx,
     task_ids: &[Uuid],

@@ -13,10 +13,7 @@ use super::lifecycle::start_evaluation;
 use super::plans::replace_plan;
 use super::steps::{rerun_all_failed, skip_open_steps};
 use super::tasks::move_task;
-use super::{
-    NewEvent, Result, Store, StoreError, Tx, append_events, known_tools, lock_task, notify_ready,
-    task_status,
-};
+use super::{NewEvent, Result, Store, StoreError, Tx, known_tools, lock_task, task_status};
 use crate::domain::event::{self, Event};
 use crate::domain::limits::Limits;
 use crate::domain::model::PlanSpec;
@@ -213,13 +210,14 @@ impl Store {
                 .bind(run_at)
                 .execute(&mut **tx)
                 .await?;
-            super::claim_queue::sync(tx, &[id]).await?;
+            tx.touch(&[id]);
             let e = event::TaskRescheduled {
                 run_at,
                 previous_run_at: task.run_at,
             };
-            append_events(tx, &[NewEvent::new(id, Event::TaskRescheduled(e))]).await?;
-            super::notify_ready(tx).await
+            tx.event(id, Event::TaskRescheduled(e));
+            tx.wake_steps();
+            Ok(())
         })
     }
 
@@ -294,7 +292,7 @@ pub(crate) async fn resume_in(tx: &mut Tx, id: Uuid, r: &Resume) -> Result<TaskS
             task.status
         )));
     }
-    let mut events = vec![NewEvent::new(
+    tx.push(NewEvent::new(
         id,
         Event::TaskResumed(event::TaskResumed {
             stop_reason: task.stop_reason.clone(),
@@ -302,7 +300,7 @@ pub(crate) async fn resume_in(tx: &mut Tx, id: Uuid, r: &Resume) -> Result<TaskS
             step_overrides: r.step_overrides.keys().cloned().collect(),
             bulk_action_id: r.bulk_action_id,
         }),
-    )];
+    ));
     sqlx::query(sql!("task/reset_for_resume"))
         .bind(id)
         .execute(&mut **tx)
@@ -311,14 +309,13 @@ pub(crate) async fn resume_in(tx: &mut Tx, id: Uuid, r: &Resume) -> Result<TaskS
         let strategy = Strategy::AdjustDependencies {
             adjustments: vec![],
         };
-        replace_plan(tx, &task, plan, &strategy, "resume", None, &mut events).await?;
+        replace_plan(tx, &task, plan, &strategy, "resume", None).await?;
     } else {
         apply_overrides(tx, &task, &r.step_overrides).await?;
         rerun_failed_steps(tx, &task).await?;
     }
     super::step_queue::restart_wait_clocks(tx, id).await?;
-    super::claim_queue::sync(tx, &[id]).await?;
-    append_events(tx, &events).await?;
+    tx.touch(&[id]);
     task_status(tx, id).await
 }
 
@@ -367,7 +364,7 @@ async fn rerun_failed_steps(tx: &mut Tx, task: &TaskRow) -> Result<()> {
         start_evaluation(tx, task.id, None).await?;
     } else {
         move_task(tx, task.id, TaskMove::Run).await?;
-        notify_ready(tx).await?;
+        tx.wake_steps();
     }
     Ok(())
 }
@@ -382,17 +379,13 @@ pub(crate) async fn cancel_locked(
     move_task(tx, id, TaskMove::Cancel).await?;
     let skipped = skip_open_steps(tx, id).await?;
     cancel_open_decisions(tx, id).await?;
-    super::claim_queue::sync(tx, &[id]).await?;
-    append_events(
-        tx,
-        &[NewEvent::new(
-            id,
-            Event::TaskCancelled(event::TaskCancelled {
-                previous_status: status,
-                skipped_steps: skipped,
-                bulk_action_id,
-            }),
-        )],
-    )
-    .await
+    tx.event(
+        id,
+        Event::TaskCancelled(event::TaskCancelled {
+            previous_status: status,
+            skipped_steps: skipped,
+            bulk_action_id,
+        }),
+    );
+    Ok(())
 }

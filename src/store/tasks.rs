@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::{Result, StoreError, Tx};
 use crate::domain::records::TaskRow;
-use crate::domain::transitions::TaskMove;
+use crate::domain::transitions::{Claimable, TaskMove};
 
 /// The statement of a move of one task (`$1`: its id); None for the moves only ever made on
 /// a set ([`succeed_tasks`], [`succeed_at_once`]).
@@ -35,7 +35,8 @@ fn one(m: TaskMove) -> Option<&'static str> {
 /// Move a task (and bump `state_version`, which fences task decisions). The task must be in
 /// one of the move's source statuses; otherwise nothing changes and the move is an error.
 pub(crate) async fn move_task(tx: &mut Tx, task_id: Uuid, m: TaskMove) -> Result<()> {
-    if try_move_task(&mut **tx, task_id, m).await? {
+    if run_one(&mut **tx, task_id, m).await? {
+        tx.moved(m, &[task_id]);
         Ok(())
     } else {
         Err(StoreError::Corrupt(format!(
@@ -45,12 +46,23 @@ pub(crate) async fn move_task(tx: &mut Tx, task_id: Uuid, m: TaskMove) -> Result
     }
 }
 
-/// Move a task if it is in one of the move's source statuses; false when it was not.
+/// Move a task if it is in one of the move's source statuses; false when it was not. On any
+/// executor, so only for a move that changes nothing claimable ([`move_task`] says what the
+/// others touch).
 pub(crate) async fn try_move_task(
     db: impl sqlx::PgExecutor<'_>,
     task_id: Uuid,
     m: TaskMove,
 ) -> Result<bool> {
+    debug_assert!(
+        !m.changes_claimable(),
+        "{m:?} changes what is claimable: move it with move_task"
+    );
+    run_one(db, task_id, m).await
+}
+
+/// Run the statement of a move of one task; whether it moved.
+async fn run_one(db: impl sqlx::PgExecutor<'_>, task_id: Uuid, m: TaskMove) -> Result<bool> {
     let sql = one(m)
         .ok_or_else(|| StoreError::Corrupt(format!("{m:?} moves a set of tasks, not one")))?;
     let n = sqlx::query(sql)
@@ -94,6 +106,7 @@ async fn move_set(
             task_ids.len()
         )));
     }
+    tx.moved(m, task_ids);
     Ok(rows)
 }
 
@@ -117,6 +130,7 @@ pub(crate) async fn succeed_at_once(tx: &mut Tx, task_ids: &[Uuid], scores: &[f6
             task_ids.len()
         )));
     }
+    // the plan is done: nothing claimable changed (`changes_claimable`)
     Ok(())
 }
 

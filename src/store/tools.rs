@@ -176,7 +176,7 @@ impl Store {
                 .await?;
             let row = row.ok_or_else(|| StoreError::NotFound(format!("tool {id:?}")))?;
             if !paused {
-                super::notify_ready(tx).await?;
+                tx.wake_steps();
             }
             Ok(row)
         })

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::step_queue::StepLease;
 use super::steps::moved_one;
-use super::{NewEvent, Result, Store, StoreError, Tx, append_events, claim_queue, lock_task};
+use super::{NewEvent, Result, Store, StoreError, Tx, lock_task};
 use crate::domain::event::{self, Event};
 use crate::domain::status::WaitStatus;
 use crate::domain::transitions::StepMove;
@@ -173,7 +173,6 @@ async fn resolve_locked(
     w: &WaitRow,
     r: &Resolution,
     by: Option<Uuid>,
-    events: &mut Vec<NewEvent>,
 ) -> Result<(WaitRow, bool)> {
     let stmt = match r.wait_status() {
         "expired" => sql!("wait/expire"),
@@ -208,11 +207,14 @@ async fn resolve_locked(
         .await?
         .rows_affected()
         > 0;
+    if woke {
+        tx.moved(StepMove::Wake, &[w.task_id]);
+    }
     if let Resolution::ChildEnded {
         task_id, status, ..
     } = r
     {
-        events.push(NewEvent::new(
+        tx.push(NewEvent::new(
             w.task_id,
             Event::ChildTaskEnded(event::ChildTaskEnded {
                 step_key: w.step_key.clone(),
@@ -222,7 +224,7 @@ async fn resolve_locked(
         ));
     }
     let waited = (row.resolved_at.unwrap_or(row.created_at) - row.created_at).num_milliseconds();
-    events.push(NewEvent::new(
+    tx.push(NewEvent::new(
         w.task_id,
         Event::WaitResolved(event::WaitResolved {
             step_key: w.step_key.clone(),
@@ -311,13 +313,11 @@ impl Store {
             let Some(row) = lock_open(tx, row.id).await? else {
                 return Ok(Parked::Resolved(self_read(tx, row.id).await?));
             };
-            let mut events = Vec::new();
             if let Some(child) = spec.child_task_id
                 && let Some(r) = child_ended(tx, child, None).await?
             {
                 // the child ended before its parent parked: no wait
-                let (resolved, _) = resolve_locked(tx, &row, &r, None, &mut events).await?;
-                append_events(tx, &events).await?;
+                let (resolved, _) = resolve_locked(tx, &row, &r, None).await?;
                 return Ok(Parked::Resolved(resolved));
             }
             if let Some(key) = &spec.event_key {
@@ -329,8 +329,7 @@ impl Store {
                     .await?;
                 if let Some(payload) = earlier {
                     let r = Resolution::Event { payload };
-                    let (resolved, _) = resolve_locked(tx, &row, &r, None, &mut events).await?;
-                    append_events(tx, &events).await?;
+                    let (resolved, _) = resolve_locked(tx, &row, &r, None).await?;
                     return Ok(Parked::Resolved(resolved));
                 }
             }
@@ -340,8 +339,8 @@ impl Store {
                 .await?
                 .rows_affected();
             moved_one(n, StepMove::Park, w.fence.step_id)?;
-            claim_queue::sync(tx, &[task_id]).await?;
-            events.push(NewEvent::new(
+            tx.moved(StepMove::Park, &[task_id]);
+            tx.push(NewEvent::new(
                 task_id,
                 Event::StepWaiting(event::StepWaiting {
                     step_key: w.step_key.to_string(),
@@ -352,8 +351,7 @@ impl Store {
                     worker_id: w.worker_id,
                 }),
             ));
-            append_events(tx, &events).await?;
-            super::notify_ready(tx).await?;
+            tx.wake_steps();
             Ok(Parked::Waiting(row))
         })
     }
@@ -374,13 +372,10 @@ impl Store {
             let Some(row) = lock_open(tx, id).await? else {
                 return Ok(None);
             };
-            let mut events = Vec::new();
-            let (resolved, woke) = resolve_locked(tx, &row, r, by, &mut events).await?;
+            let (resolved, woke) = resolve_locked(tx, &row, r, by).await?;
             if woke {
-                claim_queue::sync(tx, &[task_id]).await?;
-                super::notify_ready(tx).await?;
+                tx.wake_steps();
             }
-            append_events(tx, &events).await?;
             Ok(Some(resolved))
         })
     }
@@ -435,7 +430,6 @@ impl Store {
                 .bind(tenant)
                 .fetch_all(&mut **tx)
                 .await?;
-            let mut events = Vec::new();
             let (mut n, mut woken) = (0, Vec::new());
             for (id, task_id) in open {
                 lock_task(tx, task_id).await?;
@@ -445,17 +439,15 @@ impl Store {
                 let r = Resolution::Event {
                     payload: payload.clone(),
                 };
-                if resolve_locked(tx, &row, &r, None, &mut events).await?.1 {
+                if resolve_locked(tx, &row, &r, None).await?.1 {
                     woken.push(task_id);
                 }
                 n += 1;
             }
             if !woken.is_empty() {
                 woken.dedup();
-                claim_queue::sync(tx, &woken).await?;
-                super::notify_ready(tx).await?;
+                tx.wake_steps();
             }
-            append_events(tx, &events).await?;
             Ok(n)
         })
     }
@@ -490,12 +482,9 @@ impl Store {
                 let Some(r) = child_ended(tx, child, Some(intervention_wait_secs)).await? else {
                     return Ok(false);
                 };
-                let mut events = Vec::new();
-                if resolve_locked(tx, &row, &r, None, &mut events).await?.1 {
-                    claim_queue::sync(tx, &[task_id]).await?;
-                    super::notify_ready(tx).await?;
+                if resolve_locked(tx, &row, &r, None).await?.1 {
+                    tx.wake_steps();
                 }
-                append_events(tx, &events).await?;
                 if matches!(&r, Resolution::ChildEnded { status, .. } if status == "needs_intervention")
                 {
                     // given up on: nobody waits for it any more
@@ -534,12 +523,9 @@ impl Store {
                     _ => crate::domain::wait::OnTimeout::Reject,
                 };
                 let r = Resolution::on_expiry(row.kind()?, on_timeout, now);
-                let mut events = Vec::new();
-                if resolve_locked(tx, &row, &r, None, &mut events).await?.1 {
-                    claim_queue::sync(tx, &[task_id]).await?;
-                    super::notify_ready(tx).await?;
+                if resolve_locked(tx, &row, &r, None).await?.1 {
+                    tx.wake_steps();
                 }
-                append_events(tx, &events).await?;
                 Ok(true)
             })?;
             n += usize::from(done);

@@ -803,3 +803,132 @@ fn worker_modules_form_no_import_cycle() {
     );
     assert_no_cycle("worker", &graph);
 }
+
+/// Every function of `src/store` (outside `#[cfg(test)]`): (file, name, its source text).
+struct Functions {
+    file: String,
+    lines: Vec<String>,
+    found: Vec<(String, String, String)>,
+}
+
+impl Functions {
+    fn add(&mut self, name: &syn::Ident, block: &syn::Block, span_of: proc_macro2::Span) {
+        use syn::spanned::Spanned;
+        let (start, end) = (span_of.start().line, block.span().end().line);
+        let body = self.lines[start - 1..end].join("\n");
+        self.found.push((self.file.clone(), name.to_string(), body));
+    }
+}
+
+impl<'ast> Visit<'ast> for Functions {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        if !is_cfg_test(&m.attrs) {
+            syn::visit::visit_item_mod(self, m);
+        }
+    }
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        use syn::spanned::Spanned;
+        self.add(&f.sig.ident, &f.block, f.sig.span());
+    }
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        use syn::spanned::Spanned;
+        self.add(&f.sig.ident, &f.block, f.sig.span());
+    }
+}
+
+/// The write context owns the chores: the claim queue's sync, the events' insert and the
+/// notifies are run from `store/write.rs` only, no function passes events around by hand, and
+/// every function that runs a `-- move:` statement of a move that changes what is claimable
+/// says it to its write context (`tx.moved(` that move), so the context syncs the task at
+/// commit.
+#[test]
+fn every_move_says_what_it_touches_to_the_write_context() {
+    use trellis::domain::transitions::{Claimable, StepMove, TaskMove};
+    let files = src("");
+    for needle in [
+        "claim_queue::sync(",
+        "append_events(",
+        "queue/notify_ready",
+        "queue/notify_decisions",
+    ] {
+        let hits: Vec<String> = find(&files, needle)
+            .into_iter()
+            .filter(|h| !h.contains("store/write.rs"))
+            .collect();
+        assert!(hits.is_empty(), "{needle} outside store/write.rs: {hits:?}");
+    }
+    let by_hand = find(&files, &["&mut Vec<", "NewEvent>"].concat());
+    assert!(by_hand.is_empty(), "events passed by hand: {by_hand:?}");
+
+    let claimable: std::collections::BTreeMap<String, bool> = StepMove::ALL
+        .iter()
+        .map(|m| (format!("StepMove::{m:?}"), m.changes_claimable()))
+        .chain(
+            TaskMove::ALL
+                .iter()
+                .map(|m| (format!("TaskMove::{m:?}"), m.changes_claimable())),
+        )
+        .collect();
+    // statement name → its move, for the moves that change what is claimable
+    let mut touching = std::collections::BTreeMap::new();
+    for (name, sql) in statements() {
+        let Some(line) = sql.lines().find(|l| l.starts_with("-- move: ")) else {
+            continue;
+        };
+        let m = line["-- move: ".len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string();
+        if claimable.get(&m) == Some(&true) {
+            touching.insert(name, m);
+        }
+    }
+    assert!(!touching.is_empty(), "no move statement found");
+    // where the function itself does not say it, and why
+    let exempt = [
+        // the table of one task's statements: `move_task` runs them and says the move
+        "one",
+        // the completion cycle touches the tasks its promotion reports ready (the hot path
+        // syncs no more than those)
+        "complete_running",
+        "promote_and_count",
+        // the plan probe's list of hot statements (feature `testing`)
+        "probe_statements",
+    ];
+    let mut v = Functions {
+        file: String::new(),
+        lines: vec![],
+        found: vec![],
+    };
+    for (path, text) in src("store") {
+        v.file = path.display().to_string();
+        v.lines = text.lines().map(str::to_string).collect();
+        let file = syn::parse_file(&text).unwrap();
+        v.visit_file(&file);
+    }
+    let mut silent = Vec::new();
+    let mut checked = 0;
+    for (file, name, body) in &v.found {
+        for (stmt, m) in &touching {
+            if !body.contains(&format!("sql!(\"{stmt}\")")) {
+                continue;
+            }
+            checked += 1;
+            let said = body.contains(&format!("tx.moved({m}"))
+                || body.contains("tx.moved(m,")
+                || body.contains("tx.moved(f.step_move,");
+            if !said && !exempt.contains(&name.as_str()) {
+                silent.push(format!("{file} {name}: {stmt} ({m})"));
+            }
+        }
+    }
+    assert!(
+        checked > 10,
+        "only {checked} move statements found in functions"
+    );
+    assert!(
+        silent.is_empty(),
+        "functions that run a move changing what is claimable without saying it: {silent:?}"
+    );
+}

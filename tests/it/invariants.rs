@@ -7,10 +7,11 @@
 //! claim queue equals its definition (`queue/sync`'s, recomputed for every task) and
 //! `running_steps` lists exactly the running steps.
 //!
-//! Every `claim_queue::sync` call site of the store is reached by these operations, and the
-//! test checks it: it records the call sites the run reached and fails when one of the source
-//! is not among them. So removing any one call fails it (ARCHITECTURE.md, "The claim queue and the running index"),
-//! and a new call site no operation reaches fails it too.
+//! Every call site of the write context's `touch` and `moved` in the store is reached by these
+//! operations, and every move of a step or a task is said through `moved`; the test records
+//! both and fails when a call site of the source or a move is missing. So a write that forgets
+//! what it touched shows as a disagreement, and a new call site or move no operation reaches
+//! fails too (ARCHITECTURE.md, "The claim queue and the running index").
 
 use trellis::testkit as common;
 
@@ -26,6 +27,7 @@ use trellis::domain::recovery::{
     Evaluation, OverallReflection, StepAction, StepReflection, Strategy,
 };
 use trellis::domain::status::{TaskStatus, WaitStatus};
+use trellis::domain::transitions::{StepMove, TaskMove};
 use trellis::domain::wait::{OnTimeout, Resolution, WaitKind, WaitSpec};
 use trellis::store::bulk::{BulkTarget, NewBulkAction};
 use trellis::store::children::ChildOf;
@@ -224,7 +226,7 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
         ..POLICY
     };
 
-    let (_, reached) = trellis::store::claim_queue::sites::recording(async {
+    let (_, reached) = trellis::store::write::sites::recording(async {
         map_joined_at_its_expansion(store, &cfg).await;
         for op in 0..ops {
             let w = rng.below(workers.len());
@@ -596,15 +598,35 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
         .await
         .unwrap();
     assert!(lent > 0, "no map item lent its place");
-    let sites = sync_call_sites();
+    let sites = touch_call_sites();
     assert!(!sites.is_empty(), "no call site found in the source");
     let missed: Vec<_> = sites
         .iter()
-        .filter(|(f, l)| !reached.iter().any(|(rf, rl)| rf == f && rl == l))
+        .filter(|(f, l)| !reached.sites.iter().any(|(rf, rl)| rf == f && rl == l))
         .collect();
     assert!(
         missed.is_empty(),
-        "claim_queue::sync call sites no operation reached (seed {seed:#x}): {missed:?}"
+        "touch and moved call sites no operation reached (seed {seed:#x}): {missed:?}"
+    );
+    // every move of a step or a task said what it touched (the claim keeps the queue itself;
+    // the completion cycle touches what its promotion reports; `StartPlanning` (a task with no
+    // steps yet) and `SucceedAtOnce` (the pure evaluation's, of a plan that is done) change
+    // nothing claimable, and this test's brain is not pure)
+    let unsaid: Vec<String> = StepMove::ALL
+        .iter()
+        .filter(|m| !matches!(m, StepMove::Claim | StepMove::Complete | StepMove::Promote))
+        .map(|m| format!("{m:?}"))
+        .chain(
+            TaskMove::ALL
+                .iter()
+                .filter(|m| !matches!(m, TaskMove::StartPlanning | TaskMove::SucceedAtOnce))
+                .map(|m| format!("{m:?}")),
+        )
+        .filter(|m| !reached.moves.contains(m))
+        .collect();
+    assert!(
+        unsaid.is_empty(),
+        "moves no operation said it made (seed {seed:#x}): {unsaid:?}"
     );
     let succeeded = store.count_tasks("succeeded").await.unwrap();
     assert!(succeeded > 0, "no task succeeded in {ops} operations");
@@ -618,9 +640,9 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
     );
 }
 
-/// Every call of `claim_queue::sync` in the store's source: `(file, line)`, as the compiler
-/// names a call site (`src/store/maps.rs`).
-fn sync_call_sites() -> BTreeSet<(String, u32)> {
+/// Every call of the write context's `touch` and `moved` in the store's source:
+/// `(file, line)`, as the compiler names a call site (`src/store/maps.rs`).
+fn touch_call_sites() -> BTreeSet<(String, u32)> {
     fn walk(dir: &std::path::Path, out: &mut BTreeSet<(String, u32)>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
@@ -628,7 +650,7 @@ fn sync_call_sites() -> BTreeSet<(String, u32)> {
                 walk(&path, out);
                 continue;
             }
-            if path.extension().is_none_or(|e| e != "rs") || path.ends_with("claim_queue.rs") {
+            if path.extension().is_none_or(|e| e != "rs") || path.ends_with("write.rs") {
                 continue;
             }
             let text = std::fs::read_to_string(&path).unwrap();
@@ -640,7 +662,9 @@ fn sync_call_sites() -> BTreeSet<(String, u32)> {
                 .to_string();
             for (i, line) in text.lines().enumerate() {
                 let code = line.trim_start();
-                if code.contains("claim_queue::sync(") && !code.starts_with("//") {
+                if (code.contains("tx.touch(") || code.contains("tx.moved("))
+                    && !code.starts_with("//")
+                {
                     out.insert((rel.clone(), i as u32 + 1));
                 }
             }

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::decision_queue::finish_decision;
 use super::decision_queue::{ClaimedDecision, DecisionFence, Lease};
-use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task};
+use super::{Result, Store, StoreError, Tx, lock_task};
 use crate::domain::decision::{DecisionInput, DecisionOutcome};
 use crate::domain::records::{StepRow, TaskRow};
 use crate::domain::recovery::FailurePolicy;
@@ -109,17 +109,15 @@ impl Store {
             if !fresh {
                 return Ok(None);
             }
-            let mut events = Vec::new();
             let c = Applying {
                 task: &task,
                 input: &d.input,
                 policy,
                 lease,
             };
-            let next = dispatch(tx, &c, &d, outcome, &mut events).await?;
-            append_events(tx, &events).await?;
+            let next = dispatch(tx, &c, &d, outcome).await?;
             // a retry, a repair, a new plan or the task's end changed what is claimable
-            super::claim_queue::sync(tx, &[f.task_id]).await?;
+            tx.touch(&[f.task_id]);
             Ok(next)
         })
     }
@@ -185,12 +183,11 @@ async fn dispatch(
     c: &Applying<'_>,
     d: &Locked,
     outcome: &DecisionOutcome,
-    events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
     let fresh_step = || d.step.as_ref().expect("fresh step decision has its step");
     match (d.kind, outcome) {
         (DecisionKind::Plan, DecisionOutcome::Plan(answer)) => {
-            task::apply_plan(tx, (c.task, c.lease), answer, events).await
+            task::apply_plan(tx, (c.task, c.lease), answer).await
         }
         (
             DecisionKind::StepReflection,
@@ -201,10 +198,10 @@ async fn dispatch(
             },
         ) => {
             let r = Reflected::new(b, raw, *fallback);
-            step::apply_step_reflection(tx, c, fresh_step(), r, events).await
+            step::apply_step_reflection(tx, c, fresh_step(), r).await
         }
         (DecisionKind::StepRepair, DecisionOutcome::Repair(answer)) => {
-            step::apply_repair(tx, c, fresh_step(), answer, events).await
+            step::apply_repair(tx, c, fresh_step(), answer).await
         }
         (
             DecisionKind::OverallReflection,
@@ -215,13 +212,13 @@ async fn dispatch(
             },
         ) => {
             let r = Reflected::new(b, raw, *fallback);
-            task::apply_overall(tx, c, d.step.as_ref(), r, events).await
+            task::apply_overall(tx, c, d.step.as_ref(), r).await
         }
         (DecisionKind::Replan, DecisionOutcome::Replan(answer)) => {
-            task::apply_replan(tx, c, answer, events).await
+            task::apply_replan(tx, c, answer).await
         }
         (DecisionKind::Evaluation, DecisionOutcome::Evaluation { evaluation, raw }) => {
-            task::apply_evaluation(tx, c, evaluation, raw.as_deref(), events).await
+            task::apply_evaluation(tx, c, evaluation, raw.as_deref()).await
         }
         (k, _) => Err(StoreError::Corrupt(format!(
             "outcome does not match decision kind {k}"

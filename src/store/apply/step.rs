@@ -18,21 +18,20 @@ use crate::store::lifecycle::{record_recovery, start_overall};
 use crate::store::maps;
 use crate::store::plans::{insert_steps_for_version, live_steps, next_version};
 use crate::store::steps::{rerun_failed, supersede_step};
-use crate::store::{NewEvent, Result, Tx, known_tools, notify_ready};
+use crate::store::{NewEvent, Result, Tx, known_tools};
 
 pub(super) async fn apply_step_reflection(
     tx: &mut Tx,
     c: &Applying<'_>,
     step: &StepRow,
     r: Reflected<'_, StepReflection>,
-    events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
     let (task, input, policy, lease) = (c.task, c.input, c.policy, c.lease);
     insert_reflection(tx, task, "step", Some(step), &r).await?;
     let Reflected {
         body: r, fallback, ..
     } = r;
-    events.push(NewEvent::new(
+    tx.push(NewEvent::new(
         task.id,
         Event::StepReflected(event::StepReflected {
             step_key: step.step_key.clone(),
@@ -58,7 +57,7 @@ pub(super) async fn apply_step_reflection(
                 true => Retry::Schema(params),
                 false => Retry::Params(params),
             };
-            let next = retry_step(tx, c, step, retry, delay_ms, category, events).await?;
+            let next = retry_step(tx, c, step, retry, delay_ms, category).await?;
             if delay_ms > 0 {
                 // a map's item waits its backoff out: the map's next item may go meanwhile
                 maps::lend(tx, step.id, outage_threshold).await?;
@@ -66,7 +65,7 @@ pub(super) async fn apply_step_reflection(
             Ok(next)
         }
         AfterStepReflection::RetryWithTool { tool, delay_ms } => {
-            retry_step(tx, c, step, Retry::Tool(tool), delay_ms, category, events).await
+            retry_step(tx, c, step, Retry::Tool(tool), delay_ms, category).await
         }
         AfterStepReflection::Repair => {
             let next = DecisionInput {
@@ -77,7 +76,7 @@ pub(super) async fn apply_step_reflection(
             create_decision(tx, task.id, kind, Some(step.id), &next, Some(lease)).await
         }
         AfterStepReflection::OverallReflection { .. } if tolerated(step) => {
-            give_up(tx, c, step, events).await
+            give_up(tx, c, step).await
         }
         AfterStepReflection::OverallReflection { summary } => {
             let next = DecisionInput {
@@ -97,14 +96,9 @@ fn tolerated(step: &StepRow) -> bool {
     step.is_item() && step.optional
 }
 
-async fn give_up(
-    tx: &mut Tx,
-    c: &Applying<'_>,
-    step: &StepRow,
-    events: &mut Vec<NewEvent>,
-) -> Result<Option<ClaimedDecision>> {
+async fn give_up(tx: &mut Tx, c: &Applying<'_>, step: &StepRow) -> Result<Option<ClaimedDecision>> {
     let (task, version) = (c.task.id, step.plan_version);
-    crate::store::maps::give_up(tx, task, version, step.id, Some(c.lease), events).await
+    crate::store::maps::give_up(tx, task, version, step.id, Some(c.lease)).await
 }
 
 /// What a tier 1 retry changes.
@@ -124,17 +118,23 @@ async fn retry_step(
     retry: Retry,
     delay_ms: u64,
     category: Option<&str>,
-    events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
     let (action, params, tool) = match retry {
         Retry::Params(p) => (RecoveryAction::RetryWithParams, Some(p), None),
         Retry::Schema(p) => (RecoveryAction::SchemaRepair, Some(p), None),
         Retry::Tool(t) => (RecoveryAction::RetryWithTool, None, Some(t)),
     };
-    rerun_failed(tx, step.id, params.clone(), tool.as_deref(), delay_ms).await?;
-    notify_ready(tx).await?;
+    rerun_failed(
+        tx,
+        (step.task_id, step.id),
+        params.clone(),
+        tool.as_deref(),
+        delay_ms,
+    )
+    .await?;
+    tx.wake_steps();
     record_recovery(tx, c.input.attempt_id, action, category).await?;
-    events.push(NewEvent::new(
+    tx.push(NewEvent::new(
         c.task.id,
         Event::RetryScheduled(event::RetryScheduled {
             step_key: step.step_key.clone(),
@@ -153,7 +153,6 @@ pub(super) async fn apply_repair(
     c: &Applying<'_>,
     step: &StepRow,
     answer: &Result<Answer<StepSpec>, String>,
-    events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
     let (task, input, lease) = (c.task, c.input, c.lease);
     sqlx::query(sql!("task/count_repair"))
@@ -167,7 +166,7 @@ pub(super) async fn apply_repair(
     };
     match checked {
         Ok((spec, plan)) => {
-            supersede_step(tx, step.id).await?;
+            supersede_step(tx, (step.task_id, step.id)).await?;
             let version = next_version(tx, task, &plan, "repair").await?;
             let one = PlanSpec {
                 steps: vec![spec.clone()],
@@ -186,7 +185,7 @@ pub(super) async fn apply_repair(
             }
             keep_backing_off(tx, c, version).await?;
             record_recovery(tx, input.attempt_id, RecoveryAction::Repair, category).await?;
-            events.push(NewEvent::new(
+            tx.push(NewEvent::new(
                 task.id,
                 Event::StepRepaired(event::StepRepaired {
                     step_key: step.step_key.clone(),
@@ -198,16 +197,16 @@ pub(super) async fn apply_repair(
                     reason: None,
                 }),
             ));
-            events.push(NewEvent::new(
+            tx.push(NewEvent::new(
                 task.id,
                 event::plan_generated(version, "repair", plan.steps.len()),
             ));
-            notify_ready(tx).await?;
+            tx.wake_steps();
             Ok(None)
         }
         Err(reason) => {
             record_recovery(tx, input.attempt_id, RecoveryAction::RepairFailed, category).await?;
-            events.push(NewEvent::new(
+            tx.push(NewEvent::new(
                 task.id,
                 Event::StepRepaired(event::StepRepaired {
                     step_key: step.step_key.clone(),
@@ -220,7 +219,7 @@ pub(super) async fn apply_repair(
                 }),
             ));
             if tolerated(step) {
-                return give_up(tx, c, step, events).await;
+                return give_up(tx, c, step).await;
             }
             let next = DecisionInput {
                 trigger: Some(Trigger::StepFailure),

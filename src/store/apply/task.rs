@@ -20,14 +20,13 @@ use crate::store::plans::{insert_plan, insert_steps_for_version, replace_plan};
 use crate::store::tasks::{
     evaluate_tasks, move_task, succeed_at_once, succeed_tasks, try_move_task,
 };
-use crate::store::{NewEvent, Result, Tx, known_tools, notify_ready};
+use crate::store::{NewEvent, Result, Tx, known_tools};
 
 pub(super) async fn apply_overall(
     tx: &mut Tx,
     c: &Applying<'_>,
     step: Option<&StepRow>,
     r: Reflected<'_, OverallReflection>,
-    events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
     let (task, input, policy, lease) = (c.task, c.input, c.policy, c.lease);
     insert_reflection(tx, task, "overall", step, &r).await?;
@@ -35,7 +34,7 @@ pub(super) async fn apply_overall(
         body: r, fallback, ..
     } = r;
     let trigger = input.trigger.unwrap_or(Trigger::StepFailure);
-    events.push(NewEvent::new(
+    tx.push(NewEvent::new(
         task.id,
         Event::OverallReflected(event::OverallReflected {
             trigger,
@@ -76,7 +75,7 @@ pub(super) async fn apply_overall(
                 .execute(&mut **tx)
                 .await?;
             record_recovery(tx, input.attempt_id, RecoveryAction::Intervention, category).await?;
-            events.push(NewEvent::new(
+            tx.push(NewEvent::new(
                 task.id,
                 Event::InterventionRequired(event::InterventionRequired {
                     step_key: input.step_key.clone(),
@@ -88,7 +87,7 @@ pub(super) async fn apply_overall(
         AfterOverall::Fail { reason } => {
             record_recovery(tx, input.attempt_id, RecoveryAction::Fail, category).await?;
             let error = TaskError::at_step(input.step_key.as_deref(), reason);
-            fail_task(tx, task.id, error, events).await?;
+            fail_task(tx, task.id, error).await?;
             Ok(None)
         }
     }
@@ -98,7 +97,6 @@ pub(super) async fn apply_replan(
     tx: &mut Tx,
     c: &Applying<'_>,
     answer: &Result<Answer<Planned>, String>,
-    events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
     let (task, input, lease) = (c.task, c.input, c.lease);
     let strategy = input.strategy.clone().unwrap_or(Strategy::FullReplan);
@@ -107,7 +105,7 @@ pub(super) async fn apply_replan(
     let plan = match checked_plan(tx, task.id, answer, "the new plan").await? {
         Ok(p) => {
             if let Some(sel) = &p.selection {
-                events.push(tools_selected(task.id, sel, "replanning"));
+                tx.push(tools_selected(task.id, sel, "replanning"));
             }
             p.plan
         }
@@ -115,12 +113,12 @@ pub(super) async fn apply_replan(
             record_recovery(tx, input.attempt_id, RecoveryAction::ReplanFailed, category).await?;
             let reason = format!("replanning failed: {reason}");
             let error = TaskError::at_step(input.step_key.as_deref(), reason);
-            fail_task(tx, task.id, error, events).await?;
+            fail_task(tx, task.id, error).await?;
             return Ok(None);
         }
     };
     let origin = format!("replan:{}", strategy.name());
-    let next = replace_plan(tx, task, &plan, &strategy, &origin, Some(lease), events).await?;
+    let next = replace_plan(tx, task, &plan, &strategy, &origin, Some(lease)).await?;
     tell_the_producer(tx, task, input, &strategy).await?;
     if trigger == Trigger::StepFailure {
         keep_backing_off(tx, c, task.plan_version + 1).await?;
@@ -128,7 +126,7 @@ pub(super) async fn apply_replan(
     let counter = match trigger {
         Trigger::StepFailure => sql!("task/count_replan"),
         Trigger::Evaluation => {
-            events.push(NewEvent::new(
+            tx.push(NewEvent::new(
                 task.id,
                 Event::RoundStarted(event::RoundStarted {
                     round: task.round + 1,
@@ -218,7 +216,6 @@ pub(super) async fn apply_plan(
     tx: &mut Tx,
     (task, lease): (&TaskRow, Lease),
     answer: &Result<Answer<Planned>, String>,
-    events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
     // a plan applied before its claim recorded `planning` passes through it
     try_move_task(&mut **tx, task.id, TaskMove::StartPlanning).await?;
@@ -226,12 +223,12 @@ pub(super) async fn apply_plan(
         Ok(p) => p,
         Err(reason) => {
             let error = TaskError::at_step(None, format!("planning failed: {reason}"));
-            fail_task(tx, task.id, error, events).await?;
+            fail_task(tx, task.id, error).await?;
             return Ok(None);
         }
     };
     if let Some(sel) = &planned.selection {
-        events.push(tools_selected(task.id, sel, "planning"));
+        tx.push(tools_selected(task.id, sel, "planning"));
     }
     let plan = &planned.plan;
     let origin = match &planned.template {
@@ -244,7 +241,7 @@ pub(super) async fn apply_plan(
         .execute(&mut **tx)
         .await?;
     let runnable = insert_steps_for_version(tx, task, 1, plan, &Carry::default(), 0).await?;
-    events.push(NewEvent::new(
+    tx.push(NewEvent::new(
         task.id,
         Event::PlanGenerated(event::PlanGenerated {
             version: 1,
@@ -258,7 +255,7 @@ pub(super) async fn apply_plan(
         return start_evaluation(tx, task.id, Some(lease)).await;
     }
     move_task(tx, task.id, TaskMove::Run).await?;
-    notify_ready(tx).await?;
+    tx.wake_steps();
     Ok(None)
 }
 
@@ -267,7 +264,6 @@ pub(super) async fn apply_evaluation(
     c: &Applying<'_>,
     e: &Evaluation,
     raw: Option<&str>,
-    events: &mut Vec<NewEvent>,
 ) -> Result<Option<ClaimedDecision>> {
     let item = Evaluated {
         task: c.task,
@@ -275,7 +271,7 @@ pub(super) async fn apply_evaluation(
         raw,
         lease: c.lease,
     };
-    let mut next = apply_evaluations(tx, &[item], c.policy, events, Stage::Evaluating).await?;
+    let mut next = apply_evaluations(tx, &[item], c.policy, Stage::Evaluating).await?;
     Ok(next.pop().map(|(_, d)| d))
 }
 
@@ -308,7 +304,6 @@ pub(crate) async fn apply_evaluations(
     tx: &mut Tx,
     items: &[Evaluated<'_>],
     policy: &FailurePolicy,
-    events: &mut Vec<NewEvent>,
     stage: Stage,
 ) -> Result<Vec<(Uuid, ClaimedDecision)>> {
     let outcomes: Vec<AfterEvaluation> = items
@@ -345,7 +340,7 @@ pub(crate) async fn apply_evaluations(
     for (k, (item, outcome)) in items.iter().zip(outcomes).enumerate() {
         let (task, e) = (item.task, item.evaluation);
         let successful = e.overall_score >= task.success_threshold;
-        events.push(NewEvent::new(
+        tx.push(NewEvent::new(
             task.id,
             Event::EvaluationCompleted(event::EvaluationCompleted {
                 round: task.round,
@@ -362,7 +357,7 @@ pub(crate) async fn apply_evaluations(
                 } else {
                     succeeded.push(task.id);
                 }
-                events.push(NewEvent::new(
+                tx.push(NewEvent::new(
                     task.id,
                     Event::TaskSucceeded(event::TaskSucceeded {
                         plan_version: task.plan_version,
@@ -382,7 +377,7 @@ pub(crate) async fn apply_evaluations(
                     final_score: Some(e.overall_score),
                     ..Default::default()
                 };
-                fail_task(tx, task.id, error, events).await?;
+                fail_task(tx, task.id, error).await?;
             }
         }
     }

@@ -11,9 +11,9 @@ use super::super::apply::{Evaluated, Stage, apply_evaluations};
 use super::super::cost::keep_cost_in;
 use super::super::decision_queue::{ClaimedDecision, Lease};
 use super::super::lifecycle::start_evaluation;
+use super::super::maps;
 use super::super::steps::promote_and_count;
-use super::super::{NewEvent, Result, Store, StoreError, Tx, append_events, notify_ready};
-use super::super::{claim_queue, maps};
+use super::super::{NewEvent, Result, Store, StoreError, Tx};
 use super::claim::{Claim, ClaimedStep, claim_in};
 use super::{FailurePolicy, StepSuccess};
 use crate::domain::decision::{DecisionContext, DecisionInput};
@@ -98,6 +98,9 @@ impl Store {
     pub async fn complete_and_claim(&self, c: &Cycle<'_>) -> Result<CycleDone> {
         in_tx!(hot self, |tx| {
             let (completed, any_ready) = complete_batch(tx, c).await?;
+            // the claim reads the claim queue and writes its own `step_started` events: the
+            // completions' chores go first
+            tx.sync_now().await?;
             let started = completed
                 .iter()
                 .filter(|r| matches!(r, Ok(Some(_))))
@@ -130,7 +133,7 @@ impl Store {
                 .as_ref()
                 .is_some_and(|cl| claimed.len() < cl.limit as usize);
             if any_ready && !nothing_left {
-                notify_ready(tx).await?;
+                tx.wake_steps();
             }
             Ok(CycleDone { completed, claimed })
         })
@@ -168,7 +171,7 @@ async fn complete_batch(tx: &mut Tx, c: &Cycle<'_>) -> Result<(Vec<Completed>, b
             false,
         ));
     }
-    let mut events: Vec<NewEvent> = done_items
+    let events: Vec<NewEvent> = done_items
         .iter()
         .map(|(s, d)| {
             NewEvent::new(
@@ -182,10 +185,9 @@ async fn complete_batch(tx: &mut Tx, c: &Cycle<'_>) -> Result<(Vec<Completed>, b
             )
         })
         .collect();
-    let task_state = keep_cost_limits(tx, c, &done_items, task_state, &mut events).await?;
-    let (decisions, any_ready) =
-        advance_tasks(tx, c, &done_items, &task_state, &mut events).await?;
-    append_events(tx, &events).await?;
+    tx.events(events);
+    let task_state = keep_cost_limits(tx, c, &done_items, task_state).await?;
+    let (decisions, any_ready) = advance_tasks(tx, c, &done_items, &task_state).await?;
     Ok((batch_results(items, &done_by_id, decisions), any_ready))
 }
 
@@ -212,7 +214,6 @@ async fn keep_cost_limits(
     c: &Cycle<'_>,
     done: &DoneItems<'_>,
     mut task_state: TaskState,
-    events: &mut Vec<NewEvent>,
 ) -> Result<TaskState> {
     let mut paid: Vec<Uuid> = done
         .iter()
@@ -222,7 +223,7 @@ async fn keep_cost_limits(
     paid.sort();
     paid.dedup();
     for task_id in paid {
-        if keep_cost_in(tx, task_id, c.cost_warn_fraction, events).await? == CostCheck::Stop
+        if keep_cost_in(tx, task_id, c.cost_warn_fraction).await? == CostCheck::Stop
             && let Some(state) = task_state.get_mut(&task_id)
         {
             state.0 = TaskStatus::Failed;
@@ -308,14 +309,13 @@ async fn advance_tasks(
     c: &Cycle<'_>,
     done: &DoneItems<'_>,
     task_state: &TaskState,
-    events: &mut Vec<NewEvent>,
 ) -> Result<(HashMap<Uuid, ClaimedDecision>, bool)> {
     let (active, params) = active_tasks(done, task_state);
     let mut decisions = HashMap::new();
     // a running task whose finished step belonged to an older plan version has room again too
     let mut resync: Vec<Uuid> = stale_version_tasks(done, task_state);
     if active.is_empty() {
-        claim_queue::sync(tx, &resync).await?;
+        tx.touch(&resync);
         return Ok((decisions, false));
     }
     update_task_rows(tx, &active, task_state, params).await?;
@@ -327,14 +327,14 @@ async fn advance_tasks(
         .map(|(_, d)| d.id)
         .collect();
     if !items.is_empty() {
-        resync.extend(maps::items_ended(tx, &items, events).await?);
+        resync.extend(maps::items_ended(tx, &items).await?);
     }
     let ids: Vec<Uuid> = active.iter().map(|(t, _)| *t).collect();
     let versions: Vec<i32> = active.iter().map(|(_, v)| *v).collect();
     let mut any_ready = false;
     let mut finished = Vec::new();
     for p in promote_and_count(tx, &ids, &versions).await? {
-        note_promoted(events, p.task_id, &p.promoted);
+        note_promoted(tx.pending_events(), p.task_id, &p.promoted);
         any_ready |= p.ready;
         if p.ready {
             // room freed, or steps promoted: the task's next ready steps become claimable
@@ -344,7 +344,7 @@ async fn advance_tasks(
             finished.push(p.task_id);
         }
     }
-    claim_queue::sync(tx, &resync).await?;
+    tx.touch(&resync);
     match &c.inline {
         _ if finished.is_empty() => {}
         None => {
@@ -356,9 +356,7 @@ async fn advance_tasks(
             }
         }
         Some(inline) => {
-            for (task_id, d) in
-                evaluate_inline(tx, inline, &finished, c.lease_secs, done, events).await?
-            {
+            for (task_id, d) in evaluate_inline(tx, inline, &finished, c.lease_secs, done).await? {
                 decisions.insert(task_id, d);
             }
         }
@@ -392,7 +390,6 @@ async fn evaluate_inline(
     finished: &[Uuid],
     lease_secs: f64,
     done: &DoneItems<'_>,
-    events: &mut Vec<NewEvent>,
 ) -> Result<Vec<(Uuid, ClaimedDecision)>> {
     let tasks = read_tasks(tx, finished).await?;
     let mut steps = live_steps_of(tx, &tasks).await?;
@@ -427,7 +424,7 @@ async fn evaluate_inline(
             lease: *lease,
         })
         .collect();
-    apply_evaluations(tx, &items, &inline.policy, events, Stage::Running).await
+    apply_evaluations(tx, &items, &inline.policy, Stage::Running).await
 }
 
 /// The rows of tasks this transaction holds locked (by primary key).

@@ -8,12 +8,9 @@
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::super::claim_queue;
 use super::super::decision_queue::{ClaimedDecision, Lease, create_decision};
 use super::super::lifecycle::{fail_task, record_recovery};
-use super::super::{
-    NewEvent, Result, Store, StoreError, Tx, append_events, lock_task, notify_ready,
-};
+use super::super::{NewEvent, Result, Store, StoreError, Tx, lock_task};
 use super::super::{circuits, maps};
 use super::{FailurePolicy, LockedStep, StepFailure, StepLease, lock_running_step};
 use crate::domain::decision::DecisionInput;
@@ -172,6 +169,7 @@ async fn fail_locked(
     fail_running(
         tx,
         &FailedRun {
+            task_id: f.fence.task_id,
             step_id: f.fence.step_id,
             step_move,
             error: &error,
@@ -200,10 +198,9 @@ async fn fail_locked(
         },
     )
     .await?;
+    // the step's slot is free (its move says so): it (a retry) or the task's next ready step is
+    // claimable again; a failed task's entries go
     let decision = follow_failure(tx, &f, &step, &counted, attempt_id, &error, policy).await?;
-    // the step's slot is free: it (a retry) or the task's next ready step is claimable again;
-    // a failed task's entries go
-    claim_queue::sync(tx, &[task.id]).await?;
     Ok(FailOutcome {
         transition: counted.transition,
         decision,
@@ -259,7 +256,7 @@ async fn follow_failure(
 ) -> Result<Option<ClaimedDecision>> {
     let task_id = f.fence.task_id;
     let (lost, attempt, c) = (counted.lost, counted.attempt, &counted.counters);
-    let mut events = vec![NewEvent::new(
+    tx.push(NewEvent::new(
         task_id,
         Event::StepFailed(event::StepFailed {
             step_key: step.step_key.clone(),
@@ -270,9 +267,9 @@ async fn follow_failure(
             consecutive_failures: c.consecutive_failures,
             violations: event::Violation::of(error),
         }),
-    )];
+    ));
     if lost {
-        events.push(NewEvent::new(
+        tx.push(NewEvent::new(
             task_id,
             Event::StepRescued(event::StepRescued {
                 step_key: step.step_key.clone(),
@@ -286,7 +283,7 @@ async fn follow_failure(
             if !lost {
                 record_recovery(tx, Some(attempt_id), RecoveryAction::Retry, None).await?;
             }
-            events.push(NewEvent::new(
+            tx.push(NewEvent::new(
                 task_id,
                 Event::RetryScheduled(event::RetryScheduled {
                     step_key: step.step_key.clone(),
@@ -297,7 +294,7 @@ async fn follow_failure(
                     alternative_tool: None,
                 }),
             ));
-            notify_ready(tx).await?;
+            tx.wake_steps();
         }
         AfterFailure::Reflect => {
             let input = DecisionInput {
@@ -321,7 +318,7 @@ async fn follow_failure(
                 lease_secs: policy.lease_secs,
             });
             let (version, id) = (step.plan_version, f.fence.step_id);
-            decision = maps::give_up(tx, task_id, version, id, lease, &mut events).await?;
+            decision = maps::give_up(tx, task_id, version, id, lease).await?;
         }
         AfterFailure::FailTask { reason } if counted.active => {
             // a tree at its limit: the category is the task's stop reason
@@ -332,7 +329,7 @@ async fn follow_failure(
                 code: stop.clone(),
                 ..TaskError::at_step(Some(&step.step_key), reason.as_str())
             };
-            fail_task(tx, task_id, error, &mut events).await?;
+            fail_task(tx, task_id, error).await?;
             if let Some(code) = stop {
                 sqlx::query(sql!("task/set_stop_reason"))
                     .bind(task_id)
@@ -343,12 +340,12 @@ async fn follow_failure(
         }
         AfterFailure::FailTask { .. } => {}
     }
-    append_events(tx, &events).await?;
     Ok(decision)
 }
 
 /// How a failed attempt leaves its (locked, running) step.
 pub(crate) struct FailedRun<'a> {
+    pub task_id: Uuid,
     pub step_id: Uuid,
     /// [`StepMove::RetryAfterFailure`] (after `delay_ms`) or [`StepMove::Fail`].
     pub step_move: StepMove,
@@ -383,6 +380,7 @@ pub(crate) async fn fail_running(tx: &mut Tx, f: &FailedRun<'_>) -> Result<()> {
     if n == 0 {
         return Err(StoreError::Fenced);
     }
+    tx.moved(f.step_move, &[f.task_id]);
     Ok(())
 }
 
@@ -408,6 +406,7 @@ pub(super) async fn stop_waiting(
     fail_running(
         tx,
         &FailedRun {
+            task_id: fence.task_id,
             step_id: fence.step_id,
             step_move: StepMove::Fail,
             error: &error,
@@ -418,7 +417,7 @@ pub(super) async fn stop_waiting(
         },
     )
     .await?;
-    let mut events = vec![NewEvent::new(
+    tx.push(NewEvent::new(
         task.id,
         Event::StepFailed(event::StepFailed {
             step_key: step.step_key.clone(),
@@ -429,14 +428,13 @@ pub(super) async fn stop_waiting(
             consecutive_failures: task.consecutive_failures,
             violations: event::Violation::of(&error),
         }),
-    )];
+    ));
     if task.status == TaskStatus::Running && step.plan_version == task.plan_version {
         let error = TaskError {
             last_error: Some(error),
             ..TaskError::at_step(Some(&step.step_key), reason)
         };
-        fail_task(tx, task.id, error, &mut events).await?;
+        fail_task(tx, task.id, error).await?;
     }
-    claim_queue::sync(tx, &[task.id]).await?;
-    append_events(tx, &events).await
+    Ok(())
 }

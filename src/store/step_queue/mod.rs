@@ -12,9 +12,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use super::claim_queue;
 use super::steps::moved_one;
-use super::{NewEvent, Result, Store, StoreError, Tx, append_events, lock_task, notify_ready};
+use super::{NewEvent, Result, Store, StoreError, Tx, lock_task};
 use crate::domain::circuit::{self, AfterWait, Why};
 use crate::domain::event::{self, Event};
 use crate::domain::model::ToolFailure;
@@ -176,21 +175,17 @@ impl Store {
         in_tx!(self.pool, |tx| {
             lock_task(tx, fence.task_id).await?;
             let step = lock_running_step(tx, fence, false).await?;
-            release_running(tx, fence.step_id, None).await?;
-            claim_queue::sync(tx, &[fence.task_id]).await?;
-            append_events(
-                tx,
-                &[NewEvent::new(
-                    fence.task_id,
-                    Event::StepReleased(event::StepReleased {
-                        step_key: step.step_key,
-                        worker_id,
-                        reason: "worker shutting down".into(),
-                    }),
-                )],
-            )
-            .await?;
-            notify_ready(tx).await
+            release_running(tx, fence, None).await?;
+            tx.event(
+                fence.task_id,
+                Event::StepReleased(event::StepReleased {
+                    step_key: step.step_key,
+                    worker_id,
+                    reason: "worker shutting down".into(),
+                }),
+            );
+            tx.wake_steps();
+            Ok(())
         })
     }
 
@@ -219,8 +214,7 @@ impl Store {
                     // back at the end of the wait, or at the step's limit if that comes first
                     let left = i64::try_from(limit - waited).unwrap_or(i64::MAX);
                     let until = wait.until.min(now + chrono::Duration::milliseconds(left));
-                    release_running(tx, fence.step_id, Some(until)).await?;
-                    claim_queue::sync(tx, &[fence.task_id]).await?;
+                    release_running(tx, fence, Some(until)).await?;
                     let deferred = event::StepDeferred {
                         step_key: step.step_key,
                         worker_id,
@@ -229,7 +223,7 @@ impl Store {
                         tool: wait.tool.clone(),
                     };
                     let event = NewEvent::new(fence.task_id, Event::StepDeferred(deferred));
-                    append_events(tx, &[event]).await?;
+                    tx.events([event]);
                 }
                 AfterWait::Stop { reason } => {
                     fail::stop_waiting(tx, &task, fence, &step, wait, reason).await?;
@@ -343,14 +337,16 @@ async fn lock_running_step(
 /// again at once or, with `until`, not before then.
 pub(crate) async fn release_running(
     tx: &mut Tx,
-    step_id: Uuid,
+    fence: &StepLease,
     until: Option<DateTime<Utc>>,
 ) -> Result<()> {
     let n = sqlx::query(sql!("step/release"))
-        .bind(step_id)
+        .bind(fence.step_id)
         .bind(until)
         .execute(&mut **tx)
         .await?
         .rows_affected();
+    tx.moved(StepMove::Release, &[fence.task_id]);
+    let step_id = fence.step_id;
     moved_one(n, StepMove::Release, step_id)
 }
