@@ -150,6 +150,30 @@ impl Store {
         self.count_where(sql, category).await
     }
 
+    /// The write context's savepoint, as a bulk action uses it: in one transaction, a
+    /// `step_released` event (reason `kept`) for the task, then a savepoint, another one
+    /// (reason `dropped`) with a touch and a wake-up, and the savepoint rolled back.
+    pub async fn chores_across_a_rolled_back_savepoint(&self, task_id: Uuid) -> Result<()> {
+        use crate::domain::event::{self, Event};
+        let released = |reason: &str| {
+            Event::StepReleased(event::StepReleased {
+                step_key: "s".into(),
+                worker_id: Uuid::nil(),
+                reason: reason.into(),
+            })
+        };
+        in_tx!(self.pool, |tx| {
+            super::lock_task(tx, task_id).await?;
+            tx.event(task_id, released("kept"));
+            let mark = tx.savepoint().await?;
+            tx.event(task_id, released("dropped"));
+            tx.touch(&[task_id]);
+            tx.wake_steps();
+            tx.rollback_to(mark).await?;
+            Ok(())
+        })
+    }
+
     /// Events of a kind, over all tasks.
     pub async fn count_events(&self, kind: &str) -> Result<i64> {
         self.count_where("SELECT count(*) FROM events WHERE kind = $1", kind)

@@ -788,3 +788,28 @@ async fn no_statement_is_jit_compiled_in_any_pooler_mode() {
         );
     }
 }
+
+/// A write's chores go with its rows: what a rolled-back savepoint (a bulk action's refused
+/// task) asked for is not done at commit, and what came before it is.
+#[tokio::test]
+async fn a_rolled_back_savepoint_drops_its_chores() {
+    let db = fresh_db().await;
+    let store = &db.store;
+    let t = store
+        .submit_task(&common::new_task(json!([{"id": "s", "tool": "echo"}])))
+        .await
+        .unwrap();
+    store
+        .chores_across_a_rolled_back_savepoint(t.task_id)
+        .await
+        .unwrap();
+    let reasons: Vec<String> = sqlx::query_scalar(
+        "SELECT payload->>'reason' FROM events WHERE task_id = $1 AND kind = 'step_released' ORDER BY seq",
+    )
+    .bind(t.task_id)
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(reasons, ["kept"]);
+    assert!(store.claim_queue_disagreements().await.unwrap().is_empty());
+}
