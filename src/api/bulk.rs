@@ -210,7 +210,13 @@ fn checked(r: BulkActionRequest, tenancy: &Tenancy) -> Result<NewBulkAction, Api
             (BulkTarget::Ids(ids), None)
         }
         (Some(f), None) => {
-            for (field, v) in [("since", &f.since), ("until", &f.until), ("q", &f.q)] {
+            let fields = [
+                ("since", &f.since),
+                ("until", &f.until),
+                ("q", &f.q),
+                ("template", &f.template),
+            ];
+            for (field, v) in fields {
                 if v.as_deref()
                     .is_some_and(|v| v.is_empty() || v.chars().count() > 200)
                 {

@@ -353,6 +353,10 @@ async fn an_aborted_bulk_action_stops_within_one_batch() {
             "filter.since",
         ),
         (
+            json!({"action": "cancel", "filter": {"template": "t".repeat(201)}}),
+            "filter.template",
+        ),
+        (
             json!({"action": "cancel", "filter": {}, "from_step": "a"}),
             "rerun only",
         ),
