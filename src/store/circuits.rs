@@ -17,6 +17,15 @@ use crate::domain::circuit::{Breaker, BreakerSpec, Circuit, DEFAULT_PACE_MS, Gat
 use crate::domain::failure;
 use crate::domain::recovery::{FailurePolicy, RetryPolicy, RetrySpec, Streak};
 
+/// When a map's item waiting out a backoff may lend its place: while its tool's failures in a
+/// row are below `outage_threshold`, or a success reset such a count within the last
+/// `healed_within_secs` (the service is up, its calls are flaky).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LendGuard {
+    pub outage_threshold: i32,
+    pub healed_within_secs: f64,
+}
+
 /// What recovery needs to know about a failed step's tool and history.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RetryContext {
@@ -30,11 +39,16 @@ pub(crate) struct RetryContext {
 
 impl RetryContext {
     /// The tool's failures in a row, fleet-wide, from which it may be down (its breaker's
-    /// threshold; none for a tool without a circuit or with the breaker off).
-    pub fn outage_threshold(&self) -> i32 {
-        match self.breaker.failure_threshold {
-            t if self.http && t > 0 => t,
-            _ => i32::MAX,
+    /// threshold; none for a tool without a circuit or with the breaker off), and how recent
+    /// a success between failures shows it up all the same (its cool-down): what a map's
+    /// item waiting out a backoff checks before it lends its place ([`super::maps::lend`]).
+    pub fn lend_guard(&self) -> LendGuard {
+        LendGuard {
+            outage_threshold: match self.breaker.failure_threshold {
+                t if self.http && t > 0 => t,
+                _ => i32::MAX,
+            },
+            healed_within_secs: self.breaker.cool_down_ms as f64 / 1000.0,
         }
     }
 

@@ -13,6 +13,7 @@
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::circuits::LendGuard;
 use super::decision_queue::{ClaimedDecision, Lease};
 use super::lifecycle::start_evaluation;
 use super::steps::{moved_one, promote_and_count};
@@ -137,14 +138,16 @@ pub(crate) async fn items_ended(tx: &mut Tx, step_ids: &[Uuid]) -> Result<Vec<Uu
 /// so the map's next item is released now when the window is its task's own cap (the claim
 /// keeps the items running at once within it) and fewer than a window of the items are live
 /// and not waiting (`map/lend`, at most [`MAP_LEND_WINDOWS`] windows live in all), while its
-/// tool's failures in a row, fleet-wide, are below `outage_threshold` (its breaker's: past it
-/// the service may be down). The caller holds the task's row lock and syncs its claim queue
+/// tool's failures in a row, fleet-wide, are below the guard's threshold (its breaker's: past
+/// it the service may be down) or a success between failures was recent (the service is up,
+/// its calls flaky). The caller holds the task's row lock and syncs its claim queue
 /// afterwards. Returns whether an item was released.
-pub(crate) async fn lend(tx: &mut Tx, step_id: Uuid, outage_threshold: i32) -> Result<bool> {
+pub(crate) async fn lend(tx: &mut Tx, step_id: Uuid, guard: LendGuard) -> Result<bool> {
     let released: Option<i32> = sqlx::query_scalar(sql!("map/lend"))
         .bind(step_id)
         .bind(MAP_LEND_WINDOWS)
-        .bind(outage_threshold)
+        .bind(guard.outage_threshold)
+        .bind(guard.healed_within_secs)
         .fetch_optional(&mut **tx)
         .await?;
     Ok(released.is_some())

@@ -662,3 +662,67 @@ async fn an_item_waiting_out_its_backoff_lends_its_place_within_the_task_cap() {
          succeeded at {first_success}"
     );
 }
+
+/// A tool whose failures in a row reached its breaker's threshold, but whose calls have since
+/// passed on their own retry (a success reset the count within its cool-down), is up and
+/// flaky, not down: its items lend their places again. Before any success they do not.
+#[tokio::test]
+async fn a_tool_that_healed_between_failures_gets_places_lent_again() {
+    use trellis::testkit::faults::{FaultServer, Reply, Seen};
+    let mut settings = common::test_settings();
+    settings.orchestrator.parallel_max_concurrent = 2;
+    settings.reflection.enable_step_level_reflection = false;
+    let app = common::spawn_app_with(settings).await;
+    // each call's first try answers 503, its retry passes (per-call flakiness)
+    let faults = FaultServer::start().await;
+    faults.route("shaky", |s: &Seen| match s.nth {
+        1 => Reply::status(503),
+        _ => Reply::echo(s),
+    });
+    // one failure in a row is a possible outage (the circuit itself waits for a step's third)
+    let wary = json!({"circuit_breaker": {"failure_threshold": 1, "cool_down_secs": 60}});
+    common::register_tool(&app, "shaky", &faults.endpoint("shaky"), wary).await;
+    let w = app.worker(|c| {
+        c.concurrency = 8;
+        c.policy.retry.initial_interval_ms = 400;
+    });
+    let items: Vec<Value> = (0..6).map(|i| json!(i)).collect();
+    let id = app
+        .submit(mapped(
+            json!(items),
+            json!({"over": "${a.output.items}", "max_items": 10}),
+            "shaky",
+            json!({"i": "${item}"}),
+        ))
+        .await;
+    let done = app.wait_done(id, LIMIT).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    w.stop().await;
+    let tried = attempts(&app, id).await;
+    assert!(peak_overlap(&tried) <= 2, "within the task's cap");
+    let first_success = tried
+        .iter()
+        .filter(|a| a["step_id"].as_str().is_some_and(|k| k.starts_with("m[")))
+        .filter(|a| a["status"] == "succeeded")
+        .filter_map(|a| a["finished_at"].as_str())
+        .min()
+        .expect("an item succeeded")
+        .to_string();
+    // before any success nothing was lent: item 2 waited for the window to slide
+    let third = starts(&tried, 2);
+    assert!(
+        third[0] >= first_success,
+        "lent before the service showed it is up: item 2 started {third:?}, the first \
+         success {first_success}"
+    );
+    // after it, failing items lent their places: with a threshold of 1 every failure leaves
+    // the count at the threshold, so only the success between failures lets them lend
+    let lent: i64 = sqlx::query_scalar("SELECT sum(lent)::bigint FROM step_maps")
+        .fetch_one(app.store().pool())
+        .await
+        .unwrap();
+    assert!(
+        lent > 0,
+        "a healed service's items kept their places: {tried:?}"
+    );
+}

@@ -51,7 +51,7 @@ pub(super) async fn apply_step_reflection(
     match recovery::after_step_reflection(&counters, r, |t| known.contains(t), tier1) {
         AfterStepReflection::RetryWithParams { params, delay_ms } => {
             let params = serde_json::to_value(&params).expect("params");
-            let outage_threshold = retry.outage_threshold();
+            let guard = retry.lend_guard();
             // parameters that broke the tool's schema, fixed before any call
             let retry = match failure.is_some_and(|f| !f.schema_violations.is_empty()) {
                 true => Retry::Schema(params),
@@ -60,7 +60,7 @@ pub(super) async fn apply_step_reflection(
             let next = retry_step(tx, c, step, retry, delay_ms, category).await?;
             if delay_ms > 0 {
                 // a map's item waits its backoff out: the map's next item may go meanwhile
-                maps::lend(tx, step.id, outage_threshold).await?;
+                maps::lend(tx, step.id, guard).await?;
             }
             Ok(next)
         }

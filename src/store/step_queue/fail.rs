@@ -182,7 +182,7 @@ async fn fail_locked(
     .await?;
     if step.item && delay_ms > 0.0 {
         // the item waits its backoff out: the map's next item may go meanwhile
-        maps::lend(tx, f.fence.step_id, retry.outage_threshold()).await?;
+        maps::lend(tx, f.fence.step_id, retry.lend_guard()).await?;
     }
     let attempt_id = insert_failed_attempt(
         tx,

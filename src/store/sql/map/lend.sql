@@ -5,8 +5,10 @@
 -- whatever is released), fewer items than the window are live and not waiting, and fewer
 -- than $2 windows are live in all (a claim queue sync reads them), and its tool's failures in
 -- a row, fleet-wide, are below $3 (its breaker's threshold: past it the service may be down,
--- and no more items are sent to it). Under the task's row lock; a map a replan kept items of
--- lends nothing. Returns the released item's index, if any.
+-- and no more items are sent to it) or a success reset such a count within the last $4 seconds
+-- (its cool-down) and its circuit is closed (calls that fail and then pass on their own retry:
+-- the service is up, its calls are flaky). Under the task's row lock; a map a replan kept
+-- items of lends nothing. Returns the released item's index, if any.
 WITH m AS MATERIALIZED (
     SELECT m.step_id, m.released, ms.task_id, ms.plan_version, ms.step_key, ms.position,
            ms.name, coalesce(ms.tool_override, ms.tool) AS tool,
@@ -17,8 +19,12 @@ WITH m AS MATERIALIZED (
     JOIN steps ms ON ms.id = m.step_id
     JOIN tasks t ON t.id = ms.task_id
     WHERE i.id = $1 AND ms.status = 'waiting' AND m.kept = 0 AND m.released < m.total
-      AND coalesce((SELECT c.consecutive_failures FROM tool_circuits c
-                    WHERE c.tool_id = coalesce(i.tool_override, i.tool)), 0) < $3
+      AND coalesce((SELECT c.consecutive_failures < $3
+                           OR (c.open_until IS NULL
+                               AND c.healed_at IS NOT NULL
+                               AND c.healed_at > now() - make_interval(secs => $4))
+                    FROM tool_circuits c
+                    WHERE c.tool_id = coalesce(i.tool_override, i.tool)), true)
       AND m.max_parallel >= t.max_concurrent_steps
       AND m.released - m.ended < $2 * m.max_parallel
       AND m.released - m.ended

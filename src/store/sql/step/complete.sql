@@ -29,12 +29,14 @@ WITH i AS (
           WHERE i.cost > 0 GROUP BY d.task_id) c
     WHERE t.id = c.task_id
 ), healed AS (
-    -- a success closes its tool's circuit and resets its count of outages in a row; a
-    -- tool with no circuit row, or a closed one with nothing counted, is not written. One
+    -- a success closes its tool's circuit and resets its count of outages in a row (and says
+    -- when: `healed_at`); a tool with no circuit row, or a closed one with nothing counted, is
+    -- not written. One
     -- that closes an open circuit (its probe's) releases the steps that waited one per
     -- pace (`Circuit::after_success`, pace `domain::circuit::DEFAULT_PACE_MS`)
     UPDATE tool_circuits c
     SET consecutive_failures = 0, open_until = NULL, probe_until = NULL, updated_at = now(),
+        healed_at = now(),
         held_until = CASE WHEN c.open_until IS NOT NULL AND (c.held_until IS NULL OR c.held_until < now())
                           THEN now() ELSE c.held_until END,
         next_slot = CASE WHEN c.open_until IS NOT NULL AND (c.held_until IS NULL OR c.held_until < now())
