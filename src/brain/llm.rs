@@ -3,7 +3,9 @@
 //! `response_format: {"type": "json_schema", "json_schema": {"name", "schema"}}`, falling back to
 //! `{"type": "json_object"}` when the server rejects json_schema; every answer is validated
 //! against its schema and re-asked once when invalid; 429, 5xx, timeouts and connection errors
-//! are retried with exponential backoff. The API key is sent as a Bearer token and never appears
+//! are retried with exponential backoff. An agent's turn ([`LlmClient::chat_tools`]) sends the
+//! transcript with chat-completions `tools` instead of a response format, through the same
+//! retries and fallback, and returns the model's message (its `tool_calls` included). The API key is sent as a Bearer token and never appears
 //! in a log line, an error or a `Debug` output.
 
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -202,8 +204,37 @@ const FORMAT_SCHEMA: u8 = 1;
 const FORMAT_OBJECT: u8 = 2;
 
 enum Sent {
-    Content(String),
+    /// The answer's `choices[0].message`.
+    Message(Value),
     SchemaRejected,
+}
+
+/// What one request asks for.
+#[derive(Clone, Copy)]
+enum Ask<'a> {
+    /// A JSON answer named `name` that must match `schema`.
+    Json {
+        name: &'a str,
+        schema: &'a Value,
+        messages: &'a [Message],
+    },
+    /// An agent's turn: the model's next message, offered `tools` (chat-completions
+    /// `tools`), with `messages` as they go on the wire.
+    Tools {
+        messages: &'a [Value],
+        tools: &'a Value,
+        parallel: bool,
+    },
+}
+
+impl Ask<'_> {
+    /// The name of what is asked (the span's `trellis.decision`).
+    fn name(&self) -> &str {
+        match self {
+            Ask::Json { name, .. } => name,
+            Ask::Tools { .. } => "agent_turn",
+        }
+    }
 }
 
 /// Where one request goes: the primary endpoint or the fallback.
@@ -274,8 +305,16 @@ impl LlmClient {
         let mut last_problems = String::new();
         let mut last_raw = String::new();
         for round in 0..2 {
-            let raw = match self.complete(name, schema, &messages, &mut usage).await {
-                Ok(raw) => raw,
+            let ask = Ask::Json {
+                name,
+                schema,
+                messages: &messages,
+            };
+            let raw = match self.complete(ask, &mut usage).await {
+                Ok(m) => match m.get("content").and_then(Value::as_str) {
+                    Some(c) => c.to_string(),
+                    None => String::new(),
+                },
                 Err(e) => return (usage, Err(e)),
             };
             match parse_answer(&raw).and_then(|v| {
@@ -311,18 +350,31 @@ impl LlmClient {
         )
     }
 
-    /// One completion from the primary endpoint; when it fails after its retries (or rejects
-    /// the request), the same request to the fallback endpoint, if one is configured.
-    async fn complete(
+    /// An agent's turn: the model's next message (`content`, `tool_calls`) after `messages`
+    /// (OpenAI wire messages: `system`, `user`, `assistant` with `tool_calls`, `tool`), offered
+    /// `tools` (chat-completions `tools`), through the same retries and fallback endpoint as
+    /// every decision. The usage is returned whatever the outcome (tokens were spent).
+    pub async fn chat_tools(
         &self,
-        name: &str,
-        schema: &Value,
-        messages: &[Message],
-        usage: &mut Usage,
-    ) -> Result<String, LlmError> {
-        let primary = self
-            .complete_at(self.primary(), name, schema, messages, usage)
-            .await;
+        messages: &[Value],
+        tools: &Value,
+        parallel: bool,
+    ) -> (Usage, Result<Value, LlmError>) {
+        let mut usage = Usage::default();
+        let ask = Ask::Tools {
+            messages,
+            tools,
+            parallel,
+        };
+        let answer = self.complete(ask, &mut usage).await;
+        (usage, answer)
+    }
+
+    /// One completion from the primary endpoint; when it fails after its retries (or rejects
+    /// the request), the same request to the fallback endpoint, if one is configured. Returns
+    /// the answer's message.
+    async fn complete(&self, ask: Ask<'_>, usage: &mut Usage) -> Result<Value, LlmError> {
+        let primary = self.complete_at(self.primary(), ask, usage).await;
         match (primary, &self.cfg.fallback) {
             (Err(e), Some(f)) => {
                 tracing::warn!(error = %e, fallback = %f.base_url, "primary LLM endpoint failed; asking the fallback");
@@ -331,9 +383,7 @@ impl LlmClient {
                     api_key: f.api_key.as_deref(),
                     model: &f.model,
                 };
-                let r = self
-                    .complete_at(target, name, schema, messages, usage)
-                    .await;
+                let r = self.complete_at(target, ask, usage).await;
                 usage.by_fallback = r.is_ok();
                 r
             }
@@ -345,30 +395,26 @@ impl LlmClient {
     }
 
     /// One completion at `target`, retried on 429/5xx/timeouts/connection errors, with the
-    /// json_schema → json_object fallback. Returns the message content.
+    /// json_schema → json_object fallback for a JSON answer. Returns the message.
     async fn complete_at(
         &self,
         target: Target<'_>,
-        name: &str,
-        schema: &Value,
-        messages: &[Message],
+        ask: Ask<'_>,
         usage: &mut Usage,
-    ) -> Result<String, LlmError> {
+    ) -> Result<Value, LlmError> {
+        let json = matches!(ask, Ask::Json { .. });
         let mut attempt = 0u32;
         loop {
             // until the format is known, one request at a time finds it out (held for one
-            // send, never across a backoff)
+            // send, never across a backoff); a turn with tools sends no format
             let probe = match self.format.load(Ordering::Acquire) {
-                FORMAT_UNKNOWN => Some(self.probe.lock().await),
+                FORMAT_UNKNOWN if json => Some(self.probe.lock().await),
                 _ => None,
             };
-            let use_schema = self.format.load(Ordering::Acquire) != FORMAT_OBJECT;
+            let use_schema = json && self.format.load(Ordering::Acquire) != FORMAT_OBJECT;
             usage.requests += 1;
-            match self
-                .send_once(target, name, schema, messages, use_schema, usage)
-                .await
-            {
-                Ok(Sent::Content(c)) => {
+            match self.send_once(target, ask, use_schema, usage).await {
+                Ok(Sent::Message(c)) => {
                     if use_schema {
                         let _ = self.format.compare_exchange(
                             FORMAT_UNKNOWN,
@@ -416,14 +462,30 @@ impl LlmClient {
 
     /// The chat-completions request: `json_schema` when `use_schema`, else `json_object` with
     /// the schema in a system message.
-    fn request_body(
-        &self,
-        model: &str,
-        name: &str,
-        schema: &Value,
-        messages: &[Message],
-        use_schema: bool,
-    ) -> Value {
+    fn request_body(&self, model: &str, ask: Ask<'_>, use_schema: bool) -> Value {
+        let (name, schema, messages) = match ask {
+            Ask::Json {
+                name,
+                schema,
+                messages,
+            } => (name, schema, messages),
+            Ask::Tools {
+                messages,
+                tools,
+                parallel,
+            } => {
+                let mut body = json!({
+                    "model": model,
+                    "temperature": self.cfg.temperature,
+                    "messages": messages,
+                    "tools": tools,
+                    "tool_choice": "auto",
+                    "parallel_tool_calls": parallel,
+                });
+                self.sampling(&mut body);
+                return body;
+            }
+        };
         let response_format = if use_schema {
             json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema}})
         } else {
@@ -450,6 +512,12 @@ impl LlmClient {
             "messages": wire,
             "response_format": response_format,
         });
+        self.sampling(&mut body);
+        body
+    }
+
+    /// The configured `max_tokens`, `seed` and `top_p`, each only when set.
+    fn sampling(&self, body: &mut Value) {
         if let Some(t) = self.cfg.max_tokens {
             body["max_tokens"] = json!(t);
         }
@@ -459,7 +527,6 @@ impl LlmClient {
         if let Some(p) = self.cfg.top_p {
             body["top_p"] = json!(p);
         }
-        body
     }
 
     /// One request, in a `chat` span with the GenAI semantic-convention attributes (the
@@ -467,12 +534,11 @@ impl LlmClient {
     async fn send_once(
         &self,
         target: Target<'_>,
-        name: &str,
-        schema: &Value,
-        messages: &[Message],
+        ask: Ask<'_>,
         use_schema: bool,
         usage: &mut Usage,
     ) -> Result<Sent, Failed> {
+        let name = ask.name();
         let span = tracing::info_span!(
             "chat",
             "otel.name" = %format_args!("chat {}", target.model),
@@ -488,7 +554,7 @@ impl LlmClient {
         );
         let (prompt, completion) = (usage.prompt_tokens, usage.completion_tokens);
         let sent = self
-            .send_once_unobserved(target, name, schema, messages, use_schema, usage)
+            .send_once_unobserved(target, ask, use_schema, usage)
             .instrument(span.clone())
             .await;
         span.record("gen_ai.usage.input_tokens", usage.prompt_tokens - prompt);
@@ -502,13 +568,11 @@ impl LlmClient {
     async fn send_once_unobserved(
         &self,
         target: Target<'_>,
-        name: &str,
-        schema: &Value,
-        messages: &[Message],
+        ask: Ask<'_>,
         use_schema: bool,
         usage: &mut Usage,
     ) -> Result<Sent, Failed> {
-        let body = self.request_body(target.model, name, schema, messages, use_schema);
+        let body = self.request_body(target.model, ask, use_schema);
         let mut req = self
             .http
             .post(format!("{}/chat/completions", target.base_url))
@@ -568,10 +632,20 @@ impl LlmClient {
         if let Some(u) = v.get("usage") {
             add_usage(usage, u);
         }
-        v.pointer("/choices/0/message/content")
-            .and_then(Value::as_str)
-            .map(|c| Sent::Content(c.to_string()))
-            .ok_or_else(|| Failed::transient("the answer has no choices[0].message.content"))
+        let message = v.pointer("/choices/0/message").filter(|m| m.is_object());
+        match (ask, message) {
+            // a JSON answer is its content; a turn's message may carry tool calls instead
+            (Ask::Json { .. }, Some(m)) if m.get("content").is_some_and(Value::is_string) => {
+                Ok(Sent::Message(m.clone()))
+            }
+            (Ask::Tools { .. }, Some(m)) => Ok(Sent::Message(m.clone())),
+            (Ask::Json { .. }, _) => Err(Failed::transient(
+                "the answer has no choices[0].message.content",
+            )),
+            (Ask::Tools { .. }, None) => {
+                Err(Failed::transient("the answer has no choices[0].message"))
+            }
+        }
     }
 }
 

@@ -19,13 +19,15 @@
 //! - [`schema`]: JSON Schema checks; [`upstream`]: healing the step that made a bad value;
 //! - [`limits`], [`tool`], [`template`]: a task's limits, the tool registry's record, workflow
 //!   templates and their `${input.key}` placeholders;
-//! - [`wait`]: approvals, events and timers; [`child`]: child tasks; [`schedule`]: cron;
+//! - [`wait`]: approvals, events and timers; [`child`]: child tasks; [`agent`]: the agent
+//!   step's parameters, tool offers, answers and turns; [`schedule`]: cron;
 //!   [`tenant`]: who owns a row;
 //! - [`call_key`]: the idempotency key of one tool call, the same through its retries;
 //! - [`auth`]: API key roles and what each call needs; [`bulk`]: bulk actions' vocabulary;
 //!   [`nul`]: finding NUL characters;
 //!   [`secrets`]: credentials kept out of answers.
 
+pub mod agent;
 pub mod auth;
 pub mod bulk;
 pub mod call_key;

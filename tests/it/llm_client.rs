@@ -369,3 +369,57 @@ async fn a_failing_primary_hands_the_request_to_the_fallback() {
     );
     assert!(text.contains("[redacted]"), "{text}");
 }
+
+/// An agent's turn: the messages go as given (tool calls and tool results included), with the
+/// tools offered and no response format; the model's message comes back whole, tool calls and
+/// all; a 503 is retried like any request, and a 400 is a rejection.
+#[tokio::test]
+async fn an_agent_turn_offers_tools_and_returns_the_models_calls() {
+    let calls = json!({"choices": [{"message": {"role": "assistant", "content": null,
+        "tool_calls": [{"id": "call_1", "type": "function",
+                        "function": {"name": "search", "arguments": "{\"q\": \"x\"}"}}]}}],
+        "usage": {"prompt_tokens": 30, "completion_tokens": 8, "total_tokens": 38}});
+    let (fake, url) = start(vec![
+        (503, json!({"error": "busy"}), Duration::ZERO),
+        (200, calls, Duration::ZERO),
+    ])
+    .await;
+    let c = client(&url, 2000, 2);
+    let messages = vec![
+        json!({"role": "system", "content": "find it"}),
+        json!({"role": "user", "content": "x"}),
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_0",
+            "type": "function", "function": {"name": "search", "arguments": "{}"}}]}),
+        json!({"role": "tool", "tool_call_id": "call_0", "content": "nothing"}),
+    ];
+    let tools = json!([{"type": "function", "function": {"name": "search",
+        "description": "finds", "parameters": {"type": "object"}}}]);
+    let (usage, answer) = c.chat_tools(&messages, &tools, false).await;
+    let m = answer.unwrap();
+    assert_eq!(m["tool_calls"][0]["id"], "call_1");
+    assert_eq!(m["tool_calls"][0]["function"]["name"], "search");
+    assert_eq!((usage.total_tokens, usage.requests), (38, 2));
+    let reqs = fake.requests.lock().unwrap().clone();
+    assert_eq!(reqs.len(), 2, "the 503 was retried");
+    let body = &reqs[1].0;
+    assert_eq!(body["messages"], json!(messages));
+    assert_eq!(body["tools"], tools);
+    assert_eq!(body["parallel_tool_calls"], false);
+    assert_eq!(body["tool_choice"], "auto");
+    assert_eq!(body["model"], "test-model");
+    assert!(body.get("response_format").is_none(), "{body}");
+
+    let (_, bad_url) = start(vec![(
+        400,
+        json!({"error": "no tools here"}),
+        Duration::ZERO,
+    )])
+    .await;
+    let (_, answer) = client(&bad_url, 2000, 2)
+        .chat_tools(&messages, &tools, true)
+        .await;
+    assert!(
+        matches!(answer, Err(LlmError::Rejected { status: 400, .. })),
+        "{answer:?}"
+    );
+}
