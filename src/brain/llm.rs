@@ -632,20 +632,23 @@ impl LlmClient {
         if let Some(u) = v.get("usage") {
             add_usage(usage, u);
         }
-        let message = v.pointer("/choices/0/message").filter(|m| m.is_object());
-        match (ask, message) {
-            // a JSON answer is its content; a turn's message may carry tool calls instead
-            (Ask::Json { .. }, Some(m)) if m.get("content").is_some_and(Value::is_string) => {
-                Ok(Sent::Message(m.clone()))
-            }
-            (Ask::Tools { .. }, Some(m)) => Ok(Sent::Message(m.clone())),
-            (Ask::Json { .. }, _) => Err(Failed::transient(
-                "the answer has no choices[0].message.content",
-            )),
-            (Ask::Tools { .. }, None) => {
-                Err(Failed::transient("the answer has no choices[0].message"))
-            }
+        answered(ask, &v)
+    }
+}
+
+/// The answer's message, as `ask` needs it: a JSON answer is its content; a turn's message may
+/// carry tool calls instead.
+fn answered(ask: Ask<'_>, v: &Value) -> Result<Sent, Failed> {
+    let message = v.pointer("/choices/0/message").filter(|m| m.is_object());
+    match (ask, message) {
+        (Ask::Json { .. }, Some(m)) if m.get("content").is_some_and(Value::is_string) => {
+            Ok(Sent::Message(m.clone()))
         }
+        (Ask::Tools { .. }, Some(m)) => Ok(Sent::Message(m.clone())),
+        (Ask::Json { .. }, _) => Err(Failed::transient(
+            "the answer has no choices[0].message.content",
+        )),
+        (Ask::Tools { .. }, None) => Err(Failed::transient("the answer has no choices[0].message")),
     }
 }
 

@@ -78,25 +78,54 @@ fn ids(v: &Value, what: &str) -> Result<Vec<String>, ToolFailure> {
     Ok(out)
 }
 
+/// The parameters as an object that names only known parameters.
+fn known(p: &Value) -> Result<&Map<String, Value>, ToolFailure> {
+    const KNOWN: [&str; 8] = [
+        "instructions",
+        "input",
+        "tools",
+        "max_turns",
+        "max_cost",
+        "output_schema",
+        "parallel_tool_calls",
+        "approval_for",
+    ];
+    let Value::Object(map) = p else {
+        return Err(bad("agent: parameters must be an object"));
+    };
+    match map.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+        Some(k) => Err(bad(format!("agent: unknown parameter {k:?}"))),
+        None => Ok(map),
+    }
+}
+
+/// `max_turns` (default [`DEFAULT_MAX_TURNS`]) and `max_cost`, checked.
+fn bounds(map: &Map<String, Value>) -> Result<(i32, Option<f64>), ToolFailure> {
+    let max_turns = match map.get("max_turns") {
+        None | Some(Value::Null) => DEFAULT_MAX_TURNS,
+        Some(v) => match v.as_i64() {
+            Some(n) if (1..=i64::from(MAX_TURNS)).contains(&n) => n as i32,
+            _ => {
+                return Err(bad(format!(
+                    "agent: max_turns must be an integer between 1 and {MAX_TURNS}"
+                )));
+            }
+        },
+    };
+    let max_cost = match map.get("max_cost") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_f64() {
+            Some(c) if c.is_finite() && c > 0.0 => Some(c),
+            _ => return Err(bad("agent: max_cost must be a number above 0")),
+        },
+    };
+    Ok((max_turns, max_cost))
+}
+
 impl AgentSpec {
     /// The call's parameters, read (a parameter error names what is wrong).
     pub fn from_params(p: &Value) -> Result<AgentSpec, ToolFailure> {
-        let Value::Object(map) = p else {
-            return Err(bad("agent: parameters must be an object"));
-        };
-        const KNOWN: [&str; 8] = [
-            "instructions",
-            "input",
-            "tools",
-            "max_turns",
-            "max_cost",
-            "output_schema",
-            "parallel_tool_calls",
-            "approval_for",
-        ];
-        if let Some(k) = map.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-            return Err(bad(format!("agent: unknown parameter {k:?}")));
-        }
+        let map = known(p)?;
         let instructions = match map.get("instructions") {
             Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
             _ => return Err(bad("agent needs \"instructions\" (a non-empty string)")),
@@ -115,24 +144,7 @@ impl AgentSpec {
         if tools.iter().any(|t| t == AGENT_TOOL) {
             return Err(bad("agent: an agent cannot call \"agent\""));
         }
-        let max_turns = match map.get("max_turns") {
-            None | Some(Value::Null) => DEFAULT_MAX_TURNS,
-            Some(v) => match v.as_i64() {
-                Some(n) if (1..=i64::from(MAX_TURNS)).contains(&n) => n as i32,
-                _ => {
-                    return Err(bad(format!(
-                        "agent: max_turns must be an integer between 1 and {MAX_TURNS}"
-                    )));
-                }
-            },
-        };
-        let max_cost = match map.get("max_cost") {
-            None | Some(Value::Null) => None,
-            Some(v) => match v.as_f64() {
-                Some(c) if c.is_finite() && c > 0.0 => Some(c),
-                _ => return Err(bad("agent: max_cost must be a number above 0")),
-            },
-        };
+        let (max_turns, max_cost) = bounds(map)?;
         let output_schema = match map.get("output_schema") {
             None | Some(Value::Null) => None,
             Some(s @ Value::Object(_)) => {
@@ -341,36 +353,20 @@ pub fn read_answer(message: &Value, names: &FunctionNames, parallel: bool) -> An
             "type": "function",
             "function": {"name": name, "arguments": raw_args.cloned().unwrap_or(json!("{}"))},
         }));
-        let refuse = |message: String| Refused {
-            id: id.clone(),
-            message,
+        let read = match calls.len() >= most {
+            true if parallel => Err(format!(
+                "refused: at most {MAX_CALLS_PER_TURN} calls in one turn"
+            )),
+            true => Err("refused: one call per turn; ask for it again next turn".into()),
+            false => read_call(names, name, raw_args),
         };
-        if calls.len() >= most {
-            refused.push(refuse(match parallel {
-                true => format!("refused: at most {MAX_CALLS_PER_TURN} calls in one turn"),
-                false => "refused: one call per turn; ask for it again next turn".into(),
-            }));
-            continue;
-        }
-        let Some(tool) = names.tool(name) else {
-            refused.push(refuse(format!("refused: there is no tool named {name:?}")));
-            continue;
-        };
-        // arguments come as JSON text; some servers send the object itself
-        let parameters = match raw_args {
-            None | Some(Value::Null) => Ok(json!({})),
-            Some(Value::String(s)) if s.trim().is_empty() => Ok(json!({})),
-            Some(Value::String(s)) => serde_json::from_str::<Value>(s).map_err(|e| e.to_string()),
-            Some(v) => Ok(v.clone()),
-        };
-        match parameters {
-            Ok(p @ Value::Object(_)) => calls.push(Call {
-                id: id.clone(),
-                tool: tool.to_string(),
-                parameters: p,
+        match read {
+            Ok((tool, parameters)) => calls.push(Call {
+                id,
+                tool,
+                parameters,
             }),
-            Ok(_) => refused.push(refuse("refused: arguments must be a JSON object".into())),
-            Err(e) => refused.push(refuse(format!("refused: arguments are not JSON: {e}"))),
+            Err(message) => refused.push(Refused { id, message }),
         }
     }
     let mut message = Map::new();
@@ -388,6 +384,29 @@ pub fn read_answer(message: &Value, names: &FunctionNames, parallel: bool) -> An
         message: Value::Object(message),
         calls,
         refused,
+    }
+}
+
+/// One call's tool and parameters, or why it is refused.
+fn read_call(
+    names: &FunctionNames,
+    name: &str,
+    raw_args: Option<&Value>,
+) -> Result<(String, Value), String> {
+    let Some(tool) = names.tool(name) else {
+        return Err(format!("refused: there is no tool named {name:?}"));
+    };
+    // arguments come as JSON text; some servers send the object itself
+    let parameters = match raw_args {
+        None | Some(Value::Null) => json!({}),
+        Some(Value::String(s)) if s.trim().is_empty() => json!({}),
+        Some(Value::String(s)) => serde_json::from_str::<Value>(s)
+            .map_err(|e| format!("refused: arguments are not JSON: {e}"))?,
+        Some(v) => v.clone(),
+    };
+    match parameters {
+        p @ Value::Object(_) => Ok((tool.to_string(), p)),
+        _ => Err("refused: arguments must be a JSON object".into()),
     }
 }
 
