@@ -19,7 +19,7 @@ pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
 /// Longest sleep the `sleep` built-in takes, in milliseconds (one hour).
 pub const MAX_SLEEP_MS: u64 = 3_600_000;
 
-pub const BUILTIN_TOOLS: [&str; 9] = [
+pub const BUILTIN_TOOLS: [&str; 10] = [
     "echo",
     "sleep",
     "fail",
@@ -29,6 +29,7 @@ pub const BUILTIN_TOOLS: [&str; 9] = [
     "wait_event",
     "sleep_until",
     "task",
+    "agent",
 ];
 
 /// One call of a tool.
@@ -208,7 +209,7 @@ impl ToolRunner {
                 }
             }
             "http_request" => self.http_request(p, inv.idempotency_key).await,
-            "approval" | "wait_event" | "sleep_until" | "task" => Err(ToolFailure::new(
+            "approval" | "wait_event" | "sleep_until" | "task" | "agent" => Err(ToolFailure::new(
                 "parameter_error",
                 format!(
                     "{} waits, so it can only be a step's own tool, not an action",

@@ -3,7 +3,8 @@
 //! clients see, and the request types live beside their handlers.
 //!
 //! - one module per resource: `tasks`, `events` (JSON and SSE), `tools`, `templates`,
-//!   `schedules`, `waits` (approvals, events in), `webhooks`, `bulk`, `secrets`,
+//!   `schedules`, `waits` (approvals, events in), `webhooks`, `bulk`, `secrets`, `agent` (an
+//!   agent step's turns),
 //!   `mcp_servers`, `key_limits`, `tenants`, `prices`, `system` (stats, health, metrics);
 //! - `openapi` (the document, from the handlers' types, and the route serving it); the leaves
 //!   the resources share: `schemas` (statuses, parameters and error answers in the document),
@@ -25,6 +26,7 @@ use crate::config::Settings;
 use crate::domain::Limits;
 use crate::store::Store;
 
+mod agent;
 pub mod answers;
 pub mod auth;
 mod bulk;

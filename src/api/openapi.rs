@@ -16,8 +16,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{
-    AppState, auth, bulk, events, key_limits, mcp_servers, prices, schedules, secrets, system,
-    tasks, templates, tenants, tools, waits, webhooks,
+    AppState, agent, auth, bulk, events, key_limits, mcp_servers, prices, schedules, secrets,
+    system, tasks, templates, tenants, tools, waits, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -81,6 +81,7 @@ pub(super) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(tasks::rerun))
         .routes(routes!(tasks::reflections))
         .routes(routes!(tasks::evaluations))
+        .routes(routes!(agent::turns))
         .routes(routes!(tools::create, tools::list))
         .routes(routes!(tools::get, tools::delete))
         .routes(routes!(tools::pause))

@@ -4,7 +4,7 @@
 //! answer of the model is read (tool calls to run as steps keyed `<agent step>.<turn>.<n>`, or
 //! a final answer), and what follows a turn: more calls, the answer, one more ask when the
 //! answer breaks `output_schema`, or a stop (`agent_max_turns`, `agent_output_invalid`,
-//! `cost_limit_exceeded`).
+//! `agent_max_cost`).
 //!
 //! The transcript is OpenAI messages (`system`, `user`, `assistant` with `tool_calls`, `tool`
 //! with `tool_call_id`), stored a turn at a time; nothing here calls anything.
@@ -34,7 +34,7 @@ pub const MAX_RESULT_CHARS: usize = 16_000;
 /// Why an agent step stopped without an answer.
 pub const STOP_MAX_TURNS: &str = "agent_max_turns";
 pub const STOP_OUTPUT_INVALID: &str = "agent_output_invalid";
-pub const STOP_COST: &str = "cost_limit_exceeded";
+pub const STOP_COST: &str = "agent_max_cost";
 
 /// What an `agent` call asks for.
 #[derive(Debug, Clone, PartialEq)]

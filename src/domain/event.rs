@@ -48,6 +48,7 @@ pub enum Event {
     ChildTaskStarted(ChildTaskStarted),
     ChildTaskEnded(ChildTaskEnded),
     CostWarning(CostWarning),
+    AgentTurnCompleted(AgentTurnCompleted),
 }
 
 /// A task was accepted.
@@ -491,6 +492,17 @@ pub struct CostWarning {
     pub fraction: f64,
 }
 
+/// A turn of an agent step was answered and stored: the model asked for these calls (the
+/// keys of their steps; none when it answered or was asked again).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentTurnCompleted {
+    #[serde(rename = "step_id")]
+    pub step_key: String,
+    pub turn: i32,
+    pub tool_calls: Vec<String>,
+}
+
 /// The kinds the claim and the submit statement write in SQL (bound as parameters).
 impl StepStarted {
     pub const KIND: &'static str = "step_started";
@@ -504,7 +516,7 @@ impl PlanGenerated {
 
 impl Event {
     /// Every kind, in the order of the enum.
-    pub const KINDS: [&'static str; 29] = [
+    pub const KINDS: [&'static str; 30] = [
         "task_submitted",
         "tools_selected",
         "plan_generated",
@@ -534,6 +546,7 @@ impl Event {
         "child_task_started",
         "child_task_ended",
         "cost_warning",
+        "agent_turn_completed",
     ];
 
     /// The kind's wire name.
@@ -569,6 +582,7 @@ impl Event {
             ChildTaskStarted(_) => "child_task_started",
             ChildTaskEnded(_) => "child_task_ended",
             CostWarning(_) => "cost_warning",
+            AgentTurnCompleted(_) => "agent_turn_completed",
         }
     }
 
@@ -849,6 +863,11 @@ fn examples_d() -> Vec<Event> {
             cost: 0.8,
             max_cost: 1.0,
             fraction: 0.8,
+        }),
+        Event::AgentTurnCompleted(AgentTurnCompleted {
+            step_key: key(),
+            turn: 1,
+            tool_calls: vec!["step_1.1.1".into()],
         }),
     ]
 }

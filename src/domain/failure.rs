@@ -26,13 +26,18 @@ pub mod category {
     pub const DESCENDANTS_EXCEEDED: &str = "descendants_exceeded";
 }
 
-/// A failure no tier can heal: a tree of child tasks at its limit. The task stops at once with
-/// the category as its stop reason, and so does every ancestor waiting on it: a retry, a repair
-/// or a replan would only start the same child again.
+/// A failure no tier can heal: a tree of child tasks at its limit, or an agent step that ran
+/// out of turns, could not give a valid answer or spent its `max_cost`. The task stops at once with the category as
+/// its stop reason, and so does every ancestor waiting on it: a retry, a repair or a replan
+/// would only start the same child (or the same model's loop) again.
 pub fn stops_task(category: &str) -> bool {
     matches!(
         category,
-        category::CHILD_DEPTH_EXCEEDED | category::DESCENDANTS_EXCEEDED
+        category::CHILD_DEPTH_EXCEEDED
+            | category::DESCENDANTS_EXCEEDED
+            | super::agent::STOP_MAX_TURNS
+            | super::agent::STOP_OUTPUT_INVALID
+            | super::agent::STOP_COST
     )
 }
 

@@ -87,36 +87,7 @@ impl Store {
         d: &DecisionFence,
         calls: &[LlmCallRecord],
     ) -> Result<Charged> {
-        if calls.is_empty() {
-            return Ok(Charged::default());
-        }
-        let col = |f: fn(&LlmCallRecord) -> i64| calls.iter().map(f).collect::<Vec<i64>>();
-        let rows: Vec<ChargedRow> = sqlx::query_as(sql!("cost/charge_llm"))
-            .bind(d.task_id)
-            .bind(d.id)
-            .bind(calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>())
-            .bind(calls.iter().map(|c| c.model.clone()).collect::<Vec<_>>())
-            .bind(calls.iter().map(|c| c.ok).collect::<Vec<_>>())
-            .bind(calls.iter().map(|c| c.error.clone()).collect::<Vec<_>>())
-            .bind(col(|c| c.usage.requests as i64))
-            .bind(col(|c| c.usage.prompt_tokens as i64))
-            .bind(col(|c| c.usage.completion_tokens as i64))
-            .bind(col(|c| c.usage.total_tokens as i64))
-            .bind(col(|c| c.latency_ms))
-            .bind(calls.iter().map(|c| c.exchange.clone()).collect::<Vec<_>>())
-            .bind(col(|c| c.usage.cached_tokens as i64))
-            .fetch_all(&self.pool)
-            .await?;
-        let task = rows
-            .first()
-            .and_then(|r| r.task_cost.map(|c| (c, r.max_cost)));
-        Ok(Charged {
-            calls: rows
-                .into_iter()
-                .filter_map(|r| r.cost.map(|c| (r.model, c)))
-                .collect(),
-            task,
-        })
+        charge_llm(&self.pool, d.task_id, Some(d.id), calls).await
     }
 
     /// Keep a task's `max_cost`: past `warn_fraction` of it a `cost_warning` event (once, and
@@ -130,6 +101,50 @@ impl Store {
             Ok(check)
         })
     }
+}
+
+/// Record LLM calls of a task (of decision `decision_id`, or none: an agent step's turn) in
+/// one statement, each priced from its model's price valid now, the priced ones added to the
+/// task's cost.
+pub(crate) async fn charge_llm<'c, E>(
+    conn: E,
+    task_id: Uuid,
+    decision_id: Option<Uuid>,
+    calls: &[LlmCallRecord],
+) -> Result<Charged>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Postgres>,
+{
+    if calls.is_empty() {
+        return Ok(Charged::default());
+    }
+    let col = |f: fn(&LlmCallRecord) -> i64| calls.iter().map(f).collect::<Vec<i64>>();
+    let rows: Vec<ChargedRow> = sqlx::query_as(sql!("cost/charge_llm"))
+        .bind(task_id)
+        .bind(decision_id)
+        .bind(calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>())
+        .bind(calls.iter().map(|c| c.model.clone()).collect::<Vec<_>>())
+        .bind(calls.iter().map(|c| c.ok).collect::<Vec<_>>())
+        .bind(calls.iter().map(|c| c.error.clone()).collect::<Vec<_>>())
+        .bind(col(|c| c.usage.requests as i64))
+        .bind(col(|c| c.usage.prompt_tokens as i64))
+        .bind(col(|c| c.usage.completion_tokens as i64))
+        .bind(col(|c| c.usage.total_tokens as i64))
+        .bind(col(|c| c.latency_ms))
+        .bind(calls.iter().map(|c| c.exchange.clone()).collect::<Vec<_>>())
+        .bind(col(|c| c.usage.cached_tokens as i64))
+        .fetch_all(conn)
+        .await?;
+    let task = rows
+        .first()
+        .and_then(|r| r.task_cost.map(|c| (c, r.max_cost)));
+    Ok(Charged {
+        calls: rows
+            .into_iter()
+            .filter_map(|r| r.cost.map(|c| (r.model, c)))
+            .collect(),
+        task,
+    })
 }
 
 /// [`Store::keep_cost_limit`] inside a transaction, its events added to `events`: a

@@ -98,6 +98,8 @@ struct Moved {
     step_id: Uuid,
     task_id: Uuid,
     complete: bool,
+    /// An agent step's calls: it wakes for its next turn instead of joining.
+    wakes: bool,
 }
 
 #[derive(sqlx::FromRow)]
@@ -109,7 +111,8 @@ struct Joined {
 
 /// Items among `step_ids` that ended (succeeded or given up; the others are ignored) move
 /// their maps on: the next items are released, and each map whose items have all ended is
-/// joined (its `step_completed` event added to the transaction's). The caller holds the tasks' row
+/// joined (its `step_completed` event added to the transaction's), or, an agent step's,
+/// woken for its next turn. The caller holds the tasks' row
 /// locks, promotes afterwards (a joined map step's dependents) and syncs the claim queue of
 /// the tasks returned (those whose maps moved).
 pub(crate) async fn items_ended(tx: &mut Tx, step_ids: &[Uuid]) -> Result<Vec<Uuid>> {
@@ -119,7 +122,12 @@ pub(crate) async fn items_ended(tx: &mut Tx, step_ids: &[Uuid]) -> Result<Vec<Uu
         .await?;
     let complete: Vec<Uuid> = moved
         .iter()
-        .filter(|m| m.complete)
+        .filter(|m| m.complete && !m.wakes)
+        .map(|m| m.step_id)
+        .collect();
+    let woken: Vec<Uuid> = moved
+        .iter()
+        .filter(|m| m.complete && m.wakes)
         .map(|m| m.step_id)
         .collect();
     let mut out: Vec<Uuid> = Vec::new();
@@ -130,6 +138,9 @@ pub(crate) async fn items_ended(tx: &mut Tx, step_ids: &[Uuid]) -> Result<Vec<Uu
     }
     if !complete.is_empty() {
         join(tx, &complete).await?;
+    }
+    if !woken.is_empty() {
+        wake(tx, &woken).await?;
     }
     Ok(out)
 }
@@ -216,4 +227,18 @@ pub(crate) async fn give_up(
     tx.moved(StepMove::GiveUp, &[task_id]);
     items_ended(tx, &[step_id]).await?;
     after_items(tx, task_id, plan_version, lease).await
+}
+
+/// Agent steps whose turn's calls have all ended: `waiting → ready`, for their next turn. The
+/// caller holds their tasks' row locks.
+pub(crate) async fn wake(tx: &mut Tx, step_ids: &[Uuid]) -> Result<()> {
+    let tasks: Vec<Uuid> = sqlx::query_scalar(sql!("agent/wake"))
+        .bind(step_ids)
+        .fetch_all(&mut **tx)
+        .await?;
+    if !tasks.is_empty() {
+        tx.moved(StepMove::Wake, &tasks);
+        tx.wake_steps();
+    }
+    Ok(())
 }

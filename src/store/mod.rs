@@ -20,6 +20,7 @@
 //! - `db`: the pool and how a transaction begins; `bulk`: bulk actions; `rerun`: rerun from a
 //!   step; `deadlines`, `retention`: the sweeps;
 //! - `maps`, `children`, `waits`, `schedules`, `webhooks`: fan-out, waits, cron, the outbox;
+//!   `agent`: an agent step's turns, each stored with the calls it asked for;
 //! - `fairness`, `tenants`, `cost`: key limits and aging, tenants' caps, cost in money;
 //! - `testing` (feature `testing`): statements tests use to provoke and inspect states.
 //!
@@ -117,6 +118,7 @@ pub const HOT_SETTINGS: [(&str, &str); 4] = [
     ("jit", "off"),
 ];
 
+pub mod agent;
 pub mod apply;
 pub mod bulk;
 pub mod children;

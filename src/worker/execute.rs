@@ -144,10 +144,12 @@ async fn defer(rt: &Runtime, step: &ClaimedStep, wait: &ToolWait) {
     }
 }
 
-/// Run the step, or expand it when it is a map (`None`: expanded, nothing to record).
+/// Run the step, expand it when it is a map, or run an agent step's turn (`None`: expanded,
+/// or parked on its calls: nothing to record).
 async fn run_or_expand(rt: &Runtime, step: &ClaimedStep) -> Option<Result<Ran, Hold>> {
     match &step.map {
         Some(map) => super::maps::expand(rt, step, &map.0).await.map(Ok),
+        None if step.tool == crate::domain::agent::AGENT_TOOL => super::agent::turn(rt, step).await,
         None => Some(run_step(rt, step).await),
     }
 }

@@ -10,7 +10,7 @@
 //! - `decisions`: running a decision chain (context → brain → apply);
 //! - `maintenance`: the listen, heartbeat and rescue loops, on `sweep` (what they work with:
 //!   the store, the wake-ups, the fleet's pace); `tool_cache`: tool definitions;
-//! - `maps`: a claimed map step expanded; `waits`: tools that wait; `cancel`: cancelling a
+//! - `maps`: a claimed map step expanded; `agent`: an agent step's turn; `waits`: tools that wait; `cancel`: cancelling a
 //!   call in flight; `webhooks`: delivering the outbox.
 //!
 //! Built on tokio `JoinSet` + `Semaphore` + `CancellationToken` rather than apalis; see
@@ -39,6 +39,7 @@ use crate::store::workers::WorkerInfo;
 use crate::store::{Store, StoreError};
 use crate::tools::ToolRunner;
 
+mod agent;
 mod call;
 mod cancel;
 mod completer;
@@ -67,6 +68,8 @@ pub struct WorkerConfig {
     pub rescue_interval: Duration,
     pub policy: FailurePolicy,
     pub brain: Arc<dyn Brain>,
+    /// The endpoint an `agent` step's turns ask (`[llm]`; none: an agent step fails at once).
+    pub agent_llm: Option<Arc<crate::brain::llm::LlmClient>>,
     pub retention: Retention,
     /// Where tools may connect, and how much of an answer is read.
     pub outbound: crate::net::Outbound,
@@ -156,6 +159,8 @@ impl WorkerConfig {
                 max_wait_ms: (w.tool_wait_max_secs * 1000.0) as u64,
             },
             brain: brain::from_settings(s),
+            agent_llm: crate::brain::llm::LlmConfig::from_settings(&s.llm)
+                .map(|c| Arc::new(crate::brain::llm::LlmClient::new(c))),
             retention: Retention {
                 finished_task_ttl_secs: s.retention.finished_task_ttl_secs,
                 batch_size: i64::from(s.retention.batch_size),

@@ -28,6 +28,15 @@ pub(super) enum Next {
     Done(Result<ToolOutput, ToolFailure>),
 }
 
+/// An agent's call of a tool its `approval_for` names: it waits for an approval as a
+/// `requires_approval` tool's call does.
+fn agent_gated(step: &ClaimedStep) -> bool {
+    let Some(item) = &step.item else {
+        return false;
+    };
+    item.get("tool_call_id").is_some() && item.get("approval") == Some(&Value::Bool(true))
+}
+
 /// The step parked (or lost its lease): the worker records nothing.
 pub(super) struct Parks;
 
@@ -80,7 +89,7 @@ pub(super) async fn before_call(
             },
         });
     }
-    if def.requires_approval {
+    if def.requires_approval || agent_gated(step) {
         match wait(rt, step, &WaitSpec::gate(&def.id, resolved), true).await? {
             AfterWait::Call => {}
             AfterWait::Output(v) => return Ok(Next::Done(output(v))),

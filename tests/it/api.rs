@@ -610,6 +610,7 @@ async fn openapi_document_covers_every_route() {
         ("get", "/api/v1/tasks/{id}/events"),
         ("get", "/api/v1/tasks/{id}/reflections"),
         ("get", "/api/v1/tasks/{id}/evaluations"),
+        ("get", "/api/v1/tasks/{id}/steps/{step_id}/turns"),
         ("post", "/api/v1/tasks/{id}/cancel"),
         ("post", "/api/v1/tasks/{id}/resume"),
         ("post", "/api/v1/tasks/{id}/rerun"),

@@ -143,6 +143,11 @@ fn random_task(rng: &mut Rng) -> trellis::store::submit::NewTask {
             }
             // an HTTP tool (never called here): its circuit holds and releases its steps
             2 => step["tool"] = json!(REMOTE),
+            // an agent: each run is a turn whose calls become its items, or its answer
+            3 => {
+                step["tool"] = json!("agent");
+                step["parameters"] = json!({"instructions": "go", "tools": ["echo"]});
+            }
             1 => {
                 let grandchild = rng.below(3) == 0;
                 step["tool"] = json!("task");
@@ -216,6 +221,8 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
     // steps of the HTTP tool its circuit let through or gave a release slot
     let mut released = (0, 0);
     let mut joined_at_once = 0;
+    // agent turns stored (with calls, answered)
+    let mut agent_turns = (0, 0);
     // the keys parked steps wait on, and how many events woke one
     let (mut keys, mut woken): (Vec<String>, usize) = (Vec::new(), 0);
     // tasks the deadline sweep ended
@@ -300,6 +307,9 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
                             joined_at_once += usize::from(status == "succeeded");
                         }
                         "expand"
+                    } else if s.tool == "agent" {
+                        agent_turn(store, &s, &cfg, &mut rng, &mut agent_turns).await;
+                        "agent turn"
                     } else if s.tool == "task" {
                         // a child task, and the step parked on it (or its wait already resolved)
                         let fence = s.fence();
@@ -598,6 +608,12 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
         .await
         .unwrap();
     assert!(lent > 0, "no map item lent its place");
+    assert!(
+        agent_turns.0 > 0 && agent_turns.1 > 0,
+        "agent turns with calls {}, answered {}",
+        agent_turns.0,
+        agent_turns.1
+    );
     let sites = touch_call_sites();
     assert!(!sites.is_empty(), "no call site found in the source");
     let missed: Vec<_> = sites
@@ -638,6 +654,74 @@ async fn random_operations_keep_the_claim_queue_and_the_running_index() {
         released.0,
         released.1
     );
+}
+
+/// An agent step's run: a turn asking for 0–3 calls of `echo` (stored with them, the step
+/// parked until they end), or, one time in three, its answer (the step completes).
+async fn agent_turn(
+    store: &trellis::store::Store,
+    s: &ClaimedStep,
+    cfg: &WorkerConfig,
+    rng: &mut Rng,
+    turns: &mut (usize, usize),
+) {
+    use trellis::store::agent::{NewCall, NewTurn};
+    let turn = store.agent_turns(s.id).await.unwrap().len() as i32 + 1;
+    let n = if rng.below(3) == 0 {
+        0
+    } else {
+        1 + rng.below(3)
+    };
+    let calls: Vec<NewCall> = (1..=n)
+        .map(|i| NewCall {
+            key: format!("{}.{turn}.{i}", s.step_key),
+            tool: "echo".into(),
+            parameters: json!({"i": i}),
+            item: json!({"tool_call_id": format!("c{i}"), "approval": false}),
+        })
+        .collect();
+    let t = NewTurn {
+        fence: trellis::store::maps::MapFence {
+            step_id: s.id,
+            task_id: s.task_id,
+            lease_token: s.lease_token,
+            step_key: &s.step_key,
+        },
+        turn,
+        messages: json!([{"role": "assistant", "content": "x"}]),
+        tool_calls: json!([]),
+        calls,
+        llm: trellis::domain::decision::LlmCallRecord {
+            name: "agent_turn".into(),
+            model: "m".into(),
+            ok: true,
+            error: None,
+            usage: Default::default(),
+            latency_ms: 1,
+            exchange: None,
+        },
+        asked_again: false,
+        ended: (n == 0).then(|| json!({"output": "done"})),
+    };
+    let stored = store.record_agent_turn(&t, 0.8).await.is_ok();
+    if !stored || n > 0 {
+        turns.0 += usize::from(stored && n > 0);
+        return;
+    }
+    let ok = StepSuccess {
+        cost: None,
+        fence: s.fence(),
+        worker_id: Uuid::now_v7(),
+        tool: "agent".into(),
+        parameters: json!({}),
+        output: json!("done"),
+        output_params: Default::default(),
+        idempotency_key: None,
+    };
+    if let Ok(d) = store.complete_step(&ok, 60.0).await {
+        turns.1 += 1;
+        trellis::worker::run_decision_chain(store, cfg, d).await;
+    }
 }
 
 /// Every call of the write context's `touch` and `moved` in the store's source:

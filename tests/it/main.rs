@@ -3,6 +3,7 @@
 //! (`trellis::testkit`), and one link instead of one per file. Each module was a file of
 //! `tests/` before; the helpers they share are `trellis::testkit`.
 
+mod agent;
 mod api;
 mod architecture;
 mod bulk_submit;

@@ -1,7 +1,8 @@
 -- name: map/items_ended
 -- Items that ended ($1: succeeded or given up; others are ignored) move their maps on: each
 -- releases its map's next item without a step (the window slides; items a replan kept are
--- skipped), and a map whose items have all ended is returned for its join. Under the tasks'
+-- skipped), and a map whose items have all ended is returned for its join (an agent step's,
+-- `wakes`, for its next turn). Under the tasks'
 -- row locks, so the counters' read and write agree.
 WITH e AS (
     SELECT s.map_step_id AS id, count(*)::int AS n,
@@ -36,7 +37,7 @@ WITH e AS (
         released = coalesce((SELECT max(n.i) + 1 FROM nxt n WHERE n.step_id = e.id), m.released)
     FROM e
     WHERE m.step_id = e.id
-    RETURNING m.step_id, m.task_id, m.ended, m.total
+    RETURNING m.step_id, m.task_id, m.ended, m.total, m.wakes
 ), released AS (
     INSERT INTO steps (id, task_id, plan_version, step_key, position, name, tool, parameters,
                        dependencies, optional, status, priority, map_step_id, item_index, item)
@@ -49,5 +50,5 @@ WITH e AS (
     ON CONFLICT (task_id, plan_version, step_key) WHERE live DO NOTHING
 )
 -- (`released` runs whether or not it is read: a data-modifying WITH always does)
-SELECT b.step_id, b.task_id, b.ended >= b.total AS complete
+SELECT b.step_id, b.task_id, b.ended >= b.total AS complete, b.wakes
 FROM bumped b
