@@ -37,3 +37,37 @@ CREATE INDEX agent_turns_task_idx ON agent_turns (task_id);
 
 COMMENT ON TABLE agent_turns IS
     'One row per turn of an agent step: its messages, tool calls and usage (the agent issue).';
+
+-- The agents' tool calls, per day and tool (live rows; `trellis.tenant` as every view): how
+-- many ran, how many Trellis healed (a retry or a repair before they succeeded), how many it
+-- gave up on (the model was told the error), and how many of those the model recovered from
+-- by itself (a later turn of the same agent called the same tool, and that call succeeded).
+CREATE VIEW agent_calls AS
+WITH c AS (
+    SELECT s.task_id, s.map_step_id AS agent_id, s.step_key, s.tool, s.status, s.attempts,
+           s.created_at, t.tenant,
+           split_part(substr(s.step_key, length(a.step_key) + 2), '.', 1)::int AS turn,
+           EXISTS (SELECT 1 FROM steps o
+                   WHERE o.task_id = s.task_id AND o.plan_version = s.plan_version
+                     AND o.step_key = s.step_key AND o.status = 'superseded') AS repaired
+    FROM steps s
+    JOIN step_maps m ON m.step_id = s.map_step_id AND m.wakes
+    JOIN steps a ON a.id = s.map_step_id
+    JOIN tasks t ON t.id = s.task_id
+    WHERE s.status <> 'superseded' AND trellis_counts(t.tenant)
+)
+SELECT c.created_at::date AS day, c.tool,
+       count(*) AS calls,
+       count(*) FILTER (WHERE c.status = 'succeeded') AS succeeded,
+       count(*) FILTER (WHERE c.status = 'succeeded' AND (c.attempts > 1 OR c.repaired))
+           AS healed_by_trellis,
+       count(*) FILTER (WHERE c.status = 'skipped') AS given_up,
+       count(*) FILTER (WHERE c.status = 'skipped' AND EXISTS (
+           SELECT 1 FROM c l WHERE l.agent_id = c.agent_id AND l.tool = c.tool
+                               AND l.turn > c.turn AND l.status = 'succeeded'))
+           AS recovered_by_model
+FROM c
+GROUP BY 1, 2;
+
+COMMENT ON VIEW agent_calls IS
+    'Agents'' tool calls per day and tool: healed by Trellis, given up, recovered by the model.';

@@ -707,6 +707,13 @@ once per element of a list an earlier step produces, give the step a `map`: {\"o
 \"${item_index}\", and its output is the list of the items' outputs in order. `max_items` is required: \
 a longer list fails the step.";
 
+/// Said when the tools offered include the built-in `agent` (the agent issue).
+const AGENT_RULE: &str = "Where the path is not known in advance (what to call next depends on \
+what earlier calls return), one step may use the tool `agent`: {\"instructions\": \"...\", \
+\"input\": ..., \"tools\": [tool ids it may call], \"max_turns\": n, \"output_schema\": {...}}; \
+a model then calls those tools turn by turn, each call a step with its own retries, until it \
+answers. Prefer plain steps when the calls are known.";
+
 const PLAN_SYSTEM: &str = "You are the planner of a task orchestration system. Turn the task into a \
 plan: a DAG of steps, each calling one tool with JSON parameters.";
 
@@ -715,6 +722,12 @@ pub fn plan(task: &TaskBrief, tools: &[ToolBrief]) -> Prompt {
     let mut user = task_section(task);
     user.push('\n');
     user.push_str(&tools_section(tools, true));
+    if tools
+        .iter()
+        .any(|t| t.id == crate::domain::agent::AGENT_TOOL)
+    {
+        let _ = write!(user, "\n{AGENT_RULE}");
+    }
     let _ = write!(
         user,
         "\n{PLAN_RULES}\n{PLACEHOLDERS}\n\nAnswer {{\"reasoning\": \"...\", \"estimated_duration\": seconds, \
@@ -1143,6 +1156,17 @@ mod tests {
 
     fn both(p: &Prompt) -> String {
         format!("{}\n{}", p.system, p.user)
+    }
+
+    /// The planner hears about `agent` only when it is offered.
+    #[test]
+    fn the_plan_prompt_explains_the_agent_only_when_it_is_offered() {
+        let p = plan(&task(), &tools());
+        assert!(!p.user.contains("tool `agent`"));
+        let mut offered = tools();
+        offered.push(tool("agent", "an LLM that calls tools in a loop"));
+        let p = plan(&task(), &offered);
+        assert!(p.user.contains("tool `agent`"), "{}", p.user);
     }
 
     #[test]

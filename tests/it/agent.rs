@@ -305,8 +305,9 @@ async fn a_scripted_agent_runs_its_calls_as_steps_and_answers() {
 }
 
 /// Acceptance 2: a tool that fails twice with 503 and then works is retried by Trellis, and
-/// the model sees only its success; a tool that always answers 400 reaches the model as an
-/// error in a `tool` message, and the task ends.
+/// the model sees only its success; a tool that answers 400 to what the model sent reaches the
+/// model as an error in a `tool` message (after Trellis's own recovery), the model calls it
+/// again with what it asks for, and the task ends. `agent_calls` counts both recoveries.
 #[tokio::test]
 async fn the_model_sees_what_recovery_could_not_heal_and_nothing_it_healed() {
     let fake = FakeModel::start(|body| match turn_of(body) {
@@ -314,6 +315,7 @@ async fn the_model_sees_what_recovery_could_not_heal_and_nothing_it_healed() {
             ("call_f", "shaky", json!({"n": 1})),
             ("call_b", "strict", json!({"n": "one"})),
         ]),
+        2 => calling(&[("call_c", "strict", json!({"n": 1}))]),
         _ => answering("done"),
     })
     .await;
@@ -323,8 +325,9 @@ async fn the_model_sees_what_recovery_could_not_heal_and_nothing_it_healed() {
         1 | 2 => Reply::status(503),
         _ => Reply::json(200, json!({"output": {"fine": true}})),
     });
-    tools.route("strict", |_: &Seen| {
-        Reply::json(400, json!({"error": "n must be a number"}))
+    tools.route("strict", |s: &Seen| match s.parameters["n"].is_number() {
+        true => Reply::echo(s),
+        false => Reply::json(400, json!({"error": "n must be a number"})),
     });
     for t in ["shaky", "strict"] {
         register_tool(&app, t, &tools.endpoint(t), json!({})).await;
@@ -337,9 +340,9 @@ async fn the_model_sees_what_recovery_could_not_heal_and_nothing_it_healed() {
     let done = app.wait_done(id, LIMIT).await;
     assert_eq!(done["status"], "succeeded", "{done}");
     assert_eq!(tools.calls("shaky").len(), 3, "retried by Trellis");
-    assert!(!tools.calls("strict").is_empty());
+    assert!(tools.calls("strict").len() >= 2);
     let seen = fake.seen();
-    assert_eq!(seen.len(), 2, "the retries cost the model no turn");
+    assert_eq!(seen.len(), 3, "the retries cost the model no turn");
     let r = results(&seen[1]);
     assert_eq!(r[0], ("call_f".to_string(), "{\"fine\":true}".to_string()));
     assert_eq!(r[1].0, "call_b");
@@ -349,6 +352,18 @@ async fn the_model_sees_what_recovery_could_not_heal_and_nothing_it_healed() {
     assert_eq!(
         t[0]["tool_calls"][1]["status"], "skipped",
         "given up after its recovery"
+    );
+    assert_eq!(t[1]["tool_calls"][0]["status"], "succeeded");
+    let counted: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
+        "SELECT tool, calls, healed_by_trellis, given_up, recovered_by_model FROM agent_calls
+         ORDER BY tool",
+    )
+    .fetch_all(app.store().pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        counted,
+        [("shaky".into(), 1, 1, 0, 0), ("strict".into(), 2, 0, 1, 1)]
     );
 }
 
@@ -521,4 +536,60 @@ async fn killing_the_worker_between_turns_loses_nothing_and_repeats_no_call() {
         keys_per_step.values().all(|k| k.len() == 1),
         "{keys_per_step:?}"
     );
+}
+
+/// Acceptance 7 (the dashboard): in headless Chromium, an agent step is one node that opens
+/// into its turns and their calls (tests/dashboard/agent.mjs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_is_one_node_that_opens_into_its_turns_in_headless_chromium() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    assert!(
+        std::path::Path::new(&format!(
+            "{root}/tests/dashboard/node_modules/playwright-core"
+        ))
+        .exists(),
+        "playwright-core is not installed: run `npm install --prefix tests/dashboard` (.ci/run does)"
+    );
+    let fake = FakeModel::start(|body| match turn_of(body) {
+        1 => calling(&[
+            ("call_a", "lookup", json!({"q": "alpha"})),
+            ("call_b", "lookup", json!({"q": "beta"})),
+        ]),
+        _ => answering("the answer is alpha and beta"),
+    })
+    .await;
+    let app = spawn_app_with(settings(&fake)).await;
+    let tools = FaultServer::start().await;
+    tools.route("lookup", Reply::echo);
+    register_tool(&app, "lookup", &tools.endpoint("lookup"), json!({})).await;
+    let w = worker(&app);
+    let id = app
+        .submit(agent_task(
+            json!({"instructions": "Look.", "tools": ["lookup"]}),
+        ))
+        .await;
+    let done = app.wait_done(id, LIMIT).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let artifacts = format!("{root}/target/dashboard-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let out = tokio::process::Command::new("node")
+        .arg(format!("{root}/tests/dashboard/agent.mjs"))
+        .env("DASHBOARD_URL", app.url("/"))
+        .env("ADMIN_KEY", common::ADMIN_KEY)
+        .env("AGENT_TASK", id.to_string())
+        .env("AGENT_TURNS", "2")
+        .env("AGENT_CALLS", "2")
+        .env("ARTIFACTS", &artifacts)
+        .env("NO_PROXY", "127.0.0.1")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("node runs (install nodejs)");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the browser run failed:\n{log}");
+    w.stop().await;
 }

@@ -285,7 +285,7 @@ async function task(view, id) {
       t.error ? h('p', { class: 'error' }, `${t.error.code || 'error'}: ${t.error.message || ''}`) : null,
       family(t),
       h('h2', {}, 'Plan '), picker,
-      shown ? graph(shown) : h('p', { class: 'muted' }, 'Not planned yet.'),
+      shown ? graph(shown, t.task_id) : h('p', { class: 'muted' }, 'Not planned yet.'),
       shown && versions.length > 1 ? changes(versions, shown) : null,
       h('h2', {}, 'Attempts'), gantt(attempts), attemptTable(attempts),
       h('h2', {}, 'Recovery'), chain(events, reflections),
@@ -327,8 +327,9 @@ function family(t) {
   return parent || kids ? h('div', { class: 'family' }, parent, kids) : null;
 }
 // the plan as a graph: a column per dependency depth, an edge per dependency; a map step is one
-// node (N of M items done) that opens its items below the graph
-function graph(plan) {
+// node (N of M items done) that opens its items below the graph, an agent step one node that
+// opens its turns and their calls
+function graph(plan, taskId) {
   const live = plan.steps.filter((s) => s.status !== 'superseded' || plan.steps.every((x) => x.status === 'superseded'));
   const isItem = (s) => s.item_index !== undefined && s.item_index !== null;
   const steps = live.filter((s) => !isItem(s));
@@ -353,9 +354,12 @@ function graph(plan) {
     return h('path', { class: 'edge', 'data-from': x, 'data-to': s.id, d: `M${a.x + W},${a.y + H / 2} C${a.x + W + GX / 2},${a.y + H / 2} ${b.x - GX / 2},${b.y + H / 2} ${b.x},${b.y + H / 2}` });
   }));
   const maps = steps.filter((s) => s.map);
+  const agents = steps.filter((s) => !s.map && s.tool === 'agent');
+  const isAgent = (s) => !s.map && s.tool === 'agent';
   const progress = (s) => (s.map_progress ? `${s.map_progress.ended} of ${s.map_progress.total} done` : 'map');
-  const nodes = steps.map((s) => h('g', { class: `node ${s.status}${s.map ? ' map' : ''}`, 'data-step': s.id, 'data-status': s.status, 'data-map': s.map ? progress(s) : null, tabindex: 0, role: s.map ? 'button' : 'img', 'aria-label': `step ${s.id}: ${s.status}${s.map ? `, ${progress(s)}` : ''}`, transform: `translate(${pos[s.id].x},${pos[s.id].y})`,
-    onclick: s.map ? () => { const d = document.querySelector(`[data-map-items="${CSS.escape(s.id)}"]`); if (d) { d.open = !d.open; d.scrollIntoView({ block: 'nearest' }); } } : null },
+  const open = (sel) => () => { const d = document.querySelector(sel); if (d) { d.open = !d.open; d.scrollIntoView({ block: 'nearest' }); } };
+  const nodes = steps.map((s) => h('g', { class: `node ${s.status}${s.map ? ' map' : ''}${isAgent(s) ? ' agent' : ''}`, 'data-step': s.id, 'data-status': s.status, 'data-map': s.map ? progress(s) : null, 'data-agent': isAgent(s) ? 'true' : null, tabindex: 0, role: s.map || isAgent(s) ? 'button' : 'img', 'aria-label': `step ${s.id}: ${s.status}${s.map ? `, ${progress(s)}` : ''}${isAgent(s) ? ', an agent: opens its turns' : ''}`, transform: `translate(${pos[s.id].x},${pos[s.id].y})`,
+    onclick: s.map ? open(`[data-map-items="${CSS.escape(s.id)}"]`) : isAgent(s) ? open(`[data-agent-turns="${CSS.escape(s.id)}"]`) : null },
     h('title', {}, `${s.id}: ${s.status}, tool ${s.tool}, ${s.map ? progress(s) : `${s.attempts} attempt(s)`}`),
     h('rect', { width: W, height: H }),
     h('text', { x: 8, y: 17 }, s.id.length > 20 ? `${s.id.slice(0, 19)}…` : s.id),
@@ -367,7 +371,28 @@ function graph(plan) {
       h('ol', { start: 0 }, items.map((i) => h('li', { 'data-item': i.id, 'data-status': i.status },
         status(i.status), ` ${i.id}${i.attempts > 1 ? ` · ×${i.attempts}` : ''}${i.error ? ` · ${i.error.message || ''}` : ''}`))));
   });
-  return h('div', {}, h('div', { class: 'scroll' }, h('svg', { id: 'plan-graph', role: 'img', 'aria-label': `plan version ${plan.version}`, width, height, viewBox: `0 0 ${width} ${height}` }, edges, nodes)), lists);
+  return h('div', {}, h('div', { class: 'scroll' }, h('svg', { id: 'plan-graph', role: 'img', 'aria-label': `plan version ${plan.version}`, width, height, viewBox: `0 0 ${width} ${height}` }, edges, nodes)), lists, agents.map((a) => agentTurns(taskId, a)));
+}
+// an agent step's turns, read when opened: each turn's calls (their steps' statuses) and what
+// the model said
+function agentTurns(taskId, a) {
+  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+  const box = h('details', { class: 'agent-turns', 'data-agent-turns': a.id,
+    ontoggle: () => { if (!box.open || box.dataset.loaded) return; box.dataset.loaded = '1';
+      api(`/tasks/${taskId}/steps/${encodeURIComponent(a.id)}/turns`).then((turns) => fill(body, turns.length
+        ? h('ol', {}, turns.map((t) => h('li', { 'data-turn': t.turn },
+          h('b', {}, `turn ${t.turn}`), h('span', { class: 'muted' }, ` · ${t.usage.total_tokens ?? 0} tokens`),
+          t.tool_calls.length ? h('ul', {}, t.tool_calls.map((c) => h('li', { 'data-call': c.step_id || c.id, 'data-status': c.status },
+            status(c.status), ` ${c.step_id || c.id} · ${c.tool || 'refused'}${c.refused ? ` · ${c.refused}` : ''}`))) : null,
+          answerOf(t))))
+        : h('p', { class: 'muted' }, 'No turn yet.'))).catch((e) => fill(body, h('p', { class: 'error' }, String(e)))); } },
+  h('summary', {}, `${a.id}: an agent, ${a.status}`), body);
+  return box;
+}
+// the model's words in a turn (its answer, or what it said beside its calls)
+function answerOf(t) {
+  const said = t.messages.filter((m) => m.role === 'assistant' && typeof m.content === 'string' && m.content).map((m) => m.content);
+  return said.length ? h('pre', { class: 'agent-said' }, said.join('\n').slice(0, 2000)) : null;
 }
 // what changed between the version shown and another (the one before it, unless picked)
 function changes(versions, shown) {
