@@ -122,6 +122,17 @@ def test_the_price_map(t):
     assert [p.output_per_mtok for p in listed] == [0.6]
 
 
+def test_a_steps_agent_turns_are_typed(t):
+    from trellis_client.generated.api.tasks import agent_turns
+
+    task_id = t.submit({"description": "no agent", "plan": plan({"id": "e", "tool": "echo"})})
+    assert t.wait(task_id, timeout=60)["status"] == "succeeded"
+    # a step that is not an agent has no turns; a step that is not there is a 404
+    assert agent_turns.sync(client=t.api, id=uuid.UUID(task_id), step_id="e") == []
+    missing = agent_turns.sync_detailed(client=t.api, id=uuid.UUID(task_id), step_id="nope")
+    assert missing.status_code == 404
+
+
 def test_an_error_is_a_typed_error(t):
     with pytest.raises(TrellisError) as e:
         t.submit({"description": "bad", "plan": plan({"id": "x", "tool": "no-such-tool"})})

@@ -677,6 +677,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tasks/{id}/steps/{step_id}/turns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An agent step's turns, oldest first (empty for a step that is not an agent or has not
+         *     asked its model yet).
+         */
+        get: operations["agent_turns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/templates": {
         parameters: {
             query?: never;
@@ -1135,6 +1155,55 @@ export interface components {
              * @description Live workers.
              */
             workers: number;
+        };
+        /** @description A tool call the model asked for in a turn. */
+        AgentToolCallView: {
+            /** @description The model's `tool_call_id`. */
+            id: string;
+            /** @description Its arguments (null when refused). */
+            parameters?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * @description Why it was refused (an unknown function, arguments that are not an object, too many
+             *     calls in one turn).
+             */
+            refused?: string | null;
+            /** @description Its step's status, or `refused` (the model was told why). */
+            status: string;
+            /** @description The step it runs as, `<agent step>.<turn>.<n>` (null when refused). */
+            step_id?: string | null;
+            /** @description The tool it called (null when the call was refused before it ran). */
+            tool?: string | null;
+        };
+        /** @description One turn of an agent step: one LLM call. */
+        AgentTurnView: {
+            /**
+             * Format: double
+             * @description What the call cost (null: its model has no price).
+             */
+            cost?: number | null;
+            /**
+             * @description The messages the turn added to the transcript (OpenAI chat messages): the previous
+             *     turn's results as `tool` messages (or the opening `system` and `user` ones), then the
+             *     model's answer.
+             */
+            messages: {
+                [key: string]: unknown;
+            }[];
+            tool_calls: components["schemas"]["AgentToolCallView"][];
+            /**
+             * Format: int32
+             * @description From 1.
+             */
+            turn: number;
+            /**
+             * @description The LLM call's usage: `model`, `requests`, `prompt_tokens`, `completion_tokens`,
+             *     `total_tokens`, `cached_tokens`, `latency_ms`.
+             */
+            usage: {
+                [key: string]: unknown;
+            };
         };
         /** @description `POST /waits/{id}/approve`. */
         Approve: {
@@ -6613,6 +6682,85 @@ export interface operations {
             };
             /** @description not Content-Type: application/json */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a NUL character in the path or query */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the database is not reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    agent_turns: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A task id. */
+                id: string;
+                /** @description One of its steps' ids (keys), e.g. `research`. */
+                step_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the step's turns, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentTurnView"][];
+                };
+            };
+            /** @description a malformed path or query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's role does not allow this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

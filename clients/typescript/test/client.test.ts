@@ -110,6 +110,17 @@ test("the price map", async () => {
   assert.deepEqual((data ?? []).filter((p) => p.model === model).map((p) => p.input_per_mtok), [0.15]);
 });
 
+test("a step's agent turns are typed", async () => {
+  const id = await t.submit({ description: "no agent", plan: { steps: [{ id: "e", tool: "echo" }] } });
+  assert.equal((await t.wait(id)).status, "succeeded");
+  const path = "/api/v1/tasks/{id}/steps/{step_id}/turns" as const;
+  const { data, error } = await t.api.GET(path, { params: { path: { id, step_id: "e" } } });
+  assert.equal(error, undefined);
+  assert.deepEqual(data, []);
+  const missing = await t.api.GET(path, { params: { path: { id, step_id: "nope" } } });
+  assert.equal(missing.response.status, 404);
+});
+
 test("an error is a typed error", async () => {
   await assert.rejects(
     t.submit({ description: "bad", plan: { steps: [{ id: "x", tool: "no-such-tool" }] } }),

@@ -6,6 +6,11 @@ from .action_parameters import ActionParameters
 from .activity_view import ActivityView
 from .activity_view_recent_tasks import ActivityViewRecentTasks
 from .activity_view_unfinished_tasks import ActivityViewUnfinishedTasks
+from .agent_tool_call_view import AgentToolCallView
+from .agent_tool_call_view_parameters_type_0 import AgentToolCallViewParametersType0
+from .agent_turn_view import AgentTurnView
+from .agent_turn_view_messages_item import AgentTurnViewMessagesItem
+from .agent_turn_view_usage import AgentTurnViewUsage
 from .approve import Approve
 from .approve_parameters_type_0 import ApproveParametersType0
 from .attempt import Attempt
@@ -189,6 +194,11 @@ __all__ = (
     "ActivityView",
     "ActivityViewRecentTasks",
     "ActivityViewUnfinishedTasks",
+    "AgentToolCallView",
+    "AgentToolCallViewParametersType0",
+    "AgentTurnView",
+    "AgentTurnViewMessagesItem",
+    "AgentTurnViewUsage",
     "Approve",
     "ApproveParametersType0",
     "Attempt",
