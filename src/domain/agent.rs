@@ -371,14 +371,9 @@ pub fn read_answer(message: &Value, names: &FunctionNames, parallel: bool) -> An
     }
     let mut message = Map::new();
     message.insert("role".into(), json!("assistant"));
-    message.insert(
-        "content".into(),
-        if text.is_empty() {
-            Value::Null
-        } else {
-            json!(text)
-        },
-    );
+    // a string even when empty: OpenAI takes null beside tool_calls, llama-cpp-python's server
+    // refuses it (its assistant message's content is a string), and every server takes ""
+    message.insert("content".into(), json!(text));
     message.insert("tool_calls".into(), Value::Array(kept));
     Answer::Calls {
         message: Value::Object(message),
@@ -504,12 +499,12 @@ pub fn after_answer(spec: &AgentSpec, answer: &Answer, at: Progress) -> Next {
         },
         Answer::Calls { .. } => Next::Run,
         Answer::Final { text, .. } => {
-            let Some(schema) = &spec.output_schema else {
-                return Next::Done(Value::String(text.clone()));
-            };
-            let problems = match parse_json(text) {
-                None => vec!["the answer is not JSON".to_string()],
-                Some(v) => match super::schema::violations(schema, &v) {
+            let problems = match (&spec.output_schema, parse_json(text)) {
+                // an empty answer answers nothing: a small model's way of giving up
+                _ if text.trim().is_empty() => vec!["the answer is empty".to_string()],
+                (None, _) => return Next::Done(Value::String(text.clone())),
+                (Some(_), None) => vec!["the answer is not JSON".to_string()],
+                (Some(schema), Some(v)) => match super::schema::violations(schema, &v) {
                     p if p.is_empty() => return Next::Done(v),
                     p => p,
                 },
@@ -518,18 +513,18 @@ pub fn after_answer(spec: &AgentSpec, answer: &Answer, at: Progress) -> Next {
                 return Next::Stop {
                     reason: STOP_OUTPUT_INVALID,
                     message: format!(
-                        "agent: the final answer does not match output_schema: {}",
+                        "agent: the final answer is not valid: {}",
                         problems.join("; ")
                     ),
                 };
             }
+            let asked = match spec.output_schema {
+                Some(_) => "Answer again with only one JSON value that matches the output schema.",
+                None => "Answer again: call a tool, or give your final answer.",
+            };
             Next::AskAgain(json!({
                 "role": "user",
-                "content": format!(
-                    "That answer does not match the output schema: {}. Answer again with only \
-                     one JSON value that matches it.",
-                    problems.join("; ")
-                ),
+                "content": format!("That answer is not valid: {}. {asked}", problems.join("; ")),
             }))
         }
     }
@@ -856,6 +851,26 @@ mod tests {
             after_answer(&s, &final_answer("Here:\n```json\n{\"n\": 2}\n```"), at(1)),
             Next::Done(json!({"n": 2}))
         );
+    }
+
+    /// An empty answer (a small model giving up) is no answer, schema or not: asked again
+    /// once, then the step stops.
+    #[test]
+    fn an_empty_answer_is_asked_again_once_then_stops() {
+        let plain = spec(base());
+        let Next::AskAgain(m) = after_answer(&plain, &final_answer("  "), at(1)) else {
+            panic!()
+        };
+        assert!(m["content"].as_str().unwrap().contains("empty"));
+        let again = Progress {
+            asked_again: true,
+            ..at(2)
+        };
+        let Next::Stop { reason, message } = after_answer(&plain, &final_answer(""), again) else {
+            panic!()
+        };
+        assert_eq!(reason, STOP_OUTPUT_INVALID);
+        assert!(message.contains("empty"));
     }
 
     #[test]
