@@ -1,7 +1,7 @@
 //! Agent steps (the agent issue; migration `20261208000052_agent_turns.sql`): an agent step's
 //! turns, each stored with the calls it asked for in one fenced transaction
 //! ([`Store::record_agent_turn`]), and the wake that makes it claimable again when the last
-//! of a turn's calls ends ([`super::maps::items_ended`]).
+//! of a turn's calls ends (`maps::items_ended`).
 //!
 //! A turn's calls are items of the agent step, as a map's are: `map_step_id` the agent step,
 //! tolerant, ready at once, on the normal claim path with their own attempts and recovery.

@@ -182,6 +182,9 @@ const MODELLED: &[(&str, &str)] = &[
     ("TaskMove::Fail", "Fail"),
     ("TaskMove::Cancel", "Cancel"),
     ("StepMove::Park", "Park"),
+    // an agent step woken by the end of its turn's last call (`agent/wake`) makes the same
+    // move, in the transaction that ends the call; its park (`map/expand`) inserts the calls,
+    // so no call can end before it (tests/it/agent.rs, tests/it/invariants.rs)
     ("StepMove::Wake", "Callback"),
     ("WaitMove::Resolve", "Callback"),
     ("WaitMove::Cancel", "Cancel"),
