@@ -203,3 +203,41 @@ impl Drop for DevApi {
         }
     }
 }
+
+/// Run `tests/dashboard/<script>` (node, npm `playwright-core`, Debian's chromium) against
+/// `app`: with `DASHBOARD_URL`, `ADMIN_KEY`, `ARTIFACTS` (target/dashboard-artifacts, made
+/// here) and `env`. Asserts that it passed; returns what it printed.
+pub async fn browser_script(
+    app: &crate::testkit::TestApp,
+    script: &str,
+    env: &[(&str, String)],
+) -> String {
+    let root = env!("CARGO_MANIFEST_DIR");
+    assert!(
+        std::path::Path::new(&format!(
+            "{root}/tests/dashboard/node_modules/playwright-core"
+        ))
+        .exists(),
+        "playwright-core is not installed: run `npm install --prefix tests/dashboard` (.ci/run does)"
+    );
+    let artifacts = format!("{root}/target/dashboard-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(format!("{root}/tests/dashboard/{script}"))
+        .env("DASHBOARD_URL", app.url("/"))
+        .env("ADMIN_KEY", crate::testkit::ADMIN_KEY)
+        .env("ARTIFACTS", &artifacts)
+        .env("NO_PROXY", "127.0.0.1")
+        .kill_on_drop(true);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().await.expect("node runs (install nodejs)");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the browser run failed:\n{log}");
+    log
+}

@@ -1,31 +1,15 @@
 // An agent step in headless Chromium: drawn as one node that opens into its turns, each with
 // its calls (their steps' statuses) and what the model said; its calls are not nodes.
-import { chromium } from 'playwright-core';
+import { check, env, signedIn } from './lib.mjs';
 
-const env = (k) => { const v = process.env[k]; if (!v) throw new Error(`${k} is not set`); return v; };
 const URL = env('DASHBOARD_URL');
 const ADMIN = env('ADMIN_KEY');
 const TASK = env('AGENT_TASK');
 const TURNS = Number(env('AGENT_TURNS'));
 const CALLS = Number(env('AGENT_CALLS'));
 const ARTIFACTS = env('ARTIFACTS');
-const check = (ok, what) => { if (!ok) throw new Error(`check failed: ${what}`); console.log(`ok - ${what}`); };
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-const errors = [];
-try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(URL);
-  await page.waitForSelector('#signin:not([hidden])');
-  await page.fill('#key', ADMIN);
-  await page.click('#signin button[type=submit]');
-  await page.waitForSelector('#nav:not([hidden])');
-
+await signedIn(URL, ADMIN, async (page, errors) => {
   await page.goto(`${URL}#/tasks/${TASK}`);
   const node = '#plan-graph g[data-step="research"]';
   await page.waitForSelector(node);
@@ -42,7 +26,4 @@ try {
   check((await page.textContent(`${box} li[data-turn="${TURNS}"] .agent-said`)).includes('answer'), 'the last turn shows the answer');
   await page.screenshot({ path: `${ARTIFACTS}/agent.png`, fullPage: true });
   check(errors.length === 0, `no console errors (${errors.join('; ')})`);
-} finally {
-  if (errors.length) console.error(`console errors: ${errors.join('; ')}`);
-  await browser.close();
-}
+});

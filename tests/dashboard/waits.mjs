@@ -1,31 +1,15 @@
 // The approvals and schedules pages in headless Chromium: approve a gated call with an edited
 // parameter from the page (the Rust side then checks the tool ran with it), pause a schedule.
-import { chromium } from 'playwright-core';
+import { check, env, signedIn } from './lib.mjs';
 
-const env = (k) => { const v = process.env[k]; if (!v) throw new Error(`${k} is not set`); return v; };
 const URL = env('DASHBOARD_URL');
 const ADMIN = env('ADMIN_KEY');
 const WAIT = env('WAIT_ID');
 const TASK = env('GATED_TASK');
 const SCHEDULE = env('SCHEDULE_ID');
 const ARTIFACTS = env('ARTIFACTS');
-const check = (ok, what) => { if (!ok) throw new Error(`check failed: ${what}`); console.log(`ok - ${what}`); };
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-const errors = [];
-try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(URL);
-  await page.waitForSelector('#signin:not([hidden])');
-  await page.fill('#key', ADMIN);
-  await page.click('#signin button[type=submit]');
-  await page.waitForSelector('#nav:not([hidden])');
-
+await signedIn(URL, ADMIN, async (page, errors) => {
   await page.click('#nav a[href="#/approvals"]');
   const card = `[data-wait="${WAIT}"]`;
   await page.waitForSelector(card);
@@ -52,7 +36,4 @@ try {
   await page.waitForSelector('[data-enabled="false"]');
   check(await page.locator(row).count() === 0, 'paused from the page: no next tick');
   check(errors.length === 0, `no console errors (${errors.join('; ')})`);
-} finally {
-  if (errors.length) console.error(`console errors: ${errors.join('; ')}`);
-  await browser.close();
-}
+});

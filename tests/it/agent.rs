@@ -542,14 +542,6 @@ async fn killing_the_worker_between_turns_loses_nothing_and_repeats_no_call() {
 /// into its turns and their calls (tests/dashboard/agent.mjs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_is_one_node_that_opens_into_its_turns_in_headless_chromium() {
-    let root = env!("CARGO_MANIFEST_DIR");
-    assert!(
-        std::path::Path::new(&format!(
-            "{root}/tests/dashboard/node_modules/playwright-core"
-        ))
-        .exists(),
-        "playwright-core is not installed: run `npm install --prefix tests/dashboard` (.ci/run does)"
-    );
     let fake = FakeModel::start(|body| match turn_of(body) {
         1 => calling(&[
             ("call_a", "lookup", json!({"q": "alpha"})),
@@ -570,26 +562,11 @@ async fn an_agent_is_one_node_that_opens_into_its_turns_in_headless_chromium() {
         .await;
     let done = app.wait_done(id, LIMIT).await;
     assert_eq!(done["status"], "succeeded", "{done}");
-    let artifacts = format!("{root}/target/dashboard-artifacts");
-    std::fs::create_dir_all(&artifacts).unwrap();
-    let out = tokio::process::Command::new("node")
-        .arg(format!("{root}/tests/dashboard/agent.mjs"))
-        .env("DASHBOARD_URL", app.url("/"))
-        .env("ADMIN_KEY", common::ADMIN_KEY)
-        .env("AGENT_TASK", id.to_string())
-        .env("AGENT_TURNS", "2")
-        .env("AGENT_CALLS", "2")
-        .env("ARTIFACTS", &artifacts)
-        .env("NO_PROXY", "127.0.0.1")
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("node runs (install nodejs)");
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "the browser run failed:\n{log}");
+    let env = [
+        ("AGENT_TASK", id.to_string()),
+        ("AGENT_TURNS", "2".to_string()),
+        ("AGENT_CALLS", "2".to_string()),
+    ];
+    common::procs::browser_script(&app, "agent.mjs", &env).await;
     w.stop().await;
 }

@@ -214,7 +214,6 @@ fn the_dashboards_task_statuses_are_the_domains() {
 /// schedule's next ticks are shown and it is paused from the page.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approvals_and_schedules_pages_in_headless_chromium() {
-    let root = env!("CARGO_MANIFEST_DIR");
     let app = spawn_app().await;
     let server = common::ToolServer::echoing_step(Duration::ZERO).await;
     common::register_tool(
@@ -248,27 +247,12 @@ async fn approvals_and_schedules_pages_in_headless_chromium() {
         )
         .await;
     assert_eq!(s.as_u16(), 201, "{v}");
-    let artifacts = format!("{root}/target/dashboard-artifacts");
-    std::fs::create_dir_all(&artifacts).unwrap();
-    let out = tokio::process::Command::new("node")
-        .arg(format!("{root}/tests/dashboard/waits.mjs"))
-        .env("DASHBOARD_URL", app.url("/"))
-        .env("ADMIN_KEY", common::ADMIN_KEY)
-        .env("WAIT_ID", &wait)
-        .env("GATED_TASK", task.to_string())
-        .env("SCHEDULE_ID", "hourly")
-        .env("ARTIFACTS", &artifacts)
-        .env("NO_PROXY", "127.0.0.1")
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("node runs (install nodejs)");
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "the browser run failed:\n{log}");
+    let env = [
+        ("WAIT_ID", wait.clone()),
+        ("GATED_TASK", task.to_string()),
+        ("SCHEDULE_ID", "hourly".to_string()),
+    ];
+    let log = common::procs::browser_script(&app, "waits.mjs", &env).await;
     let calls = server.calls();
     assert_eq!(calls.len(), 1, "{log}");
     assert_eq!(
@@ -286,7 +270,6 @@ async fn approvals_and_schedules_pages_in_headless_chromium() {
 /// the given-up one shown with its error; then a parent and its child task, linked both ways.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_map_is_one_node_that_opens_into_its_items_in_headless_chromium() {
-    let root = env!("CARGO_MANIFEST_DIR");
     let app = spawn_app().await;
     let worker = app.worker(|_| {});
     let fails = [0, 1000, 0, 0, 0, 0];
@@ -311,28 +294,13 @@ async fn a_map_is_one_node_that_opens_into_its_items_in_headless_chromium() {
     let done = app.wait_done(parent, Duration::from_secs(60)).await;
     assert_eq!(done["status"], "succeeded", "{done}");
     let child = done["children"][0]["task_id"].as_str().unwrap().to_string();
-    let artifacts = format!("{root}/target/dashboard-artifacts");
-    std::fs::create_dir_all(&artifacts).unwrap();
-    let out = tokio::process::Command::new("node")
-        .arg(format!("{root}/tests/dashboard/maps.mjs"))
-        .env("PARENT_TASK", parent.to_string())
-        .env("CHILD_TASK", &child)
-        .env("DASHBOARD_URL", app.url("/"))
-        .env("ADMIN_KEY", common::ADMIN_KEY)
-        .env("MAP_TASK", task.to_string())
-        .env("MAP_ITEMS", fails.len().to_string())
-        .env("MAP_GIVEN_UP", "1")
-        .env("ARTIFACTS", &artifacts)
-        .env("NO_PROXY", "127.0.0.1")
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("node runs (install nodejs)");
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "the browser run failed:\n{log}");
+    let env = [
+        ("PARENT_TASK", parent.to_string()),
+        ("CHILD_TASK", child),
+        ("MAP_TASK", task.to_string()),
+        ("MAP_ITEMS", fails.len().to_string()),
+        ("MAP_GIVEN_UP", "1".to_string()),
+    ];
+    common::procs::browser_script(&app, "maps.mjs", &env).await;
     worker.stop().await;
 }
